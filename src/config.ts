@@ -1,0 +1,244 @@
+/**
+ * @module config
+ * Options of `createTokenService`, client registrations and users, validated with valibot at the
+ * boundary. A bad option fails at construction with a message naming the field.
+ */
+import * as v from 'valibot'
+import type { InteractionHook } from './interaction/types.ts'
+import { FIXED_PERMISSIONS, Permissions } from './permissions.ts'
+import type { Store } from './storage/types.ts'
+
+/** Access-token signing algorithms we can generate keys for. */
+export const SIGNING_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const
+export type SigningAlg = (typeof SIGNING_ALGS)[number]
+
+const ttl = (fallback: number) =>
+  v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(31_536_000 * 10)), fallback)
+const optionalTtl = v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)))
+const name = v.pipe(v.string(), v.regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (RFC 6749 §3.3)'))
+
+/** An absolute URI with no fragment (RFC 6749 §3.1.2). */
+const redirectUri = v.pipe(
+  v.string(),
+  v.url('must be an absolute URL'),
+  v.check((value) => !value.includes('#'), 'must not contain a fragment'),
+)
+
+/** A client registration as the host application passes it. */
+export const ClientRegistrationSchema = v.strictObject({
+  /** Unique client identifier. */
+  clientId: v.pipe(v.string(), v.minLength(1), v.maxLength(255), v.regex(/^[\x20-\x7e]+$/, 'must be printable ASCII')),
+  /** Plain-text secret, hashed before it is stored; absent for a public client. */
+  clientSecret: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(1024))),
+  /** Human-readable name. */
+  displayName: v.optional(v.pipe(v.string(), v.maxLength(200))),
+  /** Permission strings: fixed ones (`ept:token`, …) or `scp:` + scope name. */
+  permissions: v.pipe(
+    v.array(
+      v.pipe(
+        v.string(),
+        v.check(
+          (p) => FIXED_PERMISSIONS.includes(p) || /^scp:[\x21\x23-\x5b\x5d-\x7e]+$/.test(p),
+          'unknown permission (expected ept:*, gt:*, rst:code or scp:<scope>)',
+        ),
+      ),
+    ),
+    v.transform((list) => [...new Set(list)]),
+  ),
+  redirectUris: v.optional(v.array(redirectUri), []),
+  postLogoutRedirectUris: v.optional(v.array(redirectUri), []),
+  /** `explicit` shows a consent page; default `implicit`. */
+  consentType: v.optional(v.picklist(['implicit', 'explicit']), 'implicit'),
+  /** Let this client use PKCE `plain`. Default false. */
+  allowPlainPkce: v.optional(v.boolean(), false),
+  /** Require PKCE from this confidential client too. Default false (public clients always must). */
+  requirePkce: v.optional(v.boolean(), false),
+  /** Per-client lifetimes in seconds overriding the service defaults. */
+  lifetimes: v.optional(
+    v.strictObject({
+      accessToken: optionalTtl,
+      authorizationCode: optionalTtl,
+      idToken: optionalTtl,
+      refreshToken: optionalTtl,
+    }),
+    {},
+  ),
+})
+export type ClientRegistration = v.InferInput<typeof ClientRegistrationSchema>
+export type ParsedClientRegistration = v.InferOutput<typeof ClientRegistrationSchema>
+
+/** A built-in user for the embedded sign-in page. Extra standard claims are kept as given. */
+export const UserSchema = v.looseObject({
+  sub: v.pipe(v.string(), v.minLength(1), v.maxLength(255), v.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')),
+  username: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
+  /** Plain text (hashed on load) or a `pbkdf2-sha256$…` hash. */
+  password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)),
+  email: v.optional(v.string()),
+  email_verified: v.optional(v.boolean()),
+  given_name: v.optional(v.string()),
+  family_name: v.optional(v.string()),
+  name: v.optional(v.string()),
+})
+export type UserConfig = v.InferInput<typeof UserSchema>
+
+/** A scope the service knows. API scopes put their audience into access tokens. */
+export const ScopeSchema = v.union([
+  name,
+  v.strictObject({
+    name,
+    /** `aud` of access tokens carrying this scope; default: the scope name. */
+    audience: v.optional(v.pipe(v.string(), v.minLength(1))),
+    /** Claims this scope releases at userinfo (identity scopes). */
+    claims: v.optional(v.array(v.string())),
+  }),
+])
+export type ScopeConfig = v.InferInput<typeof ScopeSchema>
+
+/** Account lookup: the host's user directory. */
+export interface AccountProvider {
+  /** Claims of the subject (must include `sub`), or undefined when it does not exist (any more). */
+  findAccount(sub: string): Promise<Record<string, unknown> | undefined>
+}
+
+/** A log sink. Messages never carry secrets or token values. */
+export interface Logger {
+  warn(message: string, detail?: Record<string, unknown>): void
+  error(message: string, detail?: Record<string, unknown>): void
+}
+
+const fn = <T>(message: string) => v.custom<T>((value) => typeof value === 'function', message)
+const obj = <T>(message: string) =>
+  v.custom<T>((value) => typeof value === 'object' && value !== null, message)
+
+/** Options of `createTokenService`. */
+export const OptionsSchema = v.strictObject({
+  /** The issuer identifier, used byte for byte (no trailing slash is added or removed). */
+  issuer: v.pipe(
+    v.string(),
+    v.url('must be an absolute URL'),
+    v.check((value) => /^https?:\/\//.test(value), 'must be an http or https URL'),
+    v.check((value) => !value.includes('?') && !value.includes('#'), 'must have no query or fragment'),
+  ),
+  /** The store; default a new in-memory store. */
+  store: v.optional(obj<Store>('must be a Store object')),
+  /** Access token lifetime, seconds. Default 3600. */
+  accessTokenTtl: ttl(3600),
+  /** Authorization code lifetime, seconds. Default 300. */
+  authorizationCodeTtl: ttl(300),
+  /** ID token lifetime, seconds. Default 3600. */
+  idTokenTtl: ttl(3600),
+  /** Lifetime of each refresh token generation (idle timeout), seconds. Default 14 days. */
+  refreshTokenTtl: ttl(1_209_600),
+  /** Absolute lifetime of a refresh token family, seconds. Default 90 days. */
+  refreshTokenFamilyTtl: ttl(7_776_000),
+  /** Browser session lifetime, seconds. Default 14 days. */
+  sessionTtl: ttl(1_209_600),
+  /** How long a pending sign-in may take, seconds. Default 900. */
+  interactionTtl: ttl(900),
+  /** Access token signing algorithm. Default ES256. */
+  accessTokenSigningAlg: v.optional(v.picklist(SIGNING_ALGS), 'ES256'),
+  /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */
+  idTokenSigningAlg: v.optional(v.picklist(SIGNING_ALGS), 'RS256'),
+  /** Private signing keys as a JWK set (each with `kid` and `alg`); default: generated and kept in the store. */
+  keys: v.optional(
+    v.strictObject({
+      keys: v.pipe(
+        v.array(
+          v.looseObject({
+            kid: v.pipe(v.string(), v.minLength(1)),
+            alg: v.picklist(SIGNING_ALGS),
+            kty: v.string(),
+            d: v.string(),
+          }),
+        ),
+        v.minLength(1),
+      ),
+    }),
+  ),
+  /** Extra scopes beyond openid, profile, email, offline_access and api1. */
+  scopes: v.optional(v.array(ScopeSchema), []),
+  /** Built-in users for the embedded sign-in page. */
+  users: v.optional(v.array(UserSchema), []),
+  /** The host's account lookup; default: the built-in users. */
+  accounts: v.optional(obj<AccountProvider>('must be an object with findAccount(sub)')),
+  /** The host's sign-in hook; default: the built-in sign-in page. */
+  interaction: v.optional(fn<InteractionHook>('must be a function')),
+  /** Only issue refresh tokens when `offline_access` was granted. Default false. */
+  requireOfflineAccess: v.optional(v.boolean(), false),
+  /** Also put the claims of granted identity scopes into the ID token. Default false. */
+  idTokenIncludesClaims: v.optional(v.boolean(), false),
+  /** PBKDF2 iterations for newly hashed secrets and passwords. Default 600,000. */
+  secretHashIterations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 600_000),
+  /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
+  secretCacheTtl: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 300),
+  /** Request limits. */
+  limits: v.optional(
+    v.strictObject({
+      /** Largest accepted request body in bytes. Default 16 KiB. */
+      maxBodyBytes: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(256)), 16_384),
+      /** Longest accepted parameter value in characters. Default 4096 (tokens may be long). */
+      maxParameterLength: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(64)), 4096),
+      /** Most scopes in one request. Default 32. */
+      maxScopes: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 32),
+    }),
+    {},
+  ),
+  /** Name of the session cookie. Default `gatehouse.session`. */
+  cookieName: v.optional(v.pipe(v.string(), v.regex(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/)), 'gatehouse.session'),
+  /** Theme of the built-in pages. */
+  theme: v.optional(
+    v.strictObject({
+      productName: v.optional(v.string(), 'Gatehouse'),
+      logoUrl: v.optional(v.pipe(v.string(), v.url())),
+      primaryColor: v.optional(v.pipe(v.string(), v.regex(/^#[0-9a-fA-F]{3,8}$/)), '#2f5bd3'),
+    }),
+    {},
+  ),
+  /** Clock in epoch seconds. Default `Date.now()`. */
+  now: v.optional(fn<() => number>('must be a function returning epoch seconds')),
+  /** Where warnings and unexpected errors go. Default `console`. */
+  logger: v.optional(obj<Logger>('must be an object with warn() and error()')),
+})
+export type TokenServiceOptions = v.InferInput<typeof OptionsSchema>
+export type Config = v.InferOutput<typeof OptionsSchema>
+
+/** Formats valibot issues as `path: message` lines. */
+export function formatIssues(issues: readonly v.BaseIssue<unknown>[]): string {
+  return issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`).join('\n')
+}
+
+/** Validates options; throws a TypeError naming every bad field. */
+export function parseOptions(input: unknown): Config {
+  const result = v.safeParse(OptionsSchema, input)
+  if (result.success) return result.output
+  throw new TypeError(`invalid token service options\n${formatIssues(result.issues)}`, {
+    cause: result.issues,
+  })
+}
+
+/** Validates one client registration; throws a TypeError naming every bad field. */
+export function parseClientRegistration(input: unknown): ParsedClientRegistration {
+  const result = v.safeParse(ClientRegistrationSchema, input)
+  if (!result.success) {
+    throw new TypeError(`invalid client registration\n${formatIssues(result.issues)}`, {
+      cause: result.issues,
+    })
+  }
+  const reg = result.output
+  // RFC 9700 §2.6 / RFC 6749 §3.1.2.1: plain http only for loopback redirect URIs.
+  for (const uri of [...reg.redirectUris, ...reg.postLogoutRedirectUris]) {
+    const url = new URL(uri)
+    if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+      throw new TypeError(`invalid client registration\nredirectUris: ${uri} must use https (http only for loopback hosts)`)
+    }
+  }
+  if (reg.permissions.includes(Permissions.GrantTypes.ClientCredentials) && reg.clientSecret === undefined) {
+    throw new TypeError('invalid client registration\nclientSecret: a public client cannot use client_credentials')
+  }
+  return reg
+}
+
+/** Whether a hostname names this machine (localhost, 127.0.0.0/8, ::1). */
+export function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
+}

@@ -1,0 +1,51 @@
+/**
+ * @module config_file
+ * The JSON configuration file of `npm start` (`--config FILE` or `GATEHOUSE_CONFIG`): clients to
+ * register (plain-text secrets, hashed on load), built-in users, extra scopes and service settings.
+ */
+import * as v from 'valibot'
+import { ClientRegistrationSchema, OptionsSchema, ScopeSchema, UserSchema, formatIssues } from './config.ts'
+
+const settings = OptionsSchema.entries
+
+/** The configuration file's schema. */
+export const ConfigFileSchema = v.strictObject({
+  $schema: v.optional(v.string()),
+  issuer: v.optional(settings.issuer),
+  clients: v.optional(v.array(ClientRegistrationSchema), []),
+  users: v.optional(v.array(UserSchema), []),
+  scopes: v.optional(v.array(ScopeSchema), []),
+  accessTokenTtl: settings.accessTokenTtl,
+  authorizationCodeTtl: settings.authorizationCodeTtl,
+  idTokenTtl: settings.idTokenTtl,
+  refreshTokenTtl: settings.refreshTokenTtl,
+  refreshTokenFamilyTtl: settings.refreshTokenFamilyTtl,
+  sessionTtl: settings.sessionTtl,
+  interactionTtl: settings.interactionTtl,
+  accessTokenSigningAlg: settings.accessTokenSigningAlg,
+  idTokenSigningAlg: settings.idTokenSigningAlg,
+  requireOfflineAccess: settings.requireOfflineAccess,
+  idTokenIncludesClaims: settings.idTokenIncludesClaims,
+  secretHashIterations: settings.secretHashIterations,
+  limits: settings.limits,
+  theme: settings.theme,
+})
+export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
+
+/** Parses the file's text; throws a TypeError naming the file and every bad field. */
+export function parseConfigFile(text: string, source = 'configuration file'): ConfigFile {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (err) {
+    throw new TypeError(`${source}: not valid JSON (${(err as Error).message})`)
+  }
+  const result = v.safeParse(ConfigFileSchema, json)
+  if (!result.success) throw new TypeError(`${source}: invalid configuration\n${formatIssues(result.issues)}`)
+  const ids = new Set<string>()
+  for (const client of result.output.clients) {
+    if (ids.has(client.clientId)) throw new TypeError(`${source}: invalid configuration\nclients: clientId ${JSON.stringify(client.clientId)} appears twice`)
+    ids.add(client.clientId)
+  }
+  return result.output
+}

@@ -1,0 +1,54 @@
+/**
+ * @module context
+ * What every endpoint receives: validated configuration, the store, keys, clients, scopes and the
+ * endpoint URLs derived from the issuer (never from the request).
+ */
+import type { ClientRegistry } from './clients.ts'
+import type { AccountProvider, Config, Logger } from './config.ts'
+import type { Keyring } from './keys/keyring.ts'
+import type { ScopeRegistry } from './scopes.ts'
+import type { createVerificationCache } from './secrets.ts'
+import type { Store } from './storage/types.ts'
+import type { UserDirectory } from './users.ts'
+
+/** Paths of the endpoints relative to the issuer. */
+export const PATHS = {
+  authorization: '/connect/authorize',
+  token: '/connect/token',
+  userinfo: '/connect/userinfo',
+  logout: '/connect/logout',
+  introspection: '/connect/introspect',
+  revocation: '/connect/revoke',
+  interaction: '/connect/interaction',
+  jwks: '/.well-known/jwks.json',
+  openidConfiguration: '/.well-known/openid-configuration',
+  oauthMetadata: '/.well-known/oauth-authorization-server',
+} as const
+
+export type Endpoint = keyof typeof PATHS
+
+/** Absolute endpoint URLs: the issuer string followed by the path. */
+export function endpointUrls(issuer: string): Record<Endpoint, string> {
+  const base = issuer.endsWith('/') ? issuer.slice(0, -1) : issuer
+  return Object.fromEntries(Object.entries(PATHS).map(([name, path]) => [name, base + path])) as Record<
+    Endpoint,
+    string
+  >
+}
+
+export interface Context {
+  config: Config
+  store: Store
+  keyring: Keyring
+  clients: ClientRegistry
+  scopes: ScopeRegistry
+  users: UserDirectory
+  accounts: AccountProvider
+  secretCache: ReturnType<typeof createVerificationCache>
+  urls: Record<Endpoint, string>
+  logger: Logger
+  /** Epoch seconds. */
+  now(): number
+  /** Whether cookies get `Secure` (https issuer). */
+  secureCookies: boolean
+}

@@ -1,0 +1,50 @@
+/**
+ * @module endpoints/discovery
+ * Provider metadata: OpenID Connect Discovery 1.0 §3 at /.well-known/openid-configuration and
+ * RFC 8414 at /.well-known/oauth-authorization-server. It lists exactly what is implemented.
+ */
+import type { Context } from '../context.ts'
+import { json } from '../http.ts'
+
+/** The metadata document (computed once per service). */
+export function metadata(ctx: Context): Record<string, unknown> {
+  const { urls, config } = ctx
+  const idAlgs = [...new Set(['RS256', config.idTokenSigningAlg])]
+  return {
+    issuer: config.issuer,
+    authorization_endpoint: urls.authorization,
+    token_endpoint: urls.token,
+    userinfo_endpoint: urls.userinfo,
+    jwks_uri: urls.jwks,
+    end_session_endpoint: urls.logout,
+    revocation_endpoint: urls.revocation,
+    introspection_endpoint: urls.introspection,
+    scopes_supported: ctx.scopes.names(),
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: idAlgs,
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    code_challenge_methods_supported: ['S256', 'plain'],
+    claims_supported: ctx.scopes.allClaims(),
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+    prompt_values_supported: ['none', 'login', 'consent'],
+    authorization_response_iss_parameter_supported: true,
+  }
+}
+
+export function handleDiscovery(ctx: Context, document: string): Response {
+  void ctx
+  return new Response(document, {
+    headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' },
+  })
+}
+
+export async function handleJwks(ctx: Context): Promise<Response> {
+  return json(await ctx.keyring.jwks(), { headers: { 'cache-control': 'public, max-age=60' } })
+}

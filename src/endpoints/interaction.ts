@@ -1,0 +1,98 @@
+/**
+ * @module endpoints/interaction
+ * The built-in sign-in and consent pages at /connect/interaction (used when the host plugs in no
+ * interaction hook). GET shows the form of the pending interaction; POST submits it. Checks:
+ * - the interaction exists and has not expired (else an error page)
+ * - it belongs to this browser (binding cookie, SameSite=Lax) and the form's csrf token matches
+ * - a wrong username or password shows the form again with a message, never a redirect
+ * - cancel / deny → access_denied to the client
+ */
+import type { Context } from '../context.ts'
+import { browserCookieName, readCookie } from '../cookies.ts'
+import { OAuthError } from '../errors.ts'
+import { readForm } from '../http.ts'
+import { type AuthorizationRequest, completeInteraction, loadSession } from '../interaction/flow.ts'
+import { consentPage, errorPage, loginPage } from '../pages.ts'
+import type { InteractionRecord } from '../storage/types.ts'
+import { sha256, timingSafeEqual } from '../tokens/opaque.ts'
+
+const EXPIRED = 'the sign-in request has expired or was already used; return to the application and try again'
+
+async function isSameBrowser(request: Request, record: InteractionRecord, ctx: Context): Promise<boolean> {
+  const value = readCookie(request, browserCookieName(ctx))
+  return value !== undefined && timingSafeEqual(await sha256(value), record.browserId)
+}
+
+async function needsConsent(record: InteractionRecord, request: Request, ctx: Context): Promise<boolean> {
+  const req = record.request as unknown as AuthorizationRequest
+  const client = await ctx.clients.get(req.clientId)
+  if (!client || client.consentType !== 'explicit') return false
+  if (req.prompt.includes('consent')) return true
+  const { session } = await loadSession(request, ctx)
+  const given = session && record.login && session.sub === record.login.sub ? session.consents[req.clientId] : undefined
+  return !req.scopes.every((scope) => given?.includes(scope))
+}
+
+async function render(record: InteractionRecord, ctx: Context, message?: string, username?: string): Promise<Response> {
+  const req = record.request as unknown as AuthorizationRequest
+  const client = await ctx.clients.get(req.clientId)
+  const common = { action: ctx.urls.interaction, uid: record.id, csrf: record.csrf, clientName: client?.displayName ?? req.clientId }
+  if (record.login) return consentPage(ctx.config.theme, { ...common, scopes: req.scopes })
+  const name = username ?? req.loginHint
+  return loginPage(ctx.config.theme, {
+    ...common,
+    ...(message !== undefined ? { message } : {}),
+    ...(name !== undefined ? { username: name } : {}),
+  })
+}
+
+export async function handleInteraction(request: Request, ctx: Context): Promise<Response> {
+  if (request.method === 'GET') {
+    const uid = new URL(request.url).searchParams.get('uid')
+    const record = uid ? await ctx.store.interactions.get(uid) : undefined
+    if (!record || record.kind !== 'authorization') return errorPage(ctx.config.theme, 'invalid_request', EXPIRED)
+    if (!(await isSameBrowser(request, record, ctx))) {
+      return errorPage(ctx.config.theme, 'invalid_request', 'this sign-in was started in another browser', 403)
+    }
+    return render(record, ctx)
+  }
+
+  let form: Map<string, string>
+  try {
+    form = await readForm(request, ctx.config.limits)
+  } catch (err) {
+    if (err instanceof OAuthError) return errorPage(ctx.config.theme, err.code, err.message, err.status)
+    throw err
+  }
+  const uid = form.get('uid')
+  const record = uid ? await ctx.store.interactions.get(uid) : undefined
+  if (!record || record.kind !== 'authorization') return errorPage(ctx.config.theme, 'invalid_request', EXPIRED)
+  // CSRF: the form's token must match, and the browser must be the one that started the flow.
+  if (!timingSafeEqual(form.get('csrf') ?? '', record.csrf) || !(await isSameBrowser(request, record, ctx))) {
+    return errorPage(ctx.config.theme, 'invalid_request', 'the form could not be verified (CSRF check failed)', 403)
+  }
+  const decision = form.get('decision')
+  if (decision === 'cancel' || decision === 'deny') {
+    const description = decision === 'cancel' ? 'the end-user cancelled the sign-in' : 'the end-user denied the request'
+    return completeInteraction(record.id, { error: 'access_denied', description }, request, ctx)
+  }
+
+  if (form.get('action') === 'consent') {
+    if (!record.login || decision !== 'allow') return render(record, ctx)
+    return completeInteraction(record.id, { login: record.login }, request, ctx)
+  }
+
+  const username = form.get('username')
+  const password = form.get('password')
+  if (username === undefined || password === undefined) {
+    return render(record, ctx, 'Enter your username and password.', username)
+  }
+  const account = await ctx.users.authenticate(username, password)
+  if (!account) return render(record, ctx, 'The username or password is incorrect.', username)
+  const login = { sub: String(account.sub), authTime: ctx.now(), amr: ['pwd'] }
+  if (await needsConsent({ ...record, login }, request, ctx)) {
+    await ctx.store.interactions.put({ ...record, login })
+    return render({ ...record, login }, ctx)
+  }
+  return completeInteraction(record.id, { login }, request, ctx)
+}

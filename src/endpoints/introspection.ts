@@ -1,0 +1,84 @@
+/**
+ * @module endpoints/introspection
+ * Token introspection, POST /connect/introspect (RFC 7662).
+ *
+ * Policy: a caller learns about a token only if it was issued to the caller (`client_id`) or the
+ * caller's client id is one of the token's audiences (a resource server registered as a client
+ * with the id of its API scope's audience). Refresh tokens are visible to their own client only.
+ * Every other token, and anything expired, revoked, foreign or malformed, is `{"active":false}`.
+ */
+import { authenticateClient, requirePermission } from '../client_auth/index.ts'
+import type { Context } from '../context.ts'
+import { OAuthError } from '../errors.ts'
+import { noStoreJson, readForm } from '../http.ts'
+import { Permissions } from '../permissions.ts'
+import type { ClientRecord } from '../storage/types.ts'
+import { type AccessTokenClaims, looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
+import { sha256 } from '../tokens/opaque.ts'
+
+const INACTIVE = { active: false } as const
+
+/** Verifies an access token and checks it is not revoked (denylisted jti or revoked grant). */
+export async function findActiveAccessToken(token: string, ctx: Context): Promise<AccessTokenClaims | undefined> {
+  const claims = await verifyAccessToken(token, ctx.keyring, { issuer: ctx.config.issuer, now: ctx.now() })
+  if (!claims) return undefined
+  if (await ctx.store.revocations.isAccessTokenRevoked(claims.jti)) return undefined
+  if (claims.gid !== undefined && (await ctx.store.revocations.isFamilyRevoked(claims.gid))) return undefined
+  return claims
+}
+
+function audiences(aud: string | string[]): string[] {
+  return Array.isArray(aud) ? aud : [aud]
+}
+
+async function introspectAccessToken(token: string, caller: ClientRecord, ctx: Context) {
+  const claims = await findActiveAccessToken(token, ctx)
+  if (!claims) return undefined
+  if (claims.client_id !== caller.clientId && !audiences(claims.aud).includes(caller.clientId)) return undefined
+  return {
+    active: true,
+    scope: claims.scope,
+    client_id: claims.client_id,
+    sub: claims.sub,
+    exp: claims.exp,
+    iat: claims.iat,
+    iss: claims.iss,
+    aud: claims.aud,
+    jti: claims.jti,
+    token_type: 'Bearer',
+    ...(claims.auth_time !== undefined ? { auth_time: claims.auth_time } : {}),
+  }
+}
+
+async function introspectRefreshToken(token: string, caller: ClientRecord, ctx: Context) {
+  const record = await ctx.store.refreshTokens.get(await sha256(token))
+  const now = ctx.now()
+  if (!record || record.consumedAt !== undefined || record.expiresAt <= now) return undefined
+  if (record.clientId !== caller.clientId) return undefined
+  if (await ctx.store.revocations.isFamilyRevoked(record.familyId)) return undefined
+  return {
+    active: true,
+    scope: record.scope,
+    client_id: record.clientId,
+    sub: record.sub,
+    exp: record.expiresAt,
+    iat: record.issuedAt,
+    iss: ctx.config.issuer,
+    token_type: 'refresh_token',
+  }
+}
+
+export async function handleIntrospection(request: Request, ctx: Context): Promise<Response> {
+  const params = await readForm(request, ctx.config.limits)
+  const { client } = await authenticateClient(request, params, ctx, { allowPublic: false })
+  requirePermission(client, Permissions.Endpoints.Introspection, 'the introspection endpoint')
+  const token = params.get('token')
+  if (token === undefined) throw new OAuthError('invalid_request', 'token is required')
+  // RFC 7662 §2.1: the hint only orders the search; a wrong hint still finds the token.
+  const jwtFirst = params.get('token_type_hint') !== 'refresh_token' && looksLikeJwt(token)
+  const result = jwtFirst
+    ? ((await introspectAccessToken(token, client, ctx)) ?? (await introspectRefreshToken(token, client, ctx)))
+    : ((await introspectRefreshToken(token, client, ctx)) ??
+      (looksLikeJwt(token) ? await introspectAccessToken(token, client, ctx) : undefined))
+  return noStoreJson(result ?? INACTIVE)
+}

@@ -1,0 +1,128 @@
+/**
+ * @module endpoints/logout
+ * OpenID Connect RP-Initiated Logout 1.0, GET and POST /connect/logout. Checks, in order:
+ * - parameters once each (else an error page)
+ * - an id_token_hint must be an ID token we signed (alg none or foreign keys: error page)
+ * - client_id, when sent with a hint, must be one of the hint's audiences
+ * - the client needs `ept:logout`
+ * - post_logout_redirect_uri needs a valid hint and must exactly match one registered for that
+ *   client (§3); otherwise no redirect happens
+ * - without a hint, or with a hint for another end-user than the session's, the end-user confirms
+ *   on a CSRF-protected page first (§2)
+ * Ending the session deletes it from the store and clears the cookie; a logout without a session
+ * is not an error (§4).
+ */
+import type { Context } from '../context.ts'
+import { setCookie } from '../cookies.ts'
+import { OAuthError } from '../errors.ts'
+import { parseParams, readBody, mediaType } from '../http.ts'
+import { browserBinding, loadSession } from '../interaction/flow.ts'
+import { errorPage, logoutConfirmPage, page, signedOutPage } from '../pages.ts'
+import { Permissions } from '../permissions.ts'
+import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
+import { randomToken, sha256, timingSafeEqual } from '../tokens/opaque.ts'
+import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
+import { appendQuery, redirect } from './authorize.ts'
+import { browserCookieName, readCookie } from '../cookies.ts'
+
+async function readParams(request: Request, ctx: Context): Promise<Map<string, string>> {
+  const max = ctx.config.limits.maxParameterLength
+  if (request.method === 'POST') {
+    if (mediaType(request.headers.get('content-type') ?? '') !== 'application/x-www-form-urlencoded') {
+      throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', { status: 415 })
+    }
+    return parseParams(new TextDecoder().decode(await readBody(request, ctx.config.limits.maxBodyBytes)), max)
+  }
+  return parseParams(new URL(request.url).search.slice(1), max)
+}
+
+/** Ends the session (if any) and answers with a redirect or the signed-out page. */
+async function endSession(session: SessionRecord | undefined, target: string | undefined, ctx: Context): Promise<Response> {
+  if (session) await ctx.store.sessions.delete(session.id)
+  const headers = new Headers({ 'set-cookie': setCookie(ctx, ctx.config.cookieName, 'deleted-session-cookie', 0) })
+  return target !== undefined ? redirect(target, headers) : signedOutPage(ctx.config.theme, { headers })
+}
+
+function audiences(aud: string | string[]): string[] {
+  return Array.isArray(aud) ? aud : [aud]
+}
+
+async function handleConfirmation(form: Map<string, string>, request: Request, ctx: Context): Promise<Response> {
+  const record = await ctx.store.interactions.get(form.get('uid') ?? '')
+  const browser = readCookie(request, browserCookieName(ctx))
+  if (
+    !record ||
+    record.kind !== 'logout' ||
+    !timingSafeEqual(form.get('csrf') ?? '', record.csrf) ||
+    browser === undefined ||
+    !timingSafeEqual(await sha256(browser), record.browserId)
+  ) {
+    return errorPage(ctx.config.theme, 'invalid_request', 'the sign-out form could not be verified; try again', 403)
+  }
+  await ctx.store.interactions.take(record.id)
+  if (form.get('decision') !== 'yes') return page(ctx.config.theme, 'Still signed in', '<p>You are still signed in.</p>')
+  const { session } = await loadSession(request, ctx)
+  const target = typeof record.request.target === 'string' ? record.request.target : undefined
+  return endSession(session, target, ctx)
+}
+
+export async function handleLogout(request: Request, ctx: Context): Promise<Response> {
+  let params: Map<string, string>
+  try {
+    params = await readParams(request, ctx)
+  } catch (err) {
+    if (err instanceof OAuthError) return errorPage(ctx.config.theme, err.code, err.message, err.status)
+    throw err
+  }
+  if (request.method === 'POST' && params.has('uid') && params.has('confirm')) {
+    return handleConfirmation(params, request, ctx)
+  }
+  const theme = ctx.config.theme
+  const hintValue = params.get('id_token_hint')
+  const hint = hintValue === undefined ? undefined : await verifyIdTokenHint(hintValue, ctx)
+  if (hintValue !== undefined && !hint) return errorPage(theme, 'invalid_request', 'id_token_hint is not a valid ID token of this issuer')
+  let clientId = params.get('client_id')
+  if (hint) {
+    const aud = audiences(hint.aud)
+    if (clientId !== undefined && !aud.includes(clientId)) {
+      return errorPage(theme, 'invalid_request', 'client_id is not an audience of id_token_hint')
+    }
+    clientId ??= typeof hint.azp === 'string' ? hint.azp : aud[0]
+  }
+  const client = clientId === undefined ? undefined : await ctx.clients.get(clientId)
+  if (clientId !== undefined && !client) return errorPage(theme, 'invalid_client', 'the client is unknown')
+  if (client && !client.permissions.includes(Permissions.Endpoints.Logout)) {
+    return errorPage(theme, 'unauthorized_client', 'the client may not use the logout endpoint')
+  }
+
+  let target: string | undefined
+  const plru = params.get('post_logout_redirect_uri')
+  if (plru !== undefined) {
+    if (!hint) return errorPage(theme, 'invalid_request', 'post_logout_redirect_uri requires id_token_hint')
+    // RPL §3: redirect only to a URI registered for this client, compared exactly.
+    if (!client?.postLogoutRedirectUris.includes(plru)) {
+      return errorPage(theme, 'invalid_request', 'post_logout_redirect_uri is not registered for this client')
+    }
+    const state = params.get('state')
+    target = state === undefined ? plru : appendQuery(plru, new URLSearchParams({ state }))
+  }
+
+  const { session } = await loadSession(request, ctx)
+  const confirmed = hint !== undefined && (!session || session.sub === hint.sub)
+  if (!session || confirmed) return endSession(session, target, ctx)
+
+  // RPL §2: ask the end-user before logging out on an unverified request.
+  const binding = await browserBinding(request, ctx)
+  const record: InteractionRecord = {
+    id: randomToken(24),
+    kind: 'logout',
+    browserId: binding.id,
+    csrf: randomToken(24),
+    request: target === undefined ? {} : { target },
+    expiresAt: ctx.now() + ctx.config.interactionTtl,
+  }
+  await ctx.store.interactions.put(record)
+  const response = logoutConfirmPage(theme, { action: ctx.urls.logout, uid: record.id, csrf: record.csrf })
+  if (binding.setCookie) response.headers.append('set-cookie', binding.setCookie)
+  return response
+}

@@ -1,0 +1,53 @@
+/**
+ * @module endpoints/revocation
+ * Token revocation, POST /connect/revoke (RFC 7009). Checks, in order:
+ * - the caller authenticates as at the token endpoint; public clients send client_id only
+ * - `token` present (invalid_request); the hint only orders the search (§2.1)
+ * - a token issued to another client is not revoked: invalid_request (§2.1 "refused")
+ * - refresh token: its whole family is revoked (§2.1 SHOULD, RFC 9700 §4.14.2)
+ * - JWT access token: its jti is denylisted until it expires
+ * - unknown, expired or already revoked tokens: 200 all the same (§2.2)
+ */
+import { authenticateClient, requirePermission } from '../client_auth/index.ts'
+import type { Context } from '../context.ts'
+import { OAuthError } from '../errors.ts'
+import { readForm } from '../http.ts'
+import { Permissions } from '../permissions.ts'
+import type { ClientRecord } from '../storage/types.ts'
+import { looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
+import { sha256 } from '../tokens/opaque.ts'
+
+function notYours(): OAuthError {
+  return new OAuthError('invalid_request', 'the token was not issued to this client')
+}
+
+async function revokeRefreshToken(token: string, client: ClientRecord, ctx: Context): Promise<boolean> {
+  const record = await ctx.store.refreshTokens.get(await sha256(token))
+  if (!record) return false
+  if (record.clientId !== client.clientId) throw notYours()
+  await ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)
+  return true
+}
+
+async function revokeAccessToken(token: string, client: ClientRecord, ctx: Context): Promise<boolean> {
+  const claims = await verifyAccessToken(token, ctx.keyring, { issuer: ctx.config.issuer, now: ctx.now() })
+  if (!claims) return false
+  if (claims.client_id !== client.clientId) throw notYours()
+  await ctx.store.revocations.revokeAccessToken(claims.jti, claims.exp)
+  return true
+}
+
+export async function handleRevocation(request: Request, ctx: Context): Promise<Response> {
+  const params = await readForm(request, ctx.config.limits)
+  const { client } = await authenticateClient(request, params, ctx, { allowPublic: true })
+  requirePermission(client, Permissions.Endpoints.Revocation, 'the revocation endpoint')
+  const token = params.get('token')
+  if (token === undefined) throw new OAuthError('invalid_request', 'token is required')
+  if (looksLikeJwt(token)) {
+    if (!(await revokeAccessToken(token, client, ctx))) await revokeRefreshToken(token, client, ctx)
+  } else {
+    await revokeRefreshToken(token, client, ctx)
+  }
+  // RFC 7009 §2.2: 200 whether or not the token was known; the body is empty.
+  return new Response(null, { status: 200, headers: { 'cache-control': 'no-store', pragma: 'no-cache' } })
+}

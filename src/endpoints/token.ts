@@ -1,0 +1,33 @@
+/**
+ * @module endpoints/token
+ * The token endpoint, POST /connect/token (RFC 6749 §3.2), as named steps:
+ * parse the form, check grant_type, authenticate the client, check permissions, run the grant.
+ */
+import { authenticateClient, requirePermission } from '../client_auth/index.ts'
+import type { Context } from '../context.ts'
+import { OAuthError } from '../errors.ts'
+import { authorizationCode } from '../grants/authorization_code.ts'
+import { clientCredentials } from '../grants/client_credentials.ts'
+import { refreshToken } from '../grants/refresh_token.ts'
+import type { Grant } from '../grants/types.ts'
+import { noStoreJson, printable, readForm } from '../http.ts'
+import { Permissions } from '../permissions.ts'
+
+/** The grants the token endpoint dispatches to. */
+export const GRANTS: ReadonlyMap<string, Grant> = new Map(
+  [authorizationCode, refreshToken, clientCredentials].map((grant) => [grant.type, grant]),
+)
+
+export async function handleToken(request: Request, ctx: Context): Promise<Response> {
+  const params = await readForm(request, ctx.config.limits)
+  const grantType = params.get('grant_type')
+  if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
+  const grant = GRANTS.get(grantType)
+  if (!grant) {
+    throw new OAuthError('unsupported_grant_type', `unsupported grant_type ${printable(grantType)}`)
+  }
+  const auth = await authenticateClient(request, params, ctx, { allowPublic: grant.allowPublic })
+  requirePermission(auth.client, Permissions.Endpoints.Token, 'the token endpoint')
+  requirePermission(auth.client, grant.permission, `the ${grant.type} grant`)
+  return noStoreJson(await grant.handle(params, auth, ctx))
+}

@@ -1,0 +1,67 @@
+/**
+ * @module grants/authorization_code
+ * The authorization code grant (RFC 6749 §4.1.3, OpenID Connect Core §3.1.3). Checks, in order:
+ * - `code` present (invalid_request), `redirect_uri` present (invalid_request)
+ * - the code is consumed atomically: unknown or expired → invalid_grant; consumed before → the
+ *   family's tokens are revoked (§4.1.2, §10.5) and invalid_grant
+ * - bound to the authenticated client, to the redirect_uri (verbatim) and to the PKCE challenge
+ * - the grant is not revoked and the account still exists
+ */
+import type { Context } from '../context.ts'
+import { OAuthError } from '../errors.ts'
+import { Permissions } from '../permissions.ts'
+import { sha256 } from '../tokens/opaque.ts'
+import { checkCodeVerifier } from '../tokens/pkce.ts'
+import { issueUserTokens, requireAccount, wantsRefreshToken } from './issue.ts'
+import type { Grant } from './types.ts'
+
+export const authorizationCode: Grant = {
+  type: 'authorization_code',
+  permission: Permissions.GrantTypes.AuthorizationCode,
+  allowPublic: true,
+  async handle(params, { client }, ctx: Context) {
+    const code = params.get('code')
+    if (code === undefined) throw new OAuthError('invalid_request', 'code is required')
+    const redirectUri = params.get('redirect_uri')
+    if (redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required')
+    const now = ctx.now()
+    const consumed = await ctx.store.codes.consume(await sha256(code), now)
+    if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
+    const record = consumed.record
+    if (consumed.status === 'replayed') {
+      // RFC 6749 §4.1.2: SHOULD revoke all tokens previously issued based on that code.
+      await ctx.store.revocations.revokeFamily(record.familyId, now + ctx.config.refreshTokenFamilyTtl)
+      throw new OAuthError('invalid_grant', 'the code has already been used')
+    }
+    if (record.clientId !== client.clientId) {
+      throw new OAuthError('invalid_grant', 'the code was issued to another client')
+    }
+    // RFC 6749 §4.1.3: redirect_uri must be identical to the authorization request's.
+    if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match')
+    await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod)
+    if (await ctx.store.revocations.isFamilyRevoked(record.familyId)) {
+      throw new OAuthError('invalid_grant', 'the grant has been revoked')
+    }
+    const account = await requireAccount(record.sub, ctx)
+    const scopes = record.scope === '' ? [] : record.scope.split(' ')
+    const { response, refreshRecord } = await issueUserTokens(
+      {
+        familyId: record.familyId,
+        sub: record.sub,
+        scopes,
+        tokenScopes: scopes,
+        authTime: record.authTime,
+        familyExpiresAt: now + ctx.config.refreshTokenFamilyTtl,
+        ...(record.sid !== undefined ? { sid: record.sid } : {}),
+        ...(record.acr !== undefined ? { acr: record.acr } : {}),
+        ...(record.amr !== undefined ? { amr: record.amr } : {}),
+        ...(record.nonce !== undefined ? { nonce: record.nonce } : {}),
+      },
+      client,
+      ctx,
+      { account, refresh: wantsRefreshToken(client, scopes, ctx) },
+    )
+    if (refreshRecord) await ctx.store.refreshTokens.insert(refreshRecord)
+    return response
+  },
+}

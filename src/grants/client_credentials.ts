@@ -1,0 +1,58 @@
+/**
+ * @module grants/client_credentials
+ * The client credentials grant (RFC 6749 §4.4) for service-to-service callers.
+ * - only confidential clients (§4.4.2)
+ * - each requested scope must be an API scope the client holds `scp:` for, else invalid_scope
+ * - identity scopes (openid, profile, email, offline_access) need an end-user: invalid_scope
+ * - no scope requested: every API scope the client is permitted
+ * - the response holds exactly access_token, token_type and expires_in (§4.4.3: no refresh token)
+ */
+import type { Context } from '../context.ts'
+import { OAuthError } from '../errors.ts'
+import { Permissions, scopePermission } from '../permissions.ts'
+import { parseScope } from '../scopes.ts'
+import { issueAccessToken } from '../tokens/access_token.ts'
+import type { Grant } from './types.ts'
+
+function grantedScopes(requested: string[], permissions: readonly string[], ctx: Context): string[] {
+  if (requested.length === 0) {
+    return permissions
+      .filter((p) => p.startsWith(Permissions.Prefixes.Scope))
+      .map((p) => p.slice(Permissions.Prefixes.Scope.length))
+      .filter((scope) => ctx.scopes.get(scope) !== undefined && !ctx.scopes.isUserScope(scope))
+  }
+  for (const scope of requested) {
+    if (ctx.scopes.get(scope) === undefined) throw new OAuthError('invalid_scope', `unknown scope ${scope}`)
+    if (ctx.scopes.isUserScope(scope)) {
+      throw new OAuthError('invalid_scope', `scope ${scope} requires an end-user`)
+    }
+    if (!permissions.includes(scopePermission(scope))) {
+      throw new OAuthError('invalid_scope', `the client is not allowed the scope ${scope}`)
+    }
+  }
+  return requested
+}
+
+export const clientCredentials: Grant = {
+  type: 'client_credentials',
+  permission: Permissions.GrantTypes.ClientCredentials,
+  allowPublic: false,
+  async handle(params, { client }, ctx) {
+    const scopes = grantedScopes(parseScope(params.get('scope'), ctx.config.limits.maxScopes), client.permissions, ctx)
+    const ttl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
+    const audience = ctx.scopes.audiences(scopes)
+    const { token } = await issueAccessToken(
+      {
+        issuer: ctx.config.issuer,
+        sub: client.clientId,
+        audience: audience.length > 0 ? audience : [ctx.config.issuer],
+        clientId: client.clientId,
+        scope: scopes.join(' '),
+        now: ctx.now(),
+        ttl,
+      },
+      await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
+    )
+    return { access_token: token, token_type: 'Bearer', expires_in: ttl }
+  },
+}

@@ -1,0 +1,124 @@
+/**
+ * @module grants/issue
+ * Issues the tokens of an end-user grant (authorization_code and refresh_token): access token,
+ * ID token when `openid` is granted, and the next refresh token generation of the family.
+ */
+import type { Context } from '../context.ts'
+import { OAuthError } from '../errors.ts'
+import { Permissions } from '../permissions.ts'
+import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
+import { issueAccessToken } from '../tokens/access_token.ts'
+import { issueIdToken } from '../tokens/id_token.ts'
+import { randomToken, sha256 } from '../tokens/opaque.ts'
+import type { TokenResponse } from './types.ts'
+
+/** What an end-user grant is about. */
+export interface UserGrant {
+  familyId: string
+  sub: string
+  /** Scopes of the grant (the refresh token keeps these). */
+  scopes: string[]
+  /** Scopes of this access token (⊆ scopes). */
+  tokenScopes: string[]
+  authTime: number
+  sid?: string
+  acr?: string
+  amr?: string[]
+  nonce?: string
+  /** Absolute end of the refresh token family (epoch s). */
+  familyExpiresAt: number
+}
+
+/** Whether this grant gets a refresh token (client permission, offline_access policy). */
+export function wantsRefreshToken(client: ClientRecord, scopes: readonly string[], ctx: Context): boolean {
+  if (!client.permissions.includes(Permissions.GrantTypes.RefreshToken)) return false
+  return !ctx.config.requireOfflineAccess || scopes.includes('offline_access')
+}
+
+/** The account's claims, or invalid_grant when the account no longer exists. */
+export async function requireAccount(sub: string, ctx: Context): Promise<Record<string, unknown>> {
+  const account = await ctx.accounts.findAccount(sub)
+  if (!account) throw new OAuthError('invalid_grant', 'the end-user no longer exists')
+  return account
+}
+
+/** Picks the claims of `scopes` out of an account. */
+export function scopedClaims(account: Record<string, unknown>, scopes: readonly string[], ctx: Context) {
+  const allowed = ctx.scopes.claims(scopes)
+  const claims: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(account)) {
+    if (name !== 'sub' && allowed.has(name) && value !== undefined && value !== null) claims[name] = value
+  }
+  return claims
+}
+
+/** Issues the token response of a user grant; inserts the new refresh token when `refresh` is given. */
+export async function issueUserTokens(
+  grant: UserGrant,
+  client: ClientRecord,
+  ctx: Context,
+  options: { account: Record<string, unknown>; refresh: boolean },
+): Promise<{ response: TokenResponse; refreshRecord?: RefreshTokenRecord }> {
+  const now = ctx.now()
+  const accessTtl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
+  const audience = ctx.scopes.audiences(grant.tokenScopes)
+  const { token: accessToken } = await issueAccessToken(
+    {
+      issuer: ctx.config.issuer,
+      sub: grant.sub,
+      audience: audience.length > 0 ? audience : [ctx.config.issuer],
+      clientId: client.clientId,
+      scope: grant.tokenScopes.join(' '),
+      now,
+      ttl: accessTtl,
+      familyId: grant.familyId,
+      authTime: grant.authTime,
+      ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
+    },
+    await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
+  )
+  const response: TokenResponse = {
+    access_token: accessToken,
+    token_type: 'Bearer',
+    expires_in: accessTtl,
+    scope: grant.tokenScopes.join(' '),
+  }
+  if (grant.tokenScopes.includes('openid')) {
+    response.id_token = await issueIdToken(
+      {
+        issuer: ctx.config.issuer,
+        sub: grant.sub,
+        clientId: client.clientId,
+        now,
+        ttl: client.lifetimes.idToken ?? ctx.config.idTokenTtl,
+        authTime: grant.authTime,
+        accessToken,
+        ...(grant.nonce !== undefined ? { nonce: grant.nonce } : {}),
+        ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
+        ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
+        ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
+        ...(ctx.config.idTokenIncludesClaims ? { claims: scopedClaims(options.account, grant.tokenScopes, ctx) } : {}),
+      },
+      await ctx.keyring.signingKey(ctx.config.idTokenSigningAlg),
+    )
+  }
+  if (!options.refresh) return { response }
+  const value = randomToken()
+  const refreshTtl = client.lifetimes.refreshToken ?? ctx.config.refreshTokenTtl
+  const refreshRecord: RefreshTokenRecord = {
+    id: await sha256(value),
+    familyId: grant.familyId,
+    clientId: client.clientId,
+    sub: grant.sub,
+    scope: grant.scopes.join(' '),
+    authTime: grant.authTime,
+    issuedAt: now,
+    expiresAt: Math.min(now + refreshTtl, grant.familyExpiresAt),
+    familyExpiresAt: grant.familyExpiresAt,
+    ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
+    ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
+    ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
+  }
+  response.refresh_token = value
+  return { response, refreshRecord }
+}

@@ -1,0 +1,74 @@
+/**
+ * @module grants/refresh_token
+ * The refresh token grant (RFC 6749 §6) with rotation on every use and reuse detection
+ * (RFC 9700 §4.14.2). Checks, in order:
+ * - `refresh_token` present (invalid_request)
+ * - known, unexpired, issued to this client (invalid_grant; a foreign client does not burn it)
+ * - consumed before → reuse: the whole family is revoked, invalid_grant
+ * - the family is not revoked and has not reached its absolute lifetime
+ * - a requested `scope` is a subset of the granted one (invalid_scope)
+ * - atomically rotate: exactly one of concurrent callers gets the next generation
+ */
+import type { Context } from '../context.ts'
+import { OAuthError } from '../errors.ts'
+import { Permissions } from '../permissions.ts'
+import { parseScope } from '../scopes.ts'
+import { sha256 } from '../tokens/opaque.ts'
+import { issueUserTokens, requireAccount } from './issue.ts'
+import type { Grant } from './types.ts'
+
+export const refreshToken: Grant = {
+  type: 'refresh_token',
+  permission: Permissions.GrantTypes.RefreshToken,
+  allowPublic: true,
+  async handle(params, { client }, ctx: Context) {
+    const value = params.get('refresh_token')
+    if (value === undefined) throw new OAuthError('invalid_request', 'refresh_token is required')
+    const now = ctx.now()
+    const id = await sha256(value)
+    const record = await ctx.store.refreshTokens.get(id)
+    if (!record || record.expiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
+    if (record.clientId !== client.clientId) {
+      throw new OAuthError('invalid_grant', 'the refresh token was issued to another client')
+    }
+    const revokeFamily = () => ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)
+    if (record.consumedAt !== undefined) {
+      await revokeFamily()
+      throw new OAuthError('invalid_grant', 'the refresh token has already been used')
+    }
+    if (await ctx.store.revocations.isFamilyRevoked(record.familyId)) {
+      throw new OAuthError('invalid_grant', 'the refresh token has been revoked')
+    }
+    if (record.familyExpiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired')
+    const granted = record.scope === '' ? [] : record.scope.split(' ')
+    const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
+    for (const scope of requested) {
+      if (!granted.includes(scope)) throw new OAuthError('invalid_scope', `scope ${scope} was not granted`)
+    }
+    const account = await requireAccount(record.sub, ctx)
+    const { response, refreshRecord } = await issueUserTokens(
+      {
+        familyId: record.familyId,
+        sub: record.sub,
+        scopes: granted,
+        tokenScopes: requested.length > 0 ? requested : granted,
+        authTime: record.authTime,
+        familyExpiresAt: record.familyExpiresAt,
+        ...(record.sid !== undefined ? { sid: record.sid } : {}),
+        ...(record.acr !== undefined ? { acr: record.acr } : {}),
+        ...(record.amr !== undefined ? { amr: record.amr } : {}),
+      },
+      client,
+      ctx,
+      { account, refresh: true },
+    )
+    if (!refreshRecord) throw new Error('rotation produced no refresh token')
+    const rotated = await ctx.store.refreshTokens.rotate(id, refreshRecord, now)
+    if (rotated.status === 'replayed') {
+      await revokeFamily()
+      throw new OAuthError('invalid_grant', 'the refresh token has already been used')
+    }
+    if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
+    return response
+  },
+}

@@ -1,0 +1,29 @@
+/**
+ * @module grants/types
+ * The shape every grant handler has (node-oidc-provider `grants/*`): a type, the permission it
+ * needs, and a handler from authenticated client and parameters to a token response body.
+ */
+import type { AuthenticatedClient } from '../client_auth/index.ts'
+import type { Context } from '../context.ts'
+import type { Params } from '../http.ts'
+
+export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials'
+
+export interface Grant {
+  type: GrantType
+  /** The `gt:` permission the client needs. */
+  permission: string
+  /** Whether public clients may use it. */
+  allowPublic: boolean
+  handle(params: Params, auth: AuthenticatedClient, ctx: Context): Promise<TokenResponse>
+}
+
+/** RFC 6749 §5.1 token response. */
+export interface TokenResponse {
+  access_token: string
+  token_type: 'Bearer'
+  expires_in: number
+  refresh_token?: string
+  id_token?: string
+  scope?: string
+}

@@ -1,0 +1,79 @@
+/**
+ * @module handler
+ * The one fetch handler: routes by path below the issuer, answers 404/405 for unknown paths and
+ * methods, and turns every thrown error into an RFC error response (HTML on browser-facing pages).
+ * The issuer and endpoint URLs come from configuration, never from the request's Host header.
+ */
+import { PATHS, type Context } from './context.ts'
+import { handleAuthorize } from './endpoints/authorize.ts'
+import { handleDiscovery, handleJwks, metadata } from './endpoints/discovery.ts'
+import { handleInteraction } from './endpoints/interaction.ts'
+import { handleIntrospection } from './endpoints/introspection.ts'
+import { handleLogout } from './endpoints/logout.ts'
+import { handleRevocation } from './endpoints/revocation.ts'
+import { handleToken } from './endpoints/token.ts'
+import { handleUserinfo } from './endpoints/userinfo.ts'
+import { OAuthError, errorResponse, toOAuthError } from './errors.ts'
+import { errorPage } from './pages.ts'
+
+type Handle = (request: Request) => Promise<Response> | Response
+
+interface Route {
+  methods: Partial<Record<string, Handle>>
+  /** Browser-facing: errors are HTML pages. */
+  page?: boolean
+}
+
+/** Creates the request handler for a context. */
+export function createHandler(ctx: Context): (request: Request) => Promise<Response> {
+  const issuerPath = new URL(ctx.config.issuer).pathname.replace(/\/$/, '')
+  const document = JSON.stringify(metadata(ctx))
+  const discovery: Route = { methods: { GET: () => handleDiscovery(ctx, document) } }
+  const routes = new Map<string, Route>([
+    [PATHS.openidConfiguration, discovery],
+    [PATHS.oauthMetadata, discovery],
+    [PATHS.jwks, { methods: { GET: () => handleJwks(ctx) } }],
+    [PATHS.token, { methods: { POST: (r) => handleToken(r, ctx) } }],
+    [PATHS.introspection, { methods: { POST: (r) => handleIntrospection(r, ctx) } }],
+    [PATHS.revocation, { methods: { POST: (r) => handleRevocation(r, ctx) } }],
+    [PATHS.userinfo, { methods: { GET: (r) => handleUserinfo(r, ctx), POST: (r) => handleUserinfo(r, ctx) } }],
+    [PATHS.authorization, { page: true, methods: { GET: (r) => handleAuthorize(r, ctx), POST: (r) => handleAuthorize(r, ctx) } }],
+    [PATHS.interaction, { page: true, methods: { GET: (r) => handleInteraction(r, ctx), POST: (r) => handleInteraction(r, ctx) } }],
+    [PATHS.logout, { page: true, methods: { GET: (r) => handleLogout(r, ctx), POST: (r) => handleLogout(r, ctx) } }],
+  ])
+  // RFC 8414 §3.1: for an issuer with a path, the well-known suffix is inserted before the path.
+  const insertedMetadataPath = issuerPath === '' ? undefined : PATHS.oauthMetadata + issuerPath
+
+  function find(pathname: string): Route | undefined {
+    if (pathname === insertedMetadataPath) return discovery
+    if (!pathname.startsWith(issuerPath)) return undefined
+    return routes.get(pathname.slice(issuerPath.length))
+  }
+
+  return async function handle(request: Request): Promise<Response> {
+    let route: Route | undefined
+    try {
+      route = find(new URL(request.url).pathname)
+      if (!route) throw new OAuthError('invalid_request', 'no endpoint at this path', { status: 404 })
+      const method = request.method === 'HEAD' ? 'GET' : request.method
+      const handle = route.methods[method]
+      if (!handle) {
+        const allow = Object.keys(route.methods).join(', ')
+        throw new OAuthError('invalid_request', `method ${request.method.slice(0, 20)} is not allowed here`, {
+          status: 405,
+          headers: { allow },
+        })
+      }
+      const response = await handle(request)
+      return request.method === 'HEAD' ? new Response(null, response) : response
+    } catch (thrown) {
+      const err = toOAuthError(thrown)
+      if (err.status >= 500) {
+        const cause = thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : typeof thrown
+        ctx.logger.error('request failed', { path: new URL(request.url).pathname, error: err.code, cause })
+      }
+      if (route?.page && err.status >= 500) return errorPage(ctx.config.theme, err.code, err.message, err.status)
+      return errorResponse(err, ctx.config.issuer)
+    }
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * @module http
+ * Request parsing and response helpers shared by the endpoints.
+ */
+import { OAuthError } from './errors.ts'
+
+/** Parameters of a request: each name once, empty values treated as absent (RFC 6749 §3.1). */
+export type Params = Map<string, string>
+
+export interface FormLimits {
+  maxBodyBytes: number
+  maxParameterLength: number
+}
+
+/** Reads a body up to `limit` bytes; larger bodies are refused without reading them whole. */
+export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
+  if (!request.body) return new Uint8Array(0)
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    let result: ReadableStreamReadResult<Uint8Array>
+    try {
+      result = await reader.read()
+    } catch (cause) {
+      throw new OAuthError('invalid_request', 'the request body could not be read', { cause })
+    }
+    if (result.done) break
+    size += result.value.byteLength
+    if (size > limit) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge(limit)
+    }
+    chunks.push(result.value)
+  }
+  if (chunks.length === 1) return chunks[0] as Uint8Array
+  const body = new Uint8Array(size)
+  let offset = 0
+  for (const chunk of chunks) {
+    body.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return body
+}
+
+function tooLarge(limit: number): OAuthError {
+  return new OAuthError('invalid_request', `the request body exceeds ${limit} bytes`, { status: 413 })
+}
+
+/**
+ * Parses `application/x-www-form-urlencoded` text into parameters.
+ * - a parameter given twice is `invalid_request` (RFC 6749 §3.1, §3.2)
+ * - empty values are treated as omitted (RFC 6749 §3.1)
+ * - values longer than the limit are `invalid_request`
+ */
+export function parseParams(text: string, maxParameterLength: number): Params {
+  const params: Params = new Map()
+  const seen = new Set<string>()
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (seen.has(name)) {
+      throw new OAuthError('invalid_request', `parameter ${printable(name)} is repeated`)
+    }
+    seen.add(name)
+    if (value.length > maxParameterLength) {
+      throw new OAuthError('invalid_request', `parameter ${printable(name)} is too long`)
+    }
+    if (value !== '') params.set(name, value)
+  }
+  return params
+}
+
+/** Reads a POST form body (RFC 6749 §3.2: application/x-www-form-urlencoded). */
+export async function readForm(request: Request, limits: FormLimits): Promise<Params> {
+  const type = request.headers.get('content-type') ?? ''
+  if (mediaType(type) !== 'application/x-www-form-urlencoded') {
+    throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', {
+      status: 415,
+    })
+  }
+  const bytes = await readBody(request, limits.maxBodyBytes)
+  return parseParams(new TextDecoder().decode(bytes), limits.maxParameterLength)
+}
+
+/** The media type of a Content-Type value, lower-cased, without parameters. */
+export function mediaType(contentType: string): string {
+  return (contentType.split(';', 1)[0] ?? '').trim().toLowerCase()
+}
+
+/** A parameter name made safe for an error description. */
+export function printable(name: string): string {
+  const cut = name.length > 40 ? `${name.slice(0, 40)}…` : name
+  return cut.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?')
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' } as const
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' } as const
+
+/** A JSON response. */
+export function json(body: unknown, init?: { status?: number; headers?: Record<string, string> }): Response {
+  return new Response(JSON.stringify(body), {
+    status: init?.status ?? 200,
+    headers: { ...JSON_HEADERS, ...init?.headers },
+  })
+}
+
+/** A JSON response that must not be cached (RFC 6749 §5.1). */
+export function noStoreJson(body: unknown, status = 200): Response {
+  return json(body, { status, headers: NO_STORE })
+}
+
+/** Extracts the token from `Authorization: Bearer <token>` (scheme case-insensitive, RFC 6750 §2.1). */
+export function bearerToken(header: string | null): string | undefined {
+  if (header === null) return undefined
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header)
+  return match?.[1]
+}
+
+/** Escapes text for HTML element content and attribute values. */
+export function escapeHtml(value: string): string {
+  return value
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;')
+}

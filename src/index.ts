@@ -1,0 +1,128 @@
+/**
+ * @module gatehouse
+ * An OAuth 2.0 and OpenID Connect token service as one Web-standard fetch handler.
+ */
+import { createClientRegistry } from './clients.ts'
+import { type AccountProvider, type Logger, type TokenServiceOptions, parseOptions } from './config.ts'
+import { type Context, endpointUrls } from './context.ts'
+import { createHandler } from './handler.ts'
+import { toPending, completeInteraction } from './interaction/flow.ts'
+import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
+import { createKeyring } from './keys/keyring.ts'
+import { createScopeRegistry } from './scopes.ts'
+import { createVerificationCache } from './secrets.ts'
+import { createMemoryStore } from './storage/memory.ts'
+import { createUserDirectory } from './users.ts'
+
+export type { ClientInfo, ClientRegistry } from './clients.ts'
+export type {
+  AccountProvider,
+  ClientRegistration,
+  Logger,
+  ScopeConfig,
+  TokenServiceOptions,
+  UserConfig,
+} from './config.ts'
+export { OAuthError, StoreUnavailableError } from './errors.ts'
+export type { OAuthErrorCode } from './errors.ts'
+export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction/types.ts'
+export { Permissions, scopePermission } from './permissions.ts'
+export { hashSecret, verifySecret } from './secrets.ts'
+export { createMemoryStore } from './storage/memory.ts'
+export type * from './storage/types.ts'
+
+const consoleLogger: Logger = {
+  warn: (message, detail) => console.warn(`[gatehouse] ${message}`, detail ?? ''),
+  error: (message, detail) => console.error(`[gatehouse] ${message}`, detail ?? ''),
+}
+
+/**
+ * Creates the token service. Options are validated here: a bad option throws a TypeError naming it.
+ *
+ * @example
+ * const service = createTokenService({ issuer: 'https://auth.example.com' })
+ * await service.clients.ensure({
+ *   clientId: 'reporting-job',
+ *   clientSecret: process.env.REPORTING_JOB_SECRET,
+ *   permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+ * })
+ * Deno.serve(service.fetch)
+ */
+export function createTokenService(options: TokenServiceOptions) {
+  const config = parseOptions(options)
+  const now = config.now ?? (() => Math.floor(Date.now() / 1000))
+  const store = config.store ?? createMemoryStore({ now })
+  const users = createUserDirectory(config.users, config.secretHashIterations)
+  const accounts: AccountProvider = config.accounts ?? users
+  const clients = createClientRegistry({ store, now, iterations: config.secretHashIterations })
+  const keyring = createKeyring({
+    store,
+    now,
+    algorithms: [...new Set(['RS256', config.accessTokenSigningAlg, config.idTokenSigningAlg] as const)],
+    ...(config.keys ? { configured: config.keys.keys } : {}),
+  })
+  const ctx: Context = {
+    config,
+    store,
+    keyring,
+    clients,
+    scopes: createScopeRegistry(config.scopes),
+    users,
+    accounts,
+    secretCache: createVerificationCache({ ttl: config.secretCacheTtl, max: 10_000, now }),
+    urls: endpointUrls(config.issuer),
+    logger: config.logger ?? consoleLogger,
+    now,
+    secureCookies: config.issuer.startsWith('https:'),
+  }
+  const handler = createHandler(ctx)
+
+  return {
+    /** The fetch handler serving every endpoint. */
+    fetch: (request: Request): Promise<Response> => handler(request),
+    /** The issuer identifier, as configured. */
+    issuer: config.issuer,
+    /** Absolute URLs of the endpoints. */
+    endpoints: ctx.urls,
+    /** Host-side client registration. */
+    clients: {
+      ensure: clients.ensure,
+      find: clients.find,
+      list: clients.list,
+      update: clients.update,
+      delete: clients.delete,
+    },
+    /** Host-side sign-in: read a pending interaction, and resume it once the host's login is done. */
+    interactions: {
+      async get(uid: string): Promise<PendingInteraction | undefined> {
+        const record = await store.interactions.get(uid)
+        if (!record || record.kind !== 'authorization') return undefined
+        const clientId = String(record.request.clientId)
+        return toPending(record, await clients.get(clientId))
+      },
+      /**
+       * Completes a pending authorization request and returns the Response for the browser: a
+       * redirect to the client with the code (or the error), setting the session cookie.
+       */
+      complete(uid: string, result: InteractionResult, request?: Request): Promise<Response> {
+        return completeInteraction(uid, result, request, ctx)
+      },
+    },
+    /** Signing keys: the public JWKS as published. */
+    keys: {
+      jwks: () => keyring.jwks(),
+    },
+    /** Settles when built-in users are hashed and signing keys are loaded (or generated). */
+    async ready(): Promise<void> {
+      await Promise.all([users.ready, keyring.signingKey(config.accessTokenSigningAlg), keyring.signingKey(config.idTokenSigningAlg)])
+    },
+    /** The store in use. */
+    store,
+    /** Releases the store's connections. */
+    async close(): Promise<void> {
+      await store.close?.()
+    },
+  }
+}
+
+export type TokenService = ReturnType<typeof createTokenService>

@@ -1,0 +1,236 @@
+/**
+ * @module interaction/flow
+ * The steps between a validated authorization request and its code redirect: reading the browser
+ * session, starting an interaction (built-in pages or the host's hook), completing it, keeping the
+ * session (single sign-on) and issuing the authorization code.
+ */
+import type { Context } from '../context.ts'
+import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
+import { appendQuery, errorRedirect, redirect } from '../endpoints/authorize.ts'
+import { errorPage } from '../pages.ts'
+import type { ClientRecord, CodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
+import { randomToken, sha256 } from '../tokens/opaque.ts'
+import type { InteractionResult, LoginResult, PendingInteraction } from './types.ts'
+
+/** A validated authorization request. */
+export interface AuthorizationRequest {
+  clientId: string
+  redirectUri: string
+  scopes: string[]
+  prompt: string[]
+  state?: string
+  nonce?: string
+  codeChallenge?: string
+  codeChallengeMethod?: 'S256' | 'plain'
+  maxAge?: number
+  loginHint?: string
+  uiLocales?: string
+  /** `sub` of a valid id_token_hint. */
+  idTokenHintSub?: string
+}
+
+/** The authenticated end-user of a completed sign-in or a live session. */
+export interface Authentication {
+  sub: string
+  authTime: number
+  acr?: string
+  amr?: string[]
+}
+
+/** The session of the browser that sent `request`, if it has a live one. */
+export async function loadSession(request: Request, ctx: Context): Promise<{ session?: SessionRecord }> {
+  const value = readCookie(request, ctx.config.cookieName)
+  if (value === undefined) return {}
+  const session = await ctx.store.sessions.get(await sha256(value))
+  if (!session || session.expiresAt <= ctx.now()) return {}
+  return { session }
+}
+
+/** The browser-binding id of a request, creating a cookie value when it has none. */
+export async function browserBinding(request: Request, ctx: Context): Promise<{ id: string; setCookie?: string }> {
+  const existing = readCookie(request, browserCookieName(ctx))
+  if (existing !== undefined) return { id: await sha256(existing) }
+  const value = randomToken()
+  return { id: await sha256(value), setCookie: setCookie(ctx, browserCookieName(ctx), value, ctx.config.sessionTtl) }
+}
+
+/** The host's view of an interaction. */
+export function toPending(record: InteractionRecord, client: ClientRecord | undefined, session?: SessionRecord): PendingInteraction {
+  const req = record.request as unknown as AuthorizationRequest
+  const pending: PendingInteraction = {
+    uid: record.id,
+    prompt: record.login ? 'consent' : 'login',
+    clientId: req.clientId,
+    clientName: client?.displayName ?? req.clientId,
+    scopes: [...req.scopes],
+    requestedPrompt: [...req.prompt],
+    expiresAt: record.expiresAt,
+  }
+  if (req.loginHint !== undefined) pending.loginHint = req.loginHint
+  if (req.maxAge !== undefined) pending.maxAge = req.maxAge
+  if (req.uiLocales !== undefined) pending.uiLocales = req.uiLocales
+  if (session) pending.session = { sub: session.sub, authTime: session.authTime }
+  return pending
+}
+
+/** Starts a sign-in or consent interaction: the host's hook, or a redirect to the built-in page. */
+export async function startInteraction(
+  request: Request,
+  authRequest: AuthorizationRequest,
+  prompt: 'login' | 'consent',
+  session: SessionRecord | undefined,
+  ctx: Context,
+): Promise<Response> {
+  const binding = await browserBinding(request, ctx)
+  const record: InteractionRecord = {
+    id: randomToken(24),
+    kind: 'authorization',
+    browserId: binding.id,
+    csrf: randomToken(24),
+    request: authRequest as unknown as Record<string, unknown>,
+    expiresAt: ctx.now() + ctx.config.interactionTtl,
+  }
+  if (prompt === 'consent' && session) {
+    record.login = authenticationOf(session)
+  }
+  await ctx.store.interactions.put(record)
+  const headers = new Headers()
+  if (binding.setCookie) headers.append('set-cookie', binding.setCookie)
+
+  const hook = ctx.config.interaction
+  if (hook) {
+    const client = await ctx.clients.get(authRequest.clientId)
+    const outcome = await hook(request, toPending(record, client, session))
+    if (outcome instanceof Response) {
+      if (binding.setCookie) outcome.headers.append('set-cookie', binding.setCookie)
+      return outcome
+    }
+    return completeInteraction(record.id, outcome, request, ctx)
+  }
+  return redirect(`${ctx.urls.interaction}?uid=${encodeURIComponent(record.id)}`, headers)
+}
+
+function authenticationOf(session: SessionRecord): Authentication {
+  return {
+    sub: session.sub,
+    authTime: session.authTime,
+    ...(session.acr !== undefined ? { acr: session.acr } : {}),
+    ...(session.amr !== undefined ? { amr: session.amr } : {}),
+  }
+}
+
+function checkLogin(login: LoginResult, ctx: Context): Authentication {
+  if (typeof login.sub !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(login.sub)) {
+    throw new TypeError('login.sub must be 1 to 255 printable ASCII characters')
+  }
+  const authTime = login.authTime ?? ctx.now()
+  if (!Number.isSafeInteger(authTime) || authTime < 0) throw new TypeError('login.authTime must be epoch seconds')
+  return {
+    sub: login.sub,
+    authTime,
+    ...(login.acr !== undefined ? { acr: String(login.acr) } : {}),
+    ...(Array.isArray(login.amr) ? { amr: login.amr.map(String) } : {}),
+  }
+}
+
+/**
+ * Completes an interaction once (it is taken from the store atomically): an error goes back to
+ * the client; a login establishes or refreshes the session and redirects with the code.
+ */
+export async function completeInteraction(
+  uid: string,
+  result: InteractionResult,
+  request: Request | undefined,
+  ctx: Context,
+  extraHeaders?: Headers,
+): Promise<Response> {
+  const record = await ctx.store.interactions.take(uid)
+  if (!record || record.kind !== 'authorization') {
+    return errorPage(ctx.config.theme, 'invalid_request', 'the sign-in request has expired or was already used')
+  }
+  const authRequest = record.request as unknown as AuthorizationRequest
+  if ('error' in result) {
+    return errorRedirect(authRequest.redirectUri, result.error, result.description ?? 'the request was not approved', authRequest.state, ctx)
+  }
+  const auth = checkLogin(result.login, ctx)
+  // Core §3.1.2.2: the end-user named by id_token_hint must be the one signed in.
+  if (authRequest.idTokenHintSub !== undefined && authRequest.idTokenHintSub !== auth.sub) {
+    return errorRedirect(authRequest.redirectUri, 'login_required', 'the signed-in end-user is not the one of id_token_hint', authRequest.state, ctx)
+  }
+  const consented = result.consent?.scopes ?? authRequest.scopes
+  const { session } = request ? await loadSession(request, ctx) : {}
+  return issueCodeRedirect(authRequest, auth, session, request, ctx, { consented, extraHeaders })
+}
+
+/**
+ * Keeps the session (creates it, or refreshes the authentication of the same end-user) and
+ * redirects to the client with code, state and iss (RFC 6749 §4.1.2, RFC 9207).
+ */
+export async function issueCodeRedirect(
+  authRequest: AuthorizationRequest,
+  auth: Authentication,
+  current: SessionRecord | undefined,
+  request: Request | undefined,
+  ctx: Context,
+  options: { consented?: string[]; extraHeaders?: Headers } = {},
+): Promise<Response> {
+  void request
+  const client = await ctx.clients.get(authRequest.clientId)
+  if (!client) return errorPage(ctx.config.theme, 'invalid_client', 'the client is unknown')
+  const now = ctx.now()
+  const headers = new Headers(options.extraHeaders)
+
+  let session: SessionRecord
+  if (current && current.sub === auth.sub) {
+    session = { ...current, authTime: auth.authTime }
+    if (auth.acr !== undefined) session.acr = auth.acr
+    if (auth.amr !== undefined) session.amr = auth.amr
+  } else {
+    if (current) await ctx.store.sessions.delete(current.id)
+    const cookie = randomToken()
+    session = {
+      id: await sha256(cookie),
+      sid: randomToken(16),
+      sub: auth.sub,
+      authTime: auth.authTime,
+      clients: [],
+      consents: {},
+      expiresAt: now + ctx.config.sessionTtl,
+      ...(auth.acr !== undefined ? { acr: auth.acr } : {}),
+      ...(auth.amr !== undefined ? { amr: auth.amr } : {}),
+    }
+    headers.append('set-cookie', setCookie(ctx, ctx.config.cookieName, cookie, ctx.config.sessionTtl))
+  }
+  if (!session.clients.includes(client.clientId)) session.clients = [...session.clients, client.clientId]
+  if (options.consented) {
+    const previous = session.consents[client.clientId] ?? []
+    session.consents = { ...session.consents, [client.clientId]: [...new Set([...previous, ...options.consented])] }
+  }
+  await ctx.store.sessions.put(session)
+
+  const code = randomToken()
+  const record: CodeRecord = {
+    id: await sha256(code),
+    familyId: randomToken(16),
+    clientId: client.clientId,
+    redirectUri: authRequest.redirectUri,
+    scope: authRequest.scopes.join(' '),
+    sub: auth.sub,
+    sid: session.sid,
+    authTime: auth.authTime,
+    issuedAt: now,
+    expiresAt: now + (client.lifetimes.authorizationCode ?? ctx.config.authorizationCodeTtl),
+    ...(auth.acr !== undefined ? { acr: auth.acr } : {}),
+    ...(auth.amr !== undefined ? { amr: auth.amr } : {}),
+    ...(authRequest.nonce !== undefined ? { nonce: authRequest.nonce } : {}),
+    ...(authRequest.codeChallenge !== undefined
+      ? { codeChallenge: authRequest.codeChallenge, codeChallengeMethod: authRequest.codeChallengeMethod ?? 'plain' }
+      : {}),
+    ...(authRequest.maxAge !== undefined ? { requireAuthTime: true } : {}),
+  }
+  await ctx.store.codes.insert(record)
+  const params = new URLSearchParams({ code })
+  if (authRequest.state !== undefined) params.set('state', authRequest.state)
+  params.set('iss', ctx.config.issuer)
+  return redirect(appendQuery(authRequest.redirectUri, params), headers)
+}

@@ -1,0 +1,61 @@
+/**
+ * @module interaction/types
+ * How a host application plugs in its own sign-in: a hook that sees the pending authorization
+ * request and answers with the signed-in account or a Response (e.g. a redirect to its login page),
+ * and `service.interactions.complete(uid, result)` to resume once the host's login is done.
+ */
+
+/** The authentication the host vouches for. */
+export interface LoginResult {
+  /** The end-user's subject identifier (≤ 255 ASCII characters, never reassigned). */
+  sub: string
+  /** When the end-user authenticated (epoch s); default now. */
+  authTime?: number
+  /** Authentication context class reference. */
+  acr?: string
+  /** Authentication methods references (e.g. `pwd`, `mfa`). */
+  amr?: string[]
+}
+
+/** What the host decides about a pending authorization request. */
+export type InteractionResult =
+  | {
+      login: LoginResult
+      /** Consent given (for explicit-consent clients); default: consent to every requested scope. */
+      consent?: { scopes?: string[] }
+    }
+  | {
+      /** The request fails and the client is told so. */
+      error: 'access_denied' | 'login_required' | 'consent_required' | 'interaction_required'
+      description?: string
+    }
+
+/** A pending authorization request, as the host's hook and login page see it. */
+export interface PendingInteraction {
+  /** Interaction id: pass it to `service.interactions.complete`. */
+  uid: string
+  /** Why the user is needed: to sign in, or (signed in) to consent. */
+  prompt: 'login' | 'consent'
+  clientId: string
+  clientName: string
+  scopes: string[]
+  /** `prompt` values of the request. */
+  requestedPrompt: string[]
+  loginHint?: string
+  maxAge?: number
+  uiLocales?: string
+  /** The current signed-in end-user, if any (e.g. when re-authentication is forced). */
+  session?: { sub: string; authTime: number }
+  /** Epoch seconds after which the interaction can no longer complete. */
+  expiresAt: number
+}
+
+/**
+ * The host's sign-in hook. Return `{ login }` when the request is already authenticated (e.g. by
+ * the host's own session cookie), or a `Response` that sends the browser to the host's login page;
+ * that page later calls `service.interactions.complete(uid, result)` and returns its Response.
+ */
+export type InteractionHook = (
+  request: Request,
+  interaction: PendingInteraction,
+) => Promise<Response | InteractionResult> | Response | InteractionResult

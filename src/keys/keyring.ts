@@ -1,0 +1,169 @@
+/**
+ * @module keys/keyring
+ * Signing keys: generated on first start when none are configured, kept in the store so that every
+ * instance signs with the same key, and projected into the public JWKS (RFC 7517).
+ *
+ * Selection is deterministic: for each algorithm the active key with the earliest `activatesAt`
+ * (then `kid`) that has not retired signs. Two instances that both generate a key on an empty store
+ * therefore converge on the same one after their next reload.
+ */
+import { type CryptoKey, type JWK, exportJWK, generateKeyPair, importJWK } from 'jose'
+import type { SigningAlg } from '../config.ts'
+import type { KeyRecord, Store } from '../storage/types.ts'
+import { randomToken } from '../tokens/opaque.ts'
+
+/** A key ready to sign. */
+export interface SigningKey {
+  kid: string
+  alg: SigningAlg
+  key: CryptoKey
+}
+
+export interface KeyringOptions {
+  store: Store
+  now: () => number
+  /** Algorithms that must always have an active key. */
+  algorithms: readonly SigningAlg[]
+  /** Keys given in options; when set, nothing is generated or stored. */
+  configured?: Array<Record<string, unknown>>
+  /** Seconds a loaded key set is trusted before it is read from the store again. Default 60. */
+  cacheTtl?: number
+}
+
+const PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'])
+
+/** The public half of a private JWK: every private member removed. */
+export function publicJwk(jwk: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(jwk).filter(([name]) => !PRIVATE_MEMBERS.has(name)))
+}
+
+/** Generates a new key record for `alg` that activates at `activatesAt`. */
+export async function generateKeyRecord(alg: SigningAlg, now: number, activatesAt = now): Promise<KeyRecord> {
+  const options = alg === 'RS256' || alg === 'PS256' ? { extractable: true, modulusLength: 2048 } : { extractable: true }
+  const { privateKey } = await generateKeyPair(alg, options)
+  const kid = randomToken(16)
+  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg, use: 'sig' }
+  return { kid, alg, privateJwk, publicJwk: publicJwk(privateJwk), createdAt: now, activatesAt }
+}
+
+function isPublished(record: KeyRecord, now: number): boolean {
+  return record.expiresAt === undefined || record.expiresAt > now
+}
+
+function canSign(record: KeyRecord, now: number): boolean {
+  return record.activatesAt <= now && (record.retiresAt === undefined || record.retiresAt > now)
+}
+
+/** Creates the keyring. */
+export function createKeyring(options: KeyringOptions) {
+  const cacheTtl = options.cacheTtl ?? 60
+  const imported = new Map<string, Promise<CryptoKey>>()
+  let loaded: { records: KeyRecord[]; loadedAt: number } | undefined
+  let loading: Promise<KeyRecord[]> | undefined
+
+  function importKey(record: KeyRecord, which: 'private' | 'public'): Promise<CryptoKey> {
+    const id = `${which}:${record.kid}`
+    let key = imported.get(id)
+    if (!key) {
+      const jwk = (which === 'private' ? record.privateJwk : record.publicJwk) as JWK
+      key = importJWK(jwk, record.alg) as Promise<CryptoKey>
+      imported.set(id, key)
+    }
+    return key
+  }
+
+  async function loadFromStore(): Promise<KeyRecord[]> {
+    const now = options.now()
+    if (options.configured) {
+      return options.configured.map((jwk) => ({
+        kid: String(jwk.kid),
+        alg: String(jwk.alg),
+        privateJwk: jwk,
+        publicJwk: { ...publicJwk(jwk), use: 'sig' },
+        createdAt: 0,
+        activatesAt: 0,
+      }))
+    }
+    let records = await options.store.keys.list()
+    const missing = options.algorithms.filter((alg) => !records.some((r) => r.alg === alg && canSign(r, now)))
+    if (missing.length > 0) {
+      for (const alg of new Set(missing)) await options.store.keys.put(await generateKeyRecord(alg, now))
+      records = await options.store.keys.list()
+    }
+    return records
+  }
+
+  async function records(force = false): Promise<KeyRecord[]> {
+    const now = options.now()
+    if (!force && loaded && now - loaded.loadedAt < cacheTtl) return loaded.records
+    if (!loading) {
+      loading = loadFromStore()
+        .then((list) => {
+          loaded = { records: list, loadedAt: options.now() }
+          return list
+        })
+        .finally(() => {
+          loading = undefined
+        })
+    }
+    return loading
+  }
+
+  return {
+    /** The key that signs with `alg` now. */
+    async signingKey(alg: SigningAlg): Promise<SigningKey> {
+      const now = options.now()
+      let list = await records()
+      let record = pick(list, alg, now)
+      if (!record) {
+        list = await records(true)
+        record = pick(list, alg, now)
+      }
+      if (!record) throw new Error(`no signing key for ${alg}`)
+      return { kid: record.kid, alg, key: await importKey(record, 'private') }
+    },
+
+    /** The public key with this `kid`, reloading once when it is unknown (another instance rotated). */
+    async verificationKey(kid: string | undefined): Promise<{ key: CryptoKey; alg: string } | undefined> {
+      if (kid === undefined) return undefined
+      const now = options.now()
+      let record = (await records()).find((r) => r.kid === kid && isPublished(r, now))
+      if (!record && loaded && now - loaded.loadedAt >= 1) {
+        record = (await records(true)).find((r) => r.kid === kid && isPublished(r, now))
+      }
+      if (!record) return undefined
+      return { key: await importKey(record, 'public'), alg: record.alg }
+    },
+
+    /** The public JWK set (RFC 7517 §5): published keys, no private members. */
+    async jwks(): Promise<{ keys: Record<string, unknown>[] }> {
+      const now = options.now()
+      const list = (await records()).filter((r) => isPublished(r, now))
+      list.sort((a, b) => a.activatesAt - b.activatesAt || a.kid.localeCompare(b.kid))
+      return { keys: list.map((r) => ({ ...publicJwk(r.publicJwk), kid: r.kid, alg: r.alg, use: 'sig' })) }
+    },
+
+    /** Forgets the cached key set (after a rotation by this instance). */
+    invalidate(): void {
+      loaded = undefined
+    },
+
+    /** Every key record, for host-side key management. */
+    async list(): Promise<KeyRecord[]> {
+      return records(true)
+    },
+  }
+}
+
+function pick(list: KeyRecord[], alg: string, now: number): KeyRecord | undefined {
+  let best: KeyRecord | undefined
+  for (const record of list) {
+    if (record.alg !== alg || !canSign(record, now)) continue
+    if (!best || record.activatesAt < best.activatesAt || (record.activatesAt === best.activatesAt && record.kid < best.kid)) {
+      best = record
+    }
+  }
+  return best
+}
+
+export type Keyring = ReturnType<typeof createKeyring>

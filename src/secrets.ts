@@ -1,0 +1,91 @@
+/**
+ * @module secrets
+ * Client secrets and user passwords hashed at rest with PBKDF2-HMAC-SHA-256 (WebCrypto), compared
+ * in constant time. Format: `pbkdf2-sha256$<iterations>$<salt b64url>$<hash b64url>`.
+ *
+ * Verification is deliberately slow, so a verified (record, secret) pair is remembered for a while
+ * as an HMAC under a per-process random key: a later request with the same secret costs one HMAC,
+ * and nothing reversible is kept in memory. A wrong secret always pays the full PBKDF2 cost.
+ */
+import { base64url } from 'jose'
+import { timingSafeEqual } from './tokens/opaque.ts'
+
+const encoder = new TextEncoder()
+const PREFIX = 'pbkdf2-sha256'
+
+/** OWASP (2023) recommends 600,000 iterations of PBKDF2-HMAC-SHA-256. */
+export const DEFAULT_ITERATIONS = 600_000
+
+async function derive(secret: string, salt: Uint8Array, iterations: number): Promise<Uint8Array> {
+  const key = await crypto.subtle.importKey('raw', encoder.encode(secret), 'PBKDF2', false, [
+    'deriveBits',
+  ])
+  const bits = await crypto.subtle.deriveBits(
+    { name: 'PBKDF2', hash: 'SHA-256', salt: salt as BufferSource, iterations },
+    key,
+    256,
+  )
+  return new Uint8Array(bits)
+}
+
+/** Hashes a secret for storage. */
+export async function hashSecret(secret: string, iterations = DEFAULT_ITERATIONS): Promise<string> {
+  const salt = crypto.getRandomValues(new Uint8Array(16))
+  const hash = await derive(secret, salt, iterations)
+  return `${PREFIX}$${iterations}$${base64url.encode(salt)}$${base64url.encode(hash)}`
+}
+
+/** Whether a string is in our hash format (so config files may hold pre-hashed secrets). */
+export function isSecretHash(value: string): boolean {
+  return /^pbkdf2-sha256\$\d{1,9}\$[A-Za-z0-9_-]+\$[A-Za-z0-9_-]+$/.test(value)
+}
+
+/** Verifies a secret against a stored hash in constant time. */
+export async function verifySecret(secret: string, stored: string): Promise<boolean> {
+  const parts = stored.split('$')
+  if (parts.length !== 4 || parts[0] !== PREFIX) return false
+  const iterations = Number(parts[1])
+  if (!Number.isSafeInteger(iterations) || iterations < 1) return false
+  let salt: Uint8Array
+  try {
+    salt = base64url.decode(parts[2] ?? '')
+  } catch {
+    return false
+  }
+  const computed = base64url.encode(await derive(secret, salt, iterations))
+  return timingSafeEqual(computed, parts[3] ?? '')
+}
+
+/**
+ * Remembers successful verifications for `ttl` seconds, keyed by the stored hash, as
+ * HMAC-SHA-256(processKey, secret). Bounded in size; the oldest entries are dropped first.
+ */
+export function createVerificationCache(options: { ttl: number; max: number; now: () => number }) {
+  const entries = new Map<string, { mac: string; expiresAt: number }>()
+  const keyPromise = crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])
+
+  async function mac(secret: string): Promise<string> {
+    const sig = await crypto.subtle.sign('HMAC', await keyPromise, encoder.encode(secret))
+    return base64url.encode(new Uint8Array(sig))
+  }
+
+  return {
+    /** Verifies `secret` against `stored`, using and filling the cache. */
+    async verify(secret: string, stored: string): Promise<boolean> {
+      const entry = entries.get(stored)
+      if (entry && entry.expiresAt > options.now()) {
+        if (timingSafeEqual(await mac(secret), entry.mac)) return true
+      }
+      if (!(await verifySecret(secret, stored))) return false
+      if (options.ttl > 0) {
+        entries.delete(stored)
+        entries.set(stored, { mac: await mac(secret), expiresAt: options.now() + options.ttl })
+        if (entries.size > options.max) {
+          const oldest = entries.keys().next().value
+          if (oldest !== undefined) entries.delete(oldest)
+        }
+      }
+      return true
+    },
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * @module storage/types
+ * The storage contract every adapter (memory, PostgreSQL, Redis, …) implements. All state of the
+ * service goes through it; one-time use and rotation are atomic here, not in the callers.
+ */
+
+/** Outcome of a one-time operation. Across concurrent callers, at most one sees `ok`. */
+export type Consumed<T> =
+  | { status: 'ok'; record: T } // this call consumed it
+  | { status: 'replayed'; record: T } // consumed earlier: the caller revokes record.familyId
+  | { status: 'missing' } // unknown or expired
+
+/** A client secret, hashed at rest. */
+export interface SecretRecord {
+  /** Hash in the `pbkdf2-sha256$<iterations>$<salt>$<hash>` format (see `src/secrets.ts`). */
+  hash: string
+  /** When the secret was added (epoch s). */
+  createdAt: number
+  /** After this time (epoch s) the secret no longer authenticates; absent: never expires. */
+  expiresAt?: number
+}
+
+/** A registered client. Wire-facing names are in the registration API; this is the stored shape. */
+export interface ClientRecord {
+  /** Unique client identifier. */
+  clientId: string
+  /** Hashed secrets; empty for a public client. */
+  secrets: SecretRecord[]
+  /** Human-readable name shown on consent pages. */
+  displayName: string
+  /** Permission strings (`ept:token`, `gt:client_credentials`, `scp:api1`, …). */
+  permissions: string[]
+  /** Exact redirect URIs for the authorization code flow. */
+  redirectUris: string[]
+  /** Exact post-logout redirect URIs for RP-Initiated Logout. */
+  postLogoutRedirectUris: string[]
+  /** `explicit` shows a consent page; `implicit` grants what the permissions allow. */
+  consentType: 'implicit' | 'explicit'
+  /** Lets the client use PKCE `plain` (S256 is always accepted). */
+  allowPlainPkce: boolean
+  /** Requires PKCE even though the client is confidential (public clients always must). */
+  requirePkce: boolean
+  /** Per-client lifetimes (seconds) overriding the service defaults. */
+  lifetimes: {
+    accessToken?: number
+    authorizationCode?: number
+    idToken?: number
+    refreshToken?: number
+  }
+  /** Registration time (epoch s). */
+  createdAt: number
+  /** Last update (epoch s). */
+  updatedAt: number
+}
+
+/** An authorization code, stored under the SHA-256 of its value. */
+export interface CodeRecord {
+  /** base64url SHA-256 of the code value. */
+  id: string
+  /** The grant (family) this code starts; every token issued from it carries it. */
+  familyId: string
+  clientId: string
+  /** The redirect_uri of the authorization request, compared verbatim at redemption. */
+  redirectUri: string
+  /** Granted scopes, space-separated. */
+  scope: string
+  /** The end-user's subject. */
+  sub: string
+  /** The session (`sid`) the code was issued in. */
+  sid?: string
+  /** When the end-user authenticated (epoch s). */
+  authTime: number
+  acr?: string
+  amr?: string[]
+  nonce?: string
+  codeChallenge?: string
+  codeChallengeMethod?: 'S256' | 'plain'
+  /** Whether the ID token must carry auth_time (max_age was sent). */
+  requireAuthTime?: boolean
+  /** Issue time (epoch s). */
+  issuedAt: number
+  /** Expiry (epoch s); an expired code is `missing`. */
+  expiresAt: number
+  /** Set once by `consume`. */
+  consumedAt?: number
+}
+
+/** A refresh token generation, stored under the SHA-256 of its value. */
+export interface RefreshTokenRecord {
+  /** base64url SHA-256 of the token value. */
+  id: string
+  /** The grant (family) every generation of this token shares. */
+  familyId: string
+  clientId: string
+  sub: string
+  scope: string
+  sid?: string
+  authTime: number
+  acr?: string
+  amr?: string[]
+  /** Issue time of this generation (epoch s). */
+  issuedAt: number
+  /** Expiry of this generation (epoch s). */
+  expiresAt: number
+  /** The family's absolute end (epoch s): rotation never extends past it. */
+  familyExpiresAt: number
+  /** Set once by `rotate`. */
+  consumedAt?: number
+}
+
+/** A browser session at the authorization server. */
+export interface SessionRecord {
+  /** base64url SHA-256 of the session cookie value. */
+  id: string
+  /** Public session id (the ID token `sid` claim). */
+  sid: string
+  sub: string
+  /** When the end-user authenticated (epoch s). */
+  authTime: number
+  acr?: string
+  amr?: string[]
+  /** Client ids that received codes in this session. */
+  clients: string[]
+  /** Scopes the end-user consented to, by client id (explicit-consent clients). */
+  consents: Record<string, string[]>
+  /** Expiry (epoch s). */
+  expiresAt: number
+}
+
+/** A pending browser interaction: sign-in or consent for an authorization request, or a logout confirmation. */
+export interface InteractionRecord {
+  /** Random interaction id (it travels in forms and the host's login URL). */
+  id: string
+  kind: 'authorization' | 'logout'
+  /** base64url SHA-256 of the browser-binding cookie: only that browser may complete it. */
+  browserId: string
+  /** Anti-CSRF token of the forms of this interaction. */
+  csrf: string
+  /** The validated request (JSON-serialisable). */
+  request: Record<string, unknown>
+  /** Set once the end-user signed in while consent is still pending. */
+  login?: { sub: string; authTime: number; acr?: string; amr?: string[] }
+  /** A failed sign-in's message to show on the form. */
+  message?: string
+  /** Expiry (epoch s). */
+  expiresAt: number
+}
+
+/** A signing key. */
+export interface KeyRecord {
+  kid: string
+  alg: string
+  /** The private key as a JWK (includes `d`); never published. */
+  privateJwk: Record<string, unknown>
+  /** The public key as a JWK; published in the JWKS while not expired. */
+  publicJwk: Record<string, unknown>
+  /** Creation time (epoch s). */
+  createdAt: number
+  /** Signing starts at (epoch s): publish before use. */
+  activatesAt: number
+  /** Signing stops at (epoch s); the key stays published until `expiresAt`. */
+  retiresAt?: number
+  /** Removed from the JWKS at (epoch s). */
+  expiresAt?: number
+}
+
+/** The storage interface. Every method may throw `StoreUnavailableError` when its backend is down. */
+export interface Store {
+  clients: {
+    get(clientId: string): Promise<ClientRecord | undefined>
+    /** Inserts unless the id exists. Returns whether it inserted. Atomic. */
+    insert(record: ClientRecord): Promise<boolean>
+    /** Replaces an existing record. Returns false if the id does not exist. */
+    update(record: ClientRecord): Promise<boolean>
+    delete(clientId: string): Promise<boolean>
+    list(): Promise<ClientRecord[]>
+  }
+  codes: {
+    insert(record: CodeRecord): Promise<void>
+    /** Atomically marks the code consumed. Keeps a tombstone until `expiresAt`. */
+    consume(id: string, now: number): Promise<Consumed<CodeRecord>>
+  }
+  refreshTokens: {
+    insert(record: RefreshTokenRecord): Promise<void>
+    get(id: string): Promise<RefreshTokenRecord | undefined>
+    /** Atomically: if `id` is unconsumed and unexpired, mark it consumed AND insert `next`. */
+    rotate(id: string, next: RefreshTokenRecord, now: number): Promise<Consumed<RefreshTokenRecord>>
+  }
+  sessions: {
+    put(record: SessionRecord): Promise<void>
+    get(id: string): Promise<SessionRecord | undefined>
+    delete(id: string): Promise<void>
+  }
+  interactions: {
+    put(record: InteractionRecord): Promise<void>
+    get(id: string): Promise<InteractionRecord | undefined>
+    /** Atomically removes and returns it: one interaction completes once. */
+    take(id: string): Promise<InteractionRecord | undefined>
+  }
+  revocations: {
+    /** Idempotent. Kills every code, refresh token and access token of the family until `until`. */
+    revokeFamily(familyId: string, until: number): Promise<void>
+    isFamilyRevoked(familyId: string): Promise<boolean>
+    /** Denylists a JWT access token id until the token's own expiry. */
+    revokeAccessToken(jti: string, until: number): Promise<void>
+    isAccessTokenRevoked(jti: string): Promise<boolean>
+  }
+  keys: {
+    list(): Promise<KeyRecord[]>
+    put(record: KeyRecord): Promise<void>
+  }
+  /** Releases connections. */
+  close?(): Promise<void>
+}

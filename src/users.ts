@@ -1,0 +1,58 @@
+/**
+ * @module users
+ * The built-in user directory behind the embedded sign-in page: configured users with passwords
+ * hashed at load (or given pre-hashed), looked up by username, verified in constant time.
+ */
+import type { UserConfig } from './config.ts'
+import { hashSecret, isSecretHash, verifySecret } from './secrets.ts'
+
+interface StoredUser {
+  sub: string
+  username: string
+  passwordHash: string
+  claims: Record<string, unknown>
+}
+
+/** Creates the directory; `ready` settles once every password is hashed. */
+export function createUserDirectory(users: readonly UserConfig[], iterations: number) {
+  const bySub = new Map<string, StoredUser>()
+  const byUsername = new Map<string, StoredUser>()
+  for (const user of users) {
+    if (bySub.has(user.sub)) throw new TypeError(`invalid users\nsub ${JSON.stringify(user.sub)} appears twice`)
+    if (byUsername.has(user.username.toLowerCase())) {
+      throw new TypeError(`invalid users\nusername ${JSON.stringify(user.username)} appears twice`)
+    }
+    const { password, username, ...claims } = user
+    const stored: StoredUser = { sub: user.sub, username, passwordHash: password, claims: { preferred_username: username, ...claims } }
+    bySub.set(user.sub, stored)
+    byUsername.set(username.toLowerCase(), stored)
+  }
+  // A hash to verify against for unknown usernames, so both paths cost the same.
+  const dummy = hashSecret('dummy password for timing', iterations)
+  const ready = Promise.all(
+    [...bySub.values()].map(async (user) => {
+      if (!isSecretHash(user.passwordHash)) user.passwordHash = await hashSecret(user.passwordHash, iterations)
+    }),
+  ).then(() => undefined)
+
+  return {
+    ready,
+    /** The user's claims when username and password match, else undefined. */
+    async authenticate(username: string, password: string): Promise<Record<string, unknown> | undefined> {
+      await ready
+      const user = byUsername.get(username.toLowerCase())
+      const ok = await verifySecret(password, user?.passwordHash ?? (await dummy))
+      return ok && user ? { ...user.claims } : undefined
+    },
+    /** Claims by subject (the AccountProvider of the embedded default). */
+    async findAccount(sub: string): Promise<Record<string, unknown> | undefined> {
+      const user = bySub.get(sub)
+      return user && { ...user.claims }
+    },
+    get size(): number {
+      return bySub.size
+    },
+  }
+}
+
+export type UserDirectory = ReturnType<typeof createUserDirectory>
