@@ -7,6 +7,21 @@ export type FetchHandler = (request: Request) => Promise<Response>
 /** Starts `Deno.serve` for `handler`; resolves once it listens. */
 export function serveDeno(handler: FetchHandler, options: { port: number; hostname?: string }): Promise<Deno.HttpServer> {
   return new Promise((resolve) => {
-    const server = Deno.serve({ port: options.port, hostname: options.hostname, onListen: () => resolve(server) }, handler)
+    // Deno calls onListen synchronously, before `Deno.serve` has returned the server: settle on
+    // whichever of the two happens last.
+    let server: Deno.HttpServer | undefined
+    let listening = false
+    server = Deno.serve(
+      {
+        port: options.port,
+        hostname: options.hostname,
+        onListen: () => {
+          listening = true
+          if (server) resolve(server)
+        },
+      },
+      handler,
+    )
+    if (listening) resolve(server)
   })
 }

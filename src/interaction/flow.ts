@@ -102,8 +102,11 @@ export async function startInteraction(
     const client = await ctx.clients.get(authRequest.clientId)
     const outcome = await hook(request, toPending(record, client, session))
     if (outcome instanceof Response) {
-      if (binding.setCookie) outcome.headers.append('set-cookie', binding.setCookie)
-      return outcome
+      if (!binding.setCookie) return outcome
+      // Response.redirect() and fetch() responses have immutable headers: copy before adding.
+      const response = new Response(outcome.body, outcome)
+      response.headers.append('set-cookie', binding.setCookie)
+      return response
     }
     return completeInteraction(record.id, outcome, request, ctx)
   }
