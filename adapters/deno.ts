@@ -5,7 +5,10 @@
 export type FetchHandler = (request: Request) => Promise<Response>
 
 /** Starts `Deno.serve` for `handler`; resolves once it listens. */
-export function serveDeno(handler: FetchHandler, options: { port: number; hostname?: string }): Promise<Deno.HttpServer> {
+export function serveDeno(
+  handler: FetchHandler,
+  options: { port: number; hostname?: string },
+): Promise<Deno.HttpServer> {
   return new Promise((resolve) => {
     // Deno calls onListen synchronously, before `Deno.serve` has returned the server: settle on
     // whichever of the two happens last.

@@ -159,7 +159,10 @@ export function createClientRegistry(options: ClientRegistryOptions) {
         requirePkce: existing.requirePkce,
         lifetimes: existing.lifetimes,
       }
-      for (const [name, value] of Object.entries(changes)) if (value !== undefined) merged[name] = value
+      for (const [name, value] of Object.entries(changes)) {
+        // The id is the key: an untyped caller's `clientId` in changes must not retarget the update.
+        if (name !== 'clientId' && value !== undefined) merged[name] = value
+      }
       const keepSecrets = changes.clientSecret === undefined
       if (keepSecrets && existing.secrets.length > 0) merged.clientSecret = existing.secrets[0]?.hash
       if (changes.clientSecret === null) delete merged.clientSecret

@@ -21,7 +21,7 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
   const chunks: Uint8Array[] = []
   let size = 0
   for (;;) {
-    let result: ReadableStreamReadResult<Uint8Array>
+    let result: Awaited<ReturnType<typeof reader.read>>
     try {
       result = await reader.read()
     } catch (cause) {

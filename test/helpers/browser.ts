@@ -14,11 +14,17 @@ export interface Page {
 export class Browser {
   readonly cookies = new Map<string, string>()
 
+  readonly handler: Handler
+  /** URLs starting with one of these are the client's: never fetched, returned as the final Location. */
+  readonly clientPrefixes: string[]
+
   constructor(
-    readonly handler: Handler,
-    /** URLs starting with one of these are the client's: never fetched, returned as the final Location. */
-    readonly clientPrefixes: string[] = ['https://rp.example.test', 'https://rp2.example.test', 'https://spa.example.test', 'https://consent.example.test'],
-  ) {}
+    handler: Handler,
+    clientPrefixes = ['https://rp.example.test', 'https://rp2.example.test', 'https://spa.example.test', 'https://consent.example.test'],
+  ) {
+    this.handler = handler
+    this.clientPrefixes = clientPrefixes
+  }
 
   cookieHeader(): string {
     return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')

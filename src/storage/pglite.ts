@@ -1,0 +1,32 @@
+/**
+ * @module storage/pglite
+ * The embedded persistent store: PGlite (PostgreSQL compiled to WebAssembly) running the same SQL
+ * as the PostgreSQL store, in-process. For one instance on one machine that must survive restarts
+ * without a database server. Migrations run on `migrate()`.
+ */
+import { PGlite, type Transaction } from '@electric-sql/pglite'
+import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
+
+export interface PgliteStoreOptions {
+  /** Directory of the database files (created if missing); omit for an in-memory database. */
+  dataDir?: string
+  now?: () => number
+}
+
+function wrap(db: PGlite | Transaction, root: PGlite): SqlClient {
+  return {
+    query: async (text, params = []) => (await db.query(text, params)).rows as never,
+    transaction: (fn) => ('transaction' in db ? (db as PGlite).transaction((tx) => fn(wrap(tx, root))) : fn(wrap(db, root))) as never,
+    close: () => root.close(),
+  }
+}
+
+/** Creates the PGlite store. */
+export function createPgliteStore(options: PgliteStoreOptions = {}): SqlStore {
+  const db = options.dataDir === undefined ? new PGlite() : new PGlite(options.dataDir)
+  return createSqlStore(wrap(db, db), {
+    ...(options.now ? { now: options.now } : {}),
+    // PGlite runs in-process: a failure is a bug or a broken data directory, not an outage.
+    isUnavailable: () => false,
+  })
+}

@@ -1,0 +1,67 @@
+/**
+ * @module storage/postgres
+ * The PostgreSQL store on postgres.js (runs on Node, Bun and Deno). Call `migrate()` (or
+ * `npm run migrate`) before first use; `connect()` checks the server is reachable.
+ */
+import postgres from 'postgres'
+import { StoreUnavailableError } from '../errors.ts'
+import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
+
+export interface PostgresStoreOptions {
+  /** Connection URL, e.g. `postgres://user@127.0.0.1:5432/db`. */
+  url: string
+  /** Schema for the tables. Default `public`. */
+  schema?: string
+  /** Pool size. Default 10. */
+  max?: number
+  /** Seconds to wait for a connection. Default 10. */
+  connectTimeout?: number
+  now?: () => number
+}
+
+/** SQLSTATE classes that mean the database, not the query, failed. */
+function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; errno?: string }
+  const code = String(e?.code ?? '')
+  if (/^(08|53|57|58)/.test(code)) return true // connection, resources, operator intervention, system
+  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'].includes(code)
+}
+
+function wrap(sql: postgres.Sql | postgres.TransactionSql): SqlClient {
+  return {
+    query: (text, params = []) => sql.unsafe(text, params as postgres.ParameterOrJSON<never>[]) as never,
+    transaction: (fn) => (sql as postgres.Sql).begin((tx) => fn(wrap(tx))) as never,
+    close: async () => {
+      await (sql as postgres.Sql).end({ timeout: 5 })
+    },
+  }
+}
+
+/** Creates the store; the pool connects lazily. */
+export function createPostgresStore(options: PostgresStoreOptions): SqlStore & { connect(): Promise<void> } {
+  const sql = postgres(options.url, {
+    max: options.max ?? 10,
+    connect_timeout: options.connectTimeout ?? 10,
+    onnotice: () => {},
+    prepare: true,
+  })
+  const store = createSqlStore(wrap(sql), {
+    ...(options.schema !== undefined ? { schema: options.schema } : {}),
+    ...(options.now ? { now: options.now } : {}),
+    isUnavailable,
+  })
+  return Object.assign(store, {
+    /** Fails with a clear StoreUnavailableError when the server cannot be reached. */
+    async connect(): Promise<void> {
+      try {
+        await sql`select 1`
+      } catch (cause) {
+        const where = new URL(options.url)
+        throw new StoreUnavailableError(
+          `cannot connect to PostgreSQL at ${where.hostname}:${where.port || 5432}: ${(cause as Error).message}`,
+          { cause },
+        )
+      }
+    },
+  })
+}

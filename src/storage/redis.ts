@@ -1,0 +1,230 @@
+/**
+ * @module storage/redis
+ * The Redis store on ioredis. One-time operations are Lua scripts (atomic on the server); records
+ * carry their absolute `expiresAt`, which decides, while native expiry (set relative to the store's
+ * clock) removes what is dead. Keys live under a prefix so several deployments or test runs share
+ * one server.
+ */
+import { Redis, type RedisOptions } from 'ioredis'
+import { StoreUnavailableError } from '../errors.ts'
+import type {
+  ClientRecord,
+  CodeRecord,
+  Consumed,
+  InteractionRecord,
+  KeyRecord,
+  RefreshTokenRecord,
+  SessionRecord,
+  Store,
+} from './types.ts'
+
+export interface RedisStoreOptions {
+  /** Connection URL, e.g. `redis://127.0.0.1:6379/0`. */
+  url: string
+  /** Key prefix. Default `gatehouse:`. */
+  prefix?: string
+  /** Milliseconds to wait for a connection. Default 10000. */
+  connectTimeout?: number
+  now?: () => number
+}
+
+// Returns {0} missing, {1, record} consumed now, {2, record, consumedAt} consumed before.
+const CONSUME = `
+local rec = redis.call('HGET', KEYS[1], 'r')
+if not rec then return {0} end
+if tonumber(redis.call('HGET', KEYS[1], 'e')) <= tonumber(ARGV[1]) then return {0} end
+local c = redis.call('HGET', KEYS[1], 'c')
+if c then return {2, rec, c} end
+redis.call('HSET', KEYS[1], 'c', ARGV[1])
+return {1, rec}`
+
+const ROTATE = `
+local rec = redis.call('HGET', KEYS[1], 'r')
+if not rec then return {0} end
+if tonumber(redis.call('HGET', KEYS[1], 'e')) <= tonumber(ARGV[1]) then return {0} end
+local c = redis.call('HGET', KEYS[1], 'c')
+if c then return {2, rec, c} end
+redis.call('HSET', KEYS[1], 'c', ARGV[1])
+redis.call('HSET', KEYS[2], 'r', ARGV[2], 'e', ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return {1, rec}`
+
+// Sets a marker whose expiry only ever grows.
+const EXTEND = `
+local cur = redis.call('TTL', KEYS[1])
+local ttl = tonumber(ARGV[1])
+if cur == -2 or (cur >= 0 and cur < ttl) then redis.call('SET', KEYS[1], '1', 'EX', ttl) end
+return 1`
+
+const CLIENT_INSERT = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then redis.call('SADD', KEYS[2], ARGV[2]) return 1 end
+return 0`
+
+type ScriptResult = [0] | [1, string] | [2, string, string]
+
+interface ScriptedRedis extends Redis {
+  gatehouseConsume(key: string, at: number): Promise<ScriptResult>
+  gatehouseRotate(key: string, next: string, at: number, record: string, expiresAt: number, ttl: number): Promise<ScriptResult>
+  gatehouseExtend(key: string, ttl: number): Promise<number>
+  gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
+}
+
+/** Creates the Redis store; call `connect()` before use to fail fast when Redis is down. */
+export function createRedisStore(options: RedisStoreOptions) {
+  const prefix = options.prefix ?? 'gatehouse:'
+  const now = options.now ?? (() => Math.floor(Date.now() / 1000))
+  const redisOptions: RedisOptions = {
+    lazyConnect: true,
+    connectTimeout: options.connectTimeout ?? 10_000,
+    // Fail fast instead of queueing while disconnected: the handler answers 503.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+  }
+  const redis = new Redis(options.url, redisOptions) as ScriptedRedis
+  redis.on('error', () => {}) // surfaced per command as StoreUnavailableError
+  redis.defineCommand('gatehouseConsume', { numberOfKeys: 1, lua: CONSUME })
+  redis.defineCommand('gatehouseRotate', { numberOfKeys: 2, lua: ROTATE })
+  redis.defineCommand('gatehouseExtend', { numberOfKeys: 1, lua: EXTEND })
+  redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
+
+  const k = (kind: string, id: string) => `${prefix}${kind}:${id}`
+  const ttl = (expiresAt: number) => Math.max(1, expiresAt - now())
+
+  async function run<R>(operation: string, fn: () => Promise<R>): Promise<R> {
+    try {
+      return await fn()
+    } catch (err) {
+      if (err instanceof SyntaxError || err instanceof TypeError) throw err
+      throw new StoreUnavailableError(`redis unavailable during ${operation}`, { cause: err })
+    }
+  }
+
+  function consumed<T extends { expiresAt: number }>(result: ScriptResult): Consumed<T> {
+    if (result[0] === 0) return { status: 'missing' }
+    const record = JSON.parse(result[1]) as T
+    if (result[0] === 1) return { status: 'ok', record }
+    return { status: 'replayed', record: { ...record, consumedAt: Number(result[2]) } }
+  }
+
+  async function getJson<T extends { expiresAt: number }>(key: string): Promise<T | undefined> {
+    const value = await redis.get(key)
+    if (value === null) return undefined
+    const record = JSON.parse(value) as T
+    return record.expiresAt > now() ? record : undefined
+  }
+
+  const store: Store & { connect(): Promise<void>; close(): Promise<void>; clear(): Promise<void> } = {
+    clients: {
+      get: (clientId) =>
+        run('clients.get', async () => {
+          const value = await redis.get(k('client', clientId))
+          return value === null ? undefined : (JSON.parse(value) as ClientRecord)
+        }),
+      insert: (record) =>
+        run('clients.insert', async () => {
+          const inserted = await redis.gatehouseClientInsert(k('client', record.clientId), `${prefix}clients`, JSON.stringify(record), record.clientId)
+          return inserted === 1
+        }),
+      update: (record) =>
+        run('clients.update', async () => (await redis.set(k('client', record.clientId), JSON.stringify(record), 'XX')) === 'OK'),
+      delete: (clientId) =>
+        run('clients.delete', async () => {
+          const [[, deleted]] = (await redis.multi().del(k('client', clientId)).srem(`${prefix}clients`, clientId).exec()) as [[unknown, number]]
+          return deleted === 1
+        }),
+      list: () =>
+        run('clients.list', async () => {
+          const ids = (await redis.smembers(`${prefix}clients`)).sort()
+          if (ids.length === 0) return []
+          const values = await redis.mget(ids.map((id) => k('client', id)))
+          return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as ClientRecord)
+        }),
+    },
+    codes: {
+      insert: (record) =>
+        run('codes.insert', async () => {
+          const key = k('code', record.id)
+          await redis.multi().hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt).expire(key, ttl(record.expiresAt)).exec()
+        }),
+      consume: (id, at) => run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at))),
+    },
+    refreshTokens: {
+      insert: (record) =>
+        run('refreshTokens.insert', async () => {
+          const key = k('rt', record.id)
+          await redis.multi().hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt).expire(key, ttl(record.expiresAt)).exec()
+        }),
+      get: (id) =>
+        run('refreshTokens.get', async () => {
+          const [rec, expiresAt, consumedAt] = await redis.hmget(k('rt', id), 'r', 'e', 'c')
+          if (rec == null || Number(expiresAt) <= now()) return undefined
+          const record = JSON.parse(rec) as RefreshTokenRecord
+          return consumedAt == null ? record : { ...record, consumedAt: Number(consumedAt) }
+        }),
+      rotate: (id, next, at) =>
+        run('refreshTokens.rotate', async () =>
+          consumed<RefreshTokenRecord>(
+            await redis.gatehouseRotate(k('rt', id), k('rt', next.id), at, JSON.stringify(next), next.expiresAt, ttl(next.expiresAt)),
+          ),
+        ),
+    },
+    sessions: {
+      put: (record) =>
+        run('sessions.put', async () => void (await redis.set(k('session', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt)))),
+      get: (id) => run('sessions.get', () => getJson<SessionRecord>(k('session', id))),
+      delete: (id) => run('sessions.delete', async () => void (await redis.del(k('session', id)))),
+    },
+    interactions: {
+      put: (record) =>
+        run('interactions.put', async () => void (await redis.set(k('interaction', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt)))),
+      get: (id) => run('interactions.get', () => getJson<InteractionRecord>(k('interaction', id))),
+      take: (id) =>
+        run('interactions.take', async () => {
+          const value = await redis.getdel(k('interaction', id))
+          if (value === null) return undefined
+          const record = JSON.parse(value) as InteractionRecord
+          return record.expiresAt > now() ? record : undefined
+        }),
+    },
+    revocations: {
+      revokeFamily: (familyId, until) => run('revocations.revokeFamily', async () => void (await redis.gatehouseExtend(k('revoked-family', familyId), ttl(until)))),
+      isFamilyRevoked: (familyId) => run('revocations.isFamilyRevoked', async () => (await redis.exists(k('revoked-family', familyId))) === 1),
+      revokeAccessToken: (jti, until) => run('revocations.revokeAccessToken', async () => void (await redis.gatehouseExtend(k('revoked-at', jti), ttl(until)))),
+      isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', async () => (await redis.exists(k('revoked-at', jti))) === 1),
+    },
+    keys: {
+      list: () =>
+        run('keys.list', async () => {
+          const all = await redis.hgetall(`${prefix}keys`)
+          return Object.keys(all)
+            .sort()
+            .map((kid) => JSON.parse(all[kid] as string) as KeyRecord)
+        }),
+      put: (record) => run('keys.put', async () => void (await redis.hset(`${prefix}keys`, record.kid, JSON.stringify(record)))),
+    },
+    async connect() {
+      if (redis.status === 'ready') return
+      try {
+        await redis.connect()
+      } catch (cause) {
+        const where = new URL(options.url)
+        throw new StoreUnavailableError(`cannot connect to Redis at ${where.hostname}:${where.port || 6379}: ${(cause as Error).message}`, { cause })
+      }
+    },
+    async close() {
+      redis.disconnect()
+    },
+    /** Deletes every key under the prefix (tests and tear-down). */
+    async clear() {
+      let cursor = '0'
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
+        cursor = next
+        if (keys.length > 0) await redis.del(...keys)
+      } while (cursor !== '0')
+    },
+  }
+  return store
+}
+
+export type RedisStore = ReturnType<typeof createRedisStore>

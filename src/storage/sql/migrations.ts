@@ -1,0 +1,69 @@
+/**
+ * @module storage/sql/migrations
+ * Versioned SQL migrations shared by the PostgreSQL and PGlite stores. Applied in order, each once,
+ * under an advisory lock, and recorded in `gatehouse_migrations`. Never edit a released migration:
+ * add the next version.
+ */
+
+export interface Migration {
+  version: number
+  name: string
+  /** Statements; `{schema}` is replaced by the quoted schema name. */
+  statements: string[]
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial tables',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_clients (
+        client_id text PRIMARY KEY,
+        record jsonb NOT NULL
+      )`,
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_codes (
+        id text PRIMARY KEY,
+        family_id text NOT NULL,
+        record jsonb NOT NULL,
+        expires_at bigint NOT NULL,
+        consumed_at bigint
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_codes_expires_at ON {schema}.gatehouse_codes (expires_at)',
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_refresh_tokens (
+        id text PRIMARY KEY,
+        family_id text NOT NULL,
+        record jsonb NOT NULL,
+        expires_at bigint NOT NULL,
+        consumed_at bigint
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_refresh_tokens_family_id ON {schema}.gatehouse_refresh_tokens (family_id)',
+      'CREATE INDEX IF NOT EXISTS gatehouse_refresh_tokens_expires_at ON {schema}.gatehouse_refresh_tokens (expires_at)',
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_sessions (
+        id text PRIMARY KEY,
+        record jsonb NOT NULL,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_sessions_expires_at ON {schema}.gatehouse_sessions (expires_at)',
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_interactions (
+        id text PRIMARY KEY,
+        record jsonb NOT NULL,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_interactions_expires_at ON {schema}.gatehouse_interactions (expires_at)',
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_revoked_families (
+        family_id text PRIMARY KEY,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_revoked_families_expires_at ON {schema}.gatehouse_revoked_families (expires_at)',
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_revoked_access_tokens (
+        jti text PRIMARY KEY,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_revoked_access_tokens_expires_at ON {schema}.gatehouse_revoked_access_tokens (expires_at)',
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_signing_keys (
+        kid text PRIMARY KEY,
+        record jsonb NOT NULL
+      )`,
+    ],
+  },
+]

@@ -1,0 +1,306 @@
+/**
+ * @module storage/sql/store
+ * The Store over SQL (PostgreSQL dialect), shared by the PostgreSQL (postgres.js) and PGlite
+ * stores. One-time operations are single conditional UPDATEs, so the database row lock decides
+ * the one winner: `UPDATE … SET consumed_at = $now WHERE id = $id AND consumed_at IS NULL`.
+ */
+import { StoreUnavailableError } from '../../errors.ts'
+import type {
+  ClientRecord,
+  CodeRecord,
+  Consumed,
+  InteractionRecord,
+  KeyRecord,
+  RefreshTokenRecord,
+  SessionRecord,
+  Store,
+} from '../types.ts'
+import { MIGRATIONS } from './migrations.ts'
+
+/** The little a SQL driver must offer. Parameters are `$1`, `$2`, … */
+export interface SqlClient {
+  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>
+  transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R>
+  close(): Promise<void>
+}
+
+export interface SqlStoreOptions {
+  /** Schema holding the tables; created by `migrate()`. Default `public`. */
+  schema?: string
+  /** Clock in epoch seconds. */
+  now?: () => number
+  /** Expired rows are deleted after about this many writes. Default 1000. */
+  pruneEvery?: number
+  /** Classifies driver errors: true when the database could not be reached. */
+  isUnavailable?: (err: unknown) => boolean
+}
+
+/** A Store over SQL, plus the schema operations. */
+export interface SqlStore extends Store {
+  /** Applies pending migrations (idempotent, safe to run from several instances at once). */
+  migrate(): Promise<number[]>
+  /** Deletes rows that expired before `now`. */
+  prune(): Promise<void>
+  close(): Promise<void>
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
+
+type Row = { record: unknown; consumed_at?: string | number | null }
+
+function parse<T>(value: unknown): T {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T
+}
+
+/** Creates the SQL store over a driver. */
+export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {}): SqlStore {
+  const schema = options.schema ?? 'public'
+  if (!SCHEMA_NAME.test(schema)) throw new TypeError('schema must be a lower-case SQL identifier')
+  const s = `"${schema}"`
+  const t = (name: string) => `${s}.gatehouse_${name}`
+  const now = options.now ?? (() => Math.floor(Date.now() / 1000))
+  const pruneEvery = options.pruneEvery ?? 1000
+  const isUnavailable = options.isUnavailable ?? (() => true)
+  let writes = 0
+
+  /** Runs a store operation; backend failures become StoreUnavailableError. */
+  async function run<R>(operation: string, fn: () => Promise<R>): Promise<R> {
+    try {
+      return await fn()
+    } catch (err) {
+      if (err instanceof StoreUnavailableError || err instanceof TypeError) throw err
+      if (isUnavailable(err)) throw new StoreUnavailableError(`database unavailable during ${operation}`, { cause: err })
+      throw err
+    }
+  }
+
+  function wrote(): void {
+    if (++writes >= pruneEvery) {
+      writes = 0
+      prune().catch(() => {})
+    }
+  }
+
+  async function prune(): Promise<void> {
+    const at = now()
+    for (const table of ['codes', 'refresh_tokens', 'sessions', 'interactions', 'revoked_families', 'revoked_access_tokens']) {
+      await client.query(`DELETE FROM ${t(table)} WHERE expires_at <= $1`, [at])
+    }
+  }
+
+  const json = (value: unknown) => JSON.stringify(value)
+
+  async function consumeOnce<T>(table: string, id: string, at: number): Promise<Consumed<T>> {
+    const updated = await client.query<Row>(
+      `UPDATE ${t(table)} SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING record`,
+      [id, at],
+    )
+    if (updated[0]) return { status: 'ok', record: { ...parse<T>(updated[0].record), consumedAt: at } }
+    const rows = await client.query<Row>(`SELECT record, consumed_at FROM ${t(table)} WHERE id = $1 AND expires_at > $2`, [id, at])
+    const row = rows[0]
+    if (!row) return { status: 'missing' }
+    return { status: 'replayed', record: { ...parse<T>(row.record), consumedAt: Number(row.consumed_at) } }
+  }
+
+  return {
+    clients: {
+      get: (clientId) =>
+        run('clients.get', async () => {
+          const rows = await client.query<Row>(`SELECT record FROM ${t('clients')} WHERE client_id = $1`, [clientId])
+          return rows[0] ? parse<ClientRecord>(rows[0].record) : undefined
+        }),
+      insert: (record) =>
+        run('clients.insert', async () => {
+          const rows = await client.query(
+            `INSERT INTO ${t('clients')} (client_id, record) VALUES ($1, $2::jsonb) ON CONFLICT (client_id) DO NOTHING RETURNING client_id`,
+            [record.clientId, json(record)],
+          )
+          return rows.length === 1
+        }),
+      update: (record) =>
+        run('clients.update', async () => {
+          const rows = await client.query(
+            `UPDATE ${t('clients')} SET record = $2::jsonb WHERE client_id = $1 RETURNING client_id`,
+            [record.clientId, json(record)],
+          )
+          return rows.length === 1
+        }),
+      delete: (clientId) =>
+        run('clients.delete', async () => {
+          const rows = await client.query(`DELETE FROM ${t('clients')} WHERE client_id = $1 RETURNING client_id`, [clientId])
+          return rows.length === 1
+        }),
+      list: () =>
+        run('clients.list', async () => {
+          const rows = await client.query<Row>(`SELECT record FROM ${t('clients')} ORDER BY client_id`)
+          return rows.map((row) => parse<ClientRecord>(row.record))
+        }),
+    },
+    codes: {
+      insert: (record) =>
+        run('codes.insert', async () => {
+          await client.query(
+            `INSERT INTO ${t('codes')} (id, family_id, record, expires_at) VALUES ($1, $2, $3::jsonb, $4)`,
+            [record.id, record.familyId, json(record), record.expiresAt],
+          )
+          wrote()
+        }),
+      consume: (id, at) => run('codes.consume', () => consumeOnce<CodeRecord>('codes', id, at)),
+    },
+    refreshTokens: {
+      insert: (record) =>
+        run('refreshTokens.insert', async () => {
+          await client.query(
+            `INSERT INTO ${t('refresh_tokens')} (id, family_id, record, expires_at) VALUES ($1, $2, $3::jsonb, $4)`,
+            [record.id, record.familyId, json(record), record.expiresAt],
+          )
+          wrote()
+        }),
+      get: (id) =>
+        run('refreshTokens.get', async () => {
+          const rows = await client.query<Row>(
+            `SELECT record, consumed_at FROM ${t('refresh_tokens')} WHERE id = $1 AND expires_at > $2`,
+            [id, now()],
+          )
+          const row = rows[0]
+          if (!row) return undefined
+          const record = parse<RefreshTokenRecord>(row.record)
+          return row.consumed_at === null || row.consumed_at === undefined ? record : { ...record, consumedAt: Number(row.consumed_at) }
+        }),
+      rotate: (id, next, at) =>
+        run('refreshTokens.rotate', () =>
+          client.transaction(async (tx): Promise<Consumed<RefreshTokenRecord>> => {
+            const updated = await tx.query<Row>(
+              `UPDATE ${t('refresh_tokens')} SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING record`,
+              [id, at],
+            )
+            if (updated[0]) {
+              await tx.query(
+                `INSERT INTO ${t('refresh_tokens')} (id, family_id, record, expires_at) VALUES ($1, $2, $3::jsonb, $4)`,
+                [next.id, next.familyId, json(next), next.expiresAt],
+              )
+              wrote()
+              return { status: 'ok', record: { ...parse<RefreshTokenRecord>(updated[0].record), consumedAt: at } }
+            }
+            const rows = await tx.query<Row>(
+              `SELECT record, consumed_at FROM ${t('refresh_tokens')} WHERE id = $1 AND expires_at > $2`,
+              [id, at],
+            )
+            const row = rows[0]
+            if (!row) return { status: 'missing' }
+            return { status: 'replayed', record: { ...parse<RefreshTokenRecord>(row.record), consumedAt: Number(row.consumed_at) } }
+          }),
+        ),
+    },
+    sessions: {
+      put: (record) =>
+        run('sessions.put', async () => {
+          await client.query(
+            `INSERT INTO ${t('sessions')} (id, record, expires_at) VALUES ($1, $2::jsonb, $3)
+             ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
+            [record.id, json(record), record.expiresAt],
+          )
+          wrote()
+        }),
+      get: (id) =>
+        run('sessions.get', async () => {
+          const rows = await client.query<Row>(`SELECT record FROM ${t('sessions')} WHERE id = $1 AND expires_at > $2`, [id, now()])
+          return rows[0] ? parse<SessionRecord>(rows[0].record) : undefined
+        }),
+      delete: (id) =>
+        run('sessions.delete', async () => {
+          await client.query(`DELETE FROM ${t('sessions')} WHERE id = $1`, [id])
+        }),
+    },
+    interactions: {
+      put: (record) =>
+        run('interactions.put', async () => {
+          await client.query(
+            `INSERT INTO ${t('interactions')} (id, record, expires_at) VALUES ($1, $2::jsonb, $3)
+             ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
+            [record.id, json(record), record.expiresAt],
+          )
+          wrote()
+        }),
+      get: (id) =>
+        run('interactions.get', async () => {
+          const rows = await client.query<Row>(`SELECT record FROM ${t('interactions')} WHERE id = $1 AND expires_at > $2`, [id, now()])
+          return rows[0] ? parse<InteractionRecord>(rows[0].record) : undefined
+        }),
+      take: (id) =>
+        run('interactions.take', async () => {
+          const rows = await client.query<Row>(
+            `DELETE FROM ${t('interactions')} WHERE id = $1 AND expires_at > $2 RETURNING record`,
+            [id, now()],
+          )
+          return rows[0] ? parse<InteractionRecord>(rows[0].record) : undefined
+        }),
+    },
+    revocations: {
+      revokeFamily: (familyId, until) =>
+        run('revocations.revokeFamily', async () => {
+          await client.query(
+            `INSERT INTO ${t('revoked_families')} (family_id, expires_at) VALUES ($1, $2)
+             ON CONFLICT (family_id) DO UPDATE SET expires_at = GREATEST(${t('revoked_families')}.expires_at, EXCLUDED.expires_at)`,
+            [familyId, until],
+          )
+          wrote()
+        }),
+      isFamilyRevoked: (familyId) =>
+        run('revocations.isFamilyRevoked', async () => {
+          const rows = await client.query(`SELECT 1 FROM ${t('revoked_families')} WHERE family_id = $1 AND expires_at > $2`, [familyId, now()])
+          return rows.length > 0
+        }),
+      revokeAccessToken: (jti, until) =>
+        run('revocations.revokeAccessToken', async () => {
+          await client.query(
+            `INSERT INTO ${t('revoked_access_tokens')} (jti, expires_at) VALUES ($1, $2)
+             ON CONFLICT (jti) DO UPDATE SET expires_at = GREATEST(${t('revoked_access_tokens')}.expires_at, EXCLUDED.expires_at)`,
+            [jti, until],
+          )
+          wrote()
+        }),
+      isAccessTokenRevoked: (jti) =>
+        run('revocations.isAccessTokenRevoked', async () => {
+          const rows = await client.query(`SELECT 1 FROM ${t('revoked_access_tokens')} WHERE jti = $1 AND expires_at > $2`, [jti, now()])
+          return rows.length > 0
+        }),
+    },
+    keys: {
+      list: () =>
+        run('keys.list', async () => {
+          const rows = await client.query<Row>(`SELECT record FROM ${t('signing_keys')} ORDER BY kid`)
+          return rows.map((row) => parse<KeyRecord>(row.record))
+        }),
+      put: (record) =>
+        run('keys.put', async () => {
+          await client.query(
+            `INSERT INTO ${t('signing_keys')} (kid, record) VALUES ($1, $2::jsonb) ON CONFLICT (kid) DO UPDATE SET record = EXCLUDED.record`,
+            [record.kid, json(record)],
+          )
+        }),
+    },
+    migrate: () =>
+      run('migrate', async () => {
+        await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`)
+        return client.transaction(async (tx) => {
+          // One migrator at a time across instances (the key is the schema name's hash).
+          await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gatehouse:${schema}`])
+          await tx.query(
+            `CREATE TABLE IF NOT EXISTS ${t('migrations')} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+          )
+          const done = new Set((await tx.query<{ version: number }>(`SELECT version FROM ${t('migrations')}`)).map((r) => Number(r.version)))
+          const applied: number[] = []
+          for (const migration of MIGRATIONS) {
+            if (done.has(migration.version)) continue
+            for (const statement of migration.statements) await tx.query(statement.replaceAll('{schema}', s))
+            await tx.query(`INSERT INTO ${t('migrations')} (version, name) VALUES ($1, $2)`, [migration.version, migration.name])
+            applied.push(migration.version)
+          }
+          return applied
+        })
+      }),
+    prune: () => run('prune', prune),
+    close: () => client.close(),
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * Spawning the real start scripts: a JSON configuration file in a temp dir, a free port, a child
+ * process in its own process group, readiness by polling discovery, and a SIGTERM stop that must
+ * end the process within a few seconds. No `.test` suffix: used by the runtime test files.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export const RU = 'http://127.0.0.1:9/callback'
+export const PLRU = 'http://127.0.0.1:9/logged-out'
+
+/** The configuration file of the runtime tests: plain secrets and passwords, fast hashing. */
+export const CONFIG = {
+  secretHashIterations: 1000,
+  clients: [
+    {
+      clientId: 'rt-service',
+      clientSecret: 'rt-service-secret',
+      displayName: 'Runtime test service',
+      permissions: ['ept:token', 'ept:introspection', 'ept:revocation', 'gt:client_credentials', 'scp:api1'],
+    },
+    /** A resource server: introspects tokens whose audience is `api1`. */
+    { clientId: 'api1', clientSecret: 'api1-secret', permissions: ['ept:introspection'] },
+    {
+      clientId: 'rt-web',
+      clientSecret: 'rt-web-secret',
+      displayName: 'Runtime test web app',
+      permissions: [
+        'ept:authorization',
+        'ept:token',
+        'ept:logout',
+        'ept:revocation',
+        'ept:introspection',
+        'gt:authorization_code',
+        'gt:refresh_token',
+        'rst:code',
+        'scp:openid',
+        'scp:profile',
+        'scp:email',
+        'scp:api1',
+      ],
+      redirectUris: [RU],
+      postLogoutRedirectUris: [PLRU],
+    },
+  ],
+  users: [
+    {
+      sub: 'user-1',
+      username: 'alice',
+      password: 'alice-password',
+      email: 'alice@example.com',
+      email_verified: true,
+      given_name: 'Alice',
+      family_name: 'Example',
+    },
+  ],
+}
+
+/** Writes `config` as JSON into a new temp dir; returns the file path and a cleanup. */
+export function writeConfig(config: unknown): { path: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-runtime-'))
+  const path = join(dir, 'gatehouse.json')
+  writeFileSync(path, JSON.stringify(config, null, 2))
+  return { path, remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** A port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      if (address === null || typeof address === 'string') return reject(new Error('no port'))
+      server.close(() => resolvePort(address.port))
+    })
+  })
+}
+
+export interface Exit {
+  code: number | null
+  signal: NodeJS.Signals | null
+}
+
+export interface Running {
+  child: ChildProcess
+  /** Everything the process wrote so far. */
+  output(): { stdout: string; stderr: string }
+  /** Resolves when the process has exited. */
+  exited: Promise<Exit>
+  /** SIGTERM to the process group; resolves with how it exited, rejects after `timeoutMs`. */
+  stop(timeoutMs?: number): Promise<Exit>
+}
+
+/** Spawns `command` in its own process group (so a stop reaches npm, tsx and their children). */
+export function launch(command: string[], env: Record<string, string>): Running {
+  const [file, ...args] = command as [string, ...string[]]
+  const child = spawn(file, args, {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1', ...env },
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk
+  })
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk
+  })
+  const exited = new Promise<Exit>((resolveExit) => {
+    child.once('exit', (code, signal) => resolveExit({ code, signal }))
+    child.once('error', (err) => {
+      stderr += `spawn failed: ${err.message}\n`
+      resolveExit({ code: null, signal: null })
+    })
+  })
+  let finished = false
+  void exited.then(() => {
+    finished = true
+  })
+  return {
+    child,
+    output: () => ({ stdout, stderr }),
+    exited,
+    async stop(timeoutMs = 5000) {
+      if (!finished && child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, 'SIGTERM')
+        } catch {
+          // already gone
+        }
+      }
+      let timer: NodeJS.Timeout | undefined
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          if (child.pid !== undefined) {
+            try {
+              process.kill(-child.pid, 'SIGKILL')
+            } catch {
+              // already gone
+            }
+          }
+          reject(new Error(`${command.join(' ')} did not exit within ${timeoutMs} ms of SIGTERM\n${stderr}`))
+        }, timeoutMs)
+      })
+      try {
+        return await Promise.race([exited, timeout])
+      } finally {
+        clearTimeout(timer)
+      }
+    },
+  }
+}
+
+/**
+ * Polls `url` until it answers 200. Fails with the process's output when it exits first or does
+ * not answer within `timeoutMs`.
+ */
+export async function waitUntilServing(running: Running, url: string, timeoutMs = 20_000): Promise<void> {
+  let exit: Exit | undefined
+  void running.exited.then((value) => {
+    exit = value
+  })
+  const deadline = Date.now() + timeoutMs
+  let last = ''
+  while (Date.now() < deadline) {
+    if (exit) {
+      const { stdout, stderr } = running.output()
+      throw new Error(
+        `the server exited (code ${exit.code}, signal ${exit.signal}) before serving ${url}\nstderr:\n${stderr}\nstdout:\n${stdout}`,
+      )
+    }
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2000) })
+      if (response.status === 200) {
+        await response.body?.cancel()
+        return
+      }
+      last = `status ${response.status}: ${(await response.text()).slice(0, 200)}`
+    } catch (err) {
+      last = (err as Error).message
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  const { stdout, stderr } = running.output()
+  throw new Error(
+    `${url} did not answer within ${timeoutMs} ms (last: ${last})\nstderr:\n${stderr}\nstdout:\n${stdout}`,
+  )
+}
+
+/** A cookie jar for `fetch` with `redirect: 'manual'`: Set-Cookie in, Cookie out. */
+export class CookieJar {
+  readonly cookies = new Map<string, string>()
+
+  header(): string {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+  }
+
+  store(response: Response): void {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = '', ...attributes] = line.split(';')
+      const eq = pair.indexOf('=')
+      const name = pair.slice(0, eq).trim()
+      const value = pair.slice(eq + 1).trim()
+      if (attributes.some((a) => /^\s*max-age=0\s*$/i.test(a))) this.cookies.delete(name)
+      else this.cookies.set(name, value)
+    }
+  }
+
+  /** One request with the jar's cookies; redirects are not followed. */
+  async fetch(url: string, init: RequestInit = {}): Promise<Response> {
+    const headers = new Headers(init.headers)
+    if (this.cookies.size > 0) headers.set('cookie', this.header())
+    const response = await fetch(url, { ...init, headers, redirect: 'manual' })
+    this.store(response)
+    return response
+  }
+}

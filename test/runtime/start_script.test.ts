@@ -1,0 +1,154 @@
+/**
+ * `npm start` as an operator runs it: the --config flag reaches the script, a bad file stops it
+ * with the field named, PORT and ISSUER are used byte for byte, and the demo setup works as printed.
+ */
+import * as oauth from 'oauth4webapi'
+import { afterEach, describe, expect, it } from 'vitest'
+import { CONFIG, type Running, freePort, launch, waitUntilServing, writeConfig } from './server.ts'
+
+const NPM_START = ['npm', 'start', '--']
+const options = { [oauth.allowInsecureRequests]: true }
+
+const cleanups: (() => Promise<void> | void)[] = []
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+/** Starts `npm start -- ...args` on a free port; stopped (and checked to exit) after the test. */
+async function start(args: string[], env: Record<string, string> = {}) {
+  const port = await freePort()
+  const issuer = env.ISSUER ?? `http://127.0.0.1:${port}`
+  const server = launch([...NPM_START, ...args], { HOST: '127.0.0.1', PORT: String(port), ISSUER: issuer, ...env })
+  cleanups.push(() => stopped(server))
+  await waitUntilServing(server, `${issuer}/.well-known/openid-configuration`)
+  return { server, port, issuer }
+}
+
+async function stopped(server: Running) {
+  const exit = await server.stop()
+  expect(exit.code === 0 || exit.signal !== null, `exit ${JSON.stringify(exit)}\n${server.output().stderr}`).toBe(true)
+}
+
+function config(value: unknown) {
+  const file = writeConfig(value)
+  cleanups.push(file.remove)
+  return file.path
+}
+
+async function discover(issuer: string) {
+  const url = new URL(issuer)
+  return oauth.processDiscoveryResponse(url, await oauth.discoveryRequest(url, options))
+}
+
+describe('npm start', () => {
+  it('passes --config through: the file’s client gets a token', async () => {
+    const path = config({
+      ...CONFIG,
+      clients: [
+        {
+          clientId: 'only-in-this-file',
+          clientSecret: 'file-secret',
+          permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+        },
+      ],
+    })
+    const { issuer } = await start(['--config', path])
+    const as = await discover(issuer)
+    const client = { client_id: 'only-in-this-file' }
+    const response = await oauth.clientCredentialsGrantRequest(
+      as,
+      client,
+      oauth.ClientSecretBasic('file-secret'),
+      new URLSearchParams({ scope: 'api1' }),
+      options,
+    )
+    const result = await oauth.processClientCredentialsResponse(as, client, response)
+    expect(result.access_token).toBeTypeOf('string')
+    // the file replaced the demo setup
+    const demo = await oauth.clientCredentialsGrantRequest(
+      as,
+      { client_id: 'demo-service' },
+      oauth.ClientSecretBasic('demo-service-secret'),
+      new URLSearchParams({ scope: 'api1' }),
+      options,
+    )
+    await expect(oauth.processClientCredentialsResponse(as, { client_id: 'demo-service' }, demo)).rejects.toMatchObject(
+      {
+        status: 401, // invalid_client, surfaced by oauth4webapi as the WWW-Authenticate challenge
+      },
+    )
+  })
+
+  it('exits non-zero naming the bad field of a bad configuration file', async () => {
+    const path = config({
+      ...CONFIG,
+      clients: [{ clientId: 'bad', clientSecret: 'bad-secret', permissions: ['bogus'] }],
+    })
+    const server = launch([...NPM_START, '--config', path], { HOST: '127.0.0.1', PORT: String(await freePort()) })
+    cleanups.push(() => void server.stop().catch(() => undefined))
+    const exit = await Promise.race([
+      server.exited,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`still running:\n${server.output().stderr}`)), 15_000),
+      ),
+    ])
+    expect(exit.code).not.toBe(0)
+    expect(exit.code).not.toBeNull()
+    expect(server.output().stderr).toContain(path)
+    expect(server.output().stderr).toMatch(/clients\.0\.permissions(\.0)?: unknown permission/)
+  })
+
+  it('uses PORT and ISSUER byte for byte, endpoints under an issuer with a path', async () => {
+    const port = await freePort()
+    const issuer = `http://127.0.0.1:${port}/tenant-a`
+    await start(['--config', config(CONFIG)], { PORT: String(port), ISSUER: issuer })
+    const as = await discover(issuer)
+    expect(as.issuer).toBe(issuer)
+    const endpoints = Object.entries(as).filter(([name]) => name.endsWith('_endpoint') || name === 'jwks_uri')
+    expect(endpoints.map(([name]) => name)).toEqual(
+      expect.arrayContaining(['authorization_endpoint', 'token_endpoint', 'jwks_uri', 'end_session_endpoint']),
+    )
+    for (const [name, value] of endpoints) expect(value, name).toMatch(new RegExp(`^${issuer}/`))
+    // RFC 8414 §3.1: the well-known path inserted before the issuer's path
+    const rfc8414 = await fetch(`http://127.0.0.1:${port}/.well-known/oauth-authorization-server/tenant-a`)
+    expect(rfc8414.status).toBe(200)
+    expect(((await rfc8414.json()) as { issuer: string }).issuer).toBe(issuer)
+  })
+
+  it('without --config, the demo client gets a token with the printed curl parameters', async () => {
+    const { server, issuer } = await start([])
+    let line: string | undefined
+    for (let tries = 0; tries < 50 && !line; tries++) {
+      line = server
+        .output()
+        .stdout.split('\n')
+        .find((l) => l.trim().startsWith('curl '))
+      if (!line) await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(line, server.output().stdout).toBeDefined()
+    // curl -s -u ID:SECRET -d NAME=VALUE ... URL
+    const words = (line as string).trim().split(/\s+/)
+    const url = words.at(-1) as string
+    expect(url).toBe(`${issuer}/connect/token`)
+    const body = new URLSearchParams()
+    let user = ''
+    for (let i = 1; i < words.length - 1; i++) {
+      if (words[i] === '-u') user = words[++i] as string
+      else if (words[i] === '-d') {
+        const [name = '', value = ''] = (words[++i] as string).split('=')
+        body.set(name, value)
+      }
+    }
+    expect(user.startsWith('demo-service:')).toBe(true)
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Basic ${btoa(user)}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body,
+    })
+    const result = (await response.json()) as Record<string, unknown>
+    expect(response.status, JSON.stringify(result)).toBe(200)
+    expect(result).toMatchObject({ token_type: expect.stringMatching(/^bearer$/i), expires_in: expect.any(Number) })
+    expect(result.access_token).toBeTypeOf('string')
+  })
+})

@@ -1,0 +1,572 @@
+/**
+ * The storage contract every adapter must pass (memory today; PostgreSQL and Redis later).
+ * No `.test` suffix: it runs only through an adapter's own `*.test.ts` file:
+ *
+ *   describeStorageContract({ name: 'memory', create: ({ now }) => createMemoryStore({ now }) })
+ *
+ * The suite owns the clock. `create` receives `now` (epoch seconds) and the adapter must use it
+ * wherever it decides expiry on its own (sessions, interactions, revocations); `consume` and
+ * `rotate` also get `now` as an argument. The clock starts at the real current time, so an adapter
+ * relying on native TTLs still treats fresh records as live; tests it cannot honour (because they
+ * move the clock) are listed in `skip` with a reason.
+ *
+ * Records are built by the small factories below so that adding a field to a record type means
+ * changing one place.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type {
+  ClientRecord,
+  CodeRecord,
+  Consumed,
+  InteractionRecord,
+  KeyRecord,
+  RefreshTokenRecord,
+  SessionRecord,
+  Store,
+} from '../../src/storage/types.ts'
+
+export interface StorageContractOptions {
+  /** Shown in the describe block. */
+  name: string
+  /** A fresh, empty store using `now` as its clock. */
+  create(env: { now: () => number }): Store | Promise<Store>
+  /** Runs after each test, after `store.close()`: drop tables, flush keys, … */
+  cleanup?(store: Store): void | Promise<void>
+  /** Tests this adapter cannot pass, by exact name, each with the reason. */
+  skip?: Array<{ reason: string; tests: string[] }>
+}
+
+let sequence = 0
+/** A unique id, so that adapters sharing a database between tests never collide. */
+export function uniqueId(prefix: string): string {
+  sequence += 1
+  return `${prefix}-${Date.now().toString(36)}-${sequence}-${Math.random().toString(36).slice(2, 8)}`
+}
+
+export function clientRecord(overrides: Partial<ClientRecord> = {}): ClientRecord {
+  return {
+    clientId: uniqueId('client'),
+    secrets: [{ hash: 'pbkdf2-sha256$1000$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaA', createdAt: 1_700_000_000 }],
+    displayName: 'A client',
+    permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+    redirectUris: ['https://rp.example.test/cb'],
+    postLogoutRedirectUris: [],
+    consentType: 'implicit',
+    allowPlainPkce: false,
+    requirePkce: false,
+    lifetimes: { accessToken: 600 },
+    createdAt: 1_700_000_000,
+    updatedAt: 1_700_000_000,
+    ...overrides,
+  }
+}
+
+export function codeRecord(now: number, overrides: Partial<CodeRecord> = {}): CodeRecord {
+  return {
+    id: uniqueId('code'),
+    familyId: uniqueId('family'),
+    clientId: 'web',
+    redirectUri: 'https://rp.example.test/cb',
+    scope: 'openid profile',
+    sub: 'user-1',
+    sid: 'sid-1',
+    authTime: now - 10,
+    amr: ['pwd'],
+    nonce: 'n-0S6_WzA2Mj',
+    codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    codeChallengeMethod: 'S256',
+    issuedAt: now,
+    expiresAt: now + 300,
+    ...overrides,
+  }
+}
+
+export function refreshRecord(now: number, overrides: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord {
+  return {
+    id: uniqueId('rt'),
+    familyId: uniqueId('family'),
+    clientId: 'web',
+    sub: 'user-1',
+    scope: 'openid offline_access',
+    sid: 'sid-1',
+    authTime: now - 10,
+    issuedAt: now,
+    expiresAt: now + 3600,
+    familyExpiresAt: now + 86_400,
+    ...overrides,
+  }
+}
+
+export function sessionRecord(now: number, overrides: Partial<SessionRecord> = {}): SessionRecord {
+  return {
+    id: uniqueId('session'),
+    sid: uniqueId('sid'),
+    sub: 'user-1',
+    authTime: now,
+    amr: ['pwd'],
+    clients: ['web'],
+    consents: { web: ['openid', 'profile'] },
+    expiresAt: now + 3600,
+    ...overrides,
+  }
+}
+
+export function interactionRecord(now: number, overrides: Partial<InteractionRecord> = {}): InteractionRecord {
+  return {
+    id: uniqueId('interaction'),
+    kind: 'authorization',
+    browserId: 'browser-hash',
+    csrf: 'csrf-token',
+    request: { clientId: 'web', scope: 'openid', redirectUri: 'https://rp.example.test/cb', nested: { a: [1, 2] } },
+    expiresAt: now + 900,
+    ...overrides,
+  }
+}
+
+export function keyRecord(now: number, overrides: Partial<KeyRecord> = {}): KeyRecord {
+  const kid = overrides.kid ?? uniqueId('kid')
+  return {
+    kid,
+    alg: 'ES256',
+    privateJwk: { kty: 'EC', crv: 'P-256', x: 'x-value', y: 'y-value', d: 'd-value', kid, alg: 'ES256', use: 'sig' },
+    publicJwk: { kty: 'EC', crv: 'P-256', x: 'x-value', y: 'y-value', kid, alg: 'ES256', use: 'sig' },
+    createdAt: now,
+    activatesAt: now,
+    ...overrides,
+  }
+}
+
+/** The value, or a test failure naming what was missing. */
+export function defined<T>(value: T | undefined, what = 'value'): T {
+  if (value === undefined) throw new Error(`expected ${what} to be defined`)
+  return value
+}
+
+function statuses<T>(results: Consumed<T>[]) {
+  return {
+    ok: results.filter((r) => r.status === 'ok').length,
+    replayed: results.filter((r) => r.status === 'replayed').length,
+    missing: results.filter((r) => r.status === 'missing').length,
+  }
+}
+
+/** Registers the storage contract suite for one adapter. */
+export function describeStorageContract(options: StorageContractOptions): void {
+  const skipped = new Map<string, string>()
+  for (const entry of options.skip ?? []) for (const test of entry.tests) skipped.set(test, entry.reason)
+
+  describe(`storage contract: ${options.name}`, () => {
+    let store: Store
+    let now: number
+    const clock = () => now
+    const advance = (seconds: number) => {
+      now += seconds
+    }
+
+    beforeEach(async () => {
+      now = Math.floor(Date.now() / 1000)
+      store = await options.create({ now: clock })
+    })
+
+    afterEach(async () => {
+      await store.close?.()
+      await options.cleanup?.(store)
+    })
+
+    /** `it`, unless the adapter lists the test in `skip`. */
+    function test(name: string, fn: () => Promise<void>) {
+      const reason = skipped.get(name)
+      if (reason !== undefined) it.skip(`${name} (skipped: ${reason})`, fn)
+      else it(name, fn)
+    }
+
+    describe('clients', () => {
+      test('get of an unknown id is undefined', async () => {
+        expect(await store.clients.get(uniqueId('nobody'))).toBeUndefined()
+      })
+
+      test('insert then get returns an equal record', async () => {
+        const record = clientRecord()
+        expect(await store.clients.insert(record)).toBe(true)
+        expect(await store.clients.get(record.clientId)).toEqual(record)
+      })
+
+      test('insert is insert-if-absent: a second insert of the id returns false and changes nothing', async () => {
+        const record = clientRecord()
+        await store.clients.insert(record)
+        expect(await store.clients.insert({ ...record, displayName: 'Intruder', permissions: [] })).toBe(false)
+        expect(await store.clients.get(record.clientId)).toEqual(record)
+      })
+
+      test('insert-if-absent is atomic: of 8 concurrent inserts of one id exactly one wins', async () => {
+        const clientId = uniqueId('client')
+        const candidates = Array.from({ length: 8 }, (_, i) => clientRecord({ clientId, displayName: `candidate ${i}` }))
+        const results = await Promise.all(candidates.map((r) => store.clients.insert(r)))
+        expect(results.filter(Boolean)).toHaveLength(1)
+        const winner = candidates[results.indexOf(true)]
+        expect(await store.clients.get(clientId)).toEqual(winner)
+      })
+
+      test('update replaces an existing record and returns true', async () => {
+        const record = clientRecord()
+        await store.clients.insert(record)
+        const changed = { ...record, displayName: 'Renamed', permissions: ['ept:token'], secrets: [], updatedAt: record.updatedAt + 5 }
+        expect(await store.clients.update(changed)).toBe(true)
+        expect(await store.clients.get(record.clientId)).toEqual(changed)
+      })
+
+      test('update of an unknown id returns false and creates nothing', async () => {
+        const record = clientRecord()
+        expect(await store.clients.update(record)).toBe(false)
+        expect(await store.clients.get(record.clientId)).toBeUndefined()
+      })
+
+      test('delete returns whether the client existed', async () => {
+        const record = clientRecord()
+        await store.clients.insert(record)
+        expect(await store.clients.delete(record.clientId)).toBe(true)
+        expect(await store.clients.get(record.clientId)).toBeUndefined()
+        expect(await store.clients.delete(record.clientId)).toBe(false)
+      })
+
+      test('list returns every client and no deleted one', async () => {
+        const [a, b, c] = [clientRecord(), clientRecord(), clientRecord({ secrets: [], permissions: [] })]
+        for (const record of [a, b, c]) await store.clients.insert(record)
+        await store.clients.delete(b.clientId)
+        const listed = await store.clients.list()
+        const byId = new Map(listed.map((r) => [r.clientId, r]))
+        expect(byId.get(a.clientId)).toEqual(a)
+        expect(byId.get(c.clientId)).toEqual(c)
+        expect(byId.has(b.clientId)).toBe(false)
+      })
+
+      test('records are copies: mutating what was inserted or returned does not change the store', async () => {
+        const record = clientRecord()
+        const expected = structuredClone(record)
+        await store.clients.insert(record)
+        record.permissions.push('ept:introspection')
+        record.displayName = 'mutated'
+        const got = defined(await store.clients.get(record.clientId), 'the client')
+        expect(got).toEqual(expected)
+        got.secrets.length = 0
+        got.lifetimes.accessToken = 1
+        expect(await store.clients.get(record.clientId)).toEqual(expected)
+      })
+    })
+
+    describe('codes', () => {
+      test('consume of an unknown code is missing', async () => {
+        expect(await store.codes.consume(uniqueId('code'), now)).toEqual({ status: 'missing' })
+      })
+
+      test('consume returns ok with the record the first time, then replayed with the family', async () => {
+        const record = codeRecord(now)
+        await store.codes.insert(record)
+        const first = await store.codes.consume(record.id, now)
+        expect(first.status).toBe('ok')
+        if (first.status !== 'ok') return
+        expect(first.record).toMatchObject(record)
+        advance(5)
+        const second = await store.codes.consume(record.id, now)
+        expect(second.status).toBe('replayed')
+        if (second.status !== 'replayed') return
+        expect(second.record).toMatchObject({ ...record, consumedAt: expect.any(Number) })
+        expect(second.record.familyId).toBe(record.familyId)
+      })
+
+      for (const callers of [8, 100]) {
+        test(`consume: exactly one of ${callers} concurrent callers wins, the rest see replayed`, async () => {
+          const record = codeRecord(now)
+          await store.codes.insert(record)
+          const results = await Promise.all(Array.from({ length: callers }, () => store.codes.consume(record.id, now)))
+          expect(statuses(results)).toEqual({ ok: 1, replayed: callers - 1, missing: 0 })
+          for (const result of results) {
+            if (result.status !== 'missing') expect(result.record.familyId).toBe(record.familyId)
+          }
+        })
+      }
+
+      test('a consumed code keeps a tombstone (replayed) until expiresAt, then is missing', async () => {
+        const record = codeRecord(now, { expiresAt: now + 60 })
+        await store.codes.insert(record)
+        expect((await store.codes.consume(record.id, now)).status).toBe('ok')
+        advance(59)
+        expect((await store.codes.consume(record.id, now)).status).toBe('replayed')
+        advance(1)
+        expect(await store.codes.consume(record.id, now)).toEqual({ status: 'missing' })
+      })
+
+      test('an expired code is missing, never ok', async () => {
+        const record = codeRecord(now, { expiresAt: now + 60 })
+        await store.codes.insert(record)
+        advance(60)
+        expect(await store.codes.consume(record.id, now)).toEqual({ status: 'missing' })
+        advance(1000)
+        expect(await store.codes.consume(record.id, now)).toEqual({ status: 'missing' })
+      })
+
+      test('the now argument decides expiry too', async () => {
+        const record = codeRecord(now, { expiresAt: now + 60 })
+        await store.codes.insert(record)
+        expect(await store.codes.consume(record.id, now + 60)).toEqual({ status: 'missing' })
+      })
+
+      test('consuming one code does not touch another', async () => {
+        const a = codeRecord(now)
+        const b = codeRecord(now, { familyId: a.familyId })
+        await store.codes.insert(a)
+        await store.codes.insert(b)
+        expect((await store.codes.consume(a.id, now)).status).toBe('ok')
+        expect((await store.codes.consume(b.id, now)).status).toBe('ok')
+      })
+    })
+
+    describe('refresh tokens', () => {
+      test('insert then get returns an equal record; unknown ids are undefined', async () => {
+        const record = refreshRecord(now)
+        await store.refreshTokens.insert(record)
+        expect(await store.refreshTokens.get(record.id)).toEqual(record)
+        expect(await store.refreshTokens.get(uniqueId('rt'))).toBeUndefined()
+      })
+
+      test('get of an expired generation is undefined', async () => {
+        const record = refreshRecord(now, { expiresAt: now + 10 })
+        await store.refreshTokens.insert(record)
+        advance(10)
+        expect(await store.refreshTokens.get(record.id)).toBeUndefined()
+      })
+
+      test('rotate marks the generation consumed and inserts the next one', async () => {
+        const current = refreshRecord(now)
+        const next = refreshRecord(now, { familyId: current.familyId })
+        await store.refreshTokens.insert(current)
+        const result = await store.refreshTokens.rotate(current.id, next, now)
+        expect(result.status).toBe('ok')
+        if (result.status !== 'ok') return
+        expect(result.record).toMatchObject(current)
+        expect(await store.refreshTokens.get(next.id)).toEqual(next)
+        expect((await store.refreshTokens.get(current.id))?.consumedAt).toBe(now)
+      })
+
+      test('rotate after replay: replayed with the family, and the would-be next generation is not inserted', async () => {
+        const current = refreshRecord(now)
+        const next = refreshRecord(now, { familyId: current.familyId })
+        const stolen = refreshRecord(now, { familyId: current.familyId })
+        await store.refreshTokens.insert(current)
+        expect((await store.refreshTokens.rotate(current.id, next, now)).status).toBe('ok')
+        advance(5)
+        const replay = await store.refreshTokens.rotate(current.id, stolen, now)
+        expect(replay.status).toBe('replayed')
+        if (replay.status !== 'replayed') return
+        expect(replay.record.familyId).toBe(current.familyId)
+        expect(await store.refreshTokens.get(stolen.id)).toBeUndefined()
+        // The legitimate next generation is untouched.
+        expect(await store.refreshTokens.get(next.id)).toEqual(next)
+      })
+
+      test('rotate of an unknown or expired generation is missing and inserts nothing', async () => {
+        const ghostNext = refreshRecord(now)
+        expect(await store.refreshTokens.rotate(uniqueId('rt'), ghostNext, now)).toEqual({ status: 'missing' })
+        expect(await store.refreshTokens.get(ghostNext.id)).toBeUndefined()
+
+        const current = refreshRecord(now, { expiresAt: now + 30 })
+        const next = refreshRecord(now, { familyId: current.familyId })
+        await store.refreshTokens.insert(current)
+        advance(30)
+        expect(await store.refreshTokens.rotate(current.id, next, now)).toEqual({ status: 'missing' })
+        expect(await store.refreshTokens.get(next.id)).toBeUndefined()
+      })
+
+      test('the now argument decides expiry of rotate too', async () => {
+        const current = refreshRecord(now, { expiresAt: now + 30 })
+        const next = refreshRecord(now, { familyId: current.familyId })
+        await store.refreshTokens.insert(current)
+        expect(await store.refreshTokens.rotate(current.id, next, now + 30)).toEqual({ status: 'missing' })
+        expect(await store.refreshTokens.get(next.id)).toBeUndefined()
+      })
+
+      for (const callers of [8, 100]) {
+        test(`rotate is atomic: exactly one of ${callers} concurrent rotations wins and only its next generation exists`, async () => {
+          const current = refreshRecord(now)
+          await store.refreshTokens.insert(current)
+          const nexts = Array.from({ length: callers }, () => refreshRecord(now, { familyId: current.familyId }))
+          const results = await Promise.all(nexts.map((next) => store.refreshTokens.rotate(current.id, next, now)))
+          expect(statuses(results)).toEqual({ ok: 1, replayed: callers - 1, missing: 0 })
+          const winner = defined(nexts[results.findIndex((r) => r.status === 'ok')], 'the winner')
+          const present = await Promise.all(nexts.map((next) => store.refreshTokens.get(next.id)))
+          expect(present.filter((r) => r !== undefined)).toEqual([winner])
+        })
+      }
+
+      test('a chain of generations rotates; replaying an old generation is detected', async () => {
+        const gen1 = refreshRecord(now)
+        const gen2 = refreshRecord(now, { familyId: gen1.familyId })
+        const gen3 = refreshRecord(now, { familyId: gen1.familyId })
+        await store.refreshTokens.insert(gen1)
+        expect((await store.refreshTokens.rotate(gen1.id, gen2, now)).status).toBe('ok')
+        advance(1)
+        expect((await store.refreshTokens.rotate(gen2.id, gen3, now)).status).toBe('ok')
+        advance(1)
+        const replay = await store.refreshTokens.rotate(gen1.id, refreshRecord(now, { familyId: gen1.familyId }), now)
+        expect(replay).toMatchObject({ status: 'replayed', record: { familyId: gen1.familyId } })
+        expect(await store.refreshTokens.get(gen3.id)).toEqual(gen3)
+      })
+    })
+
+    describe('revocations', () => {
+      test('revokeFamily revokes that family only', async () => {
+        const family = uniqueId('family')
+        const other = uniqueId('family')
+        expect(await store.revocations.isFamilyRevoked(family)).toBe(false)
+        await store.revocations.revokeFamily(family, now + 3600)
+        expect(await store.revocations.isFamilyRevoked(family)).toBe(true)
+        expect(await store.revocations.isFamilyRevoked(other)).toBe(false)
+      })
+
+      test('revokeFamily is idempotent, also under concurrency', async () => {
+        const family = uniqueId('family')
+        await store.revocations.revokeFamily(family, now + 3600)
+        await store.revocations.revokeFamily(family, now + 3600)
+        await Promise.all(Array.from({ length: 8 }, () => store.revocations.revokeFamily(family, now + 3600)))
+        expect(await store.revocations.isFamilyRevoked(family)).toBe(true)
+      })
+
+      test('a second revokeFamily with an earlier until never shortens the revocation', async () => {
+        const family = uniqueId('family')
+        await store.revocations.revokeFamily(family, now + 3600)
+        await store.revocations.revokeFamily(family, now + 10)
+        advance(100)
+        expect(await store.revocations.isFamilyRevoked(family)).toBe(true)
+      })
+
+      test('a family revocation lasts until `until`', async () => {
+        const family = uniqueId('family')
+        await store.revocations.revokeFamily(family, now + 100)
+        advance(99)
+        expect(await store.revocations.isFamilyRevoked(family)).toBe(true)
+        advance(1)
+        expect(await store.revocations.isFamilyRevoked(family)).toBe(false)
+      })
+
+      test('access token denylist: revoked until the token expiry, then forgotten', async () => {
+        const jti = uniqueId('jti')
+        expect(await store.revocations.isAccessTokenRevoked(jti)).toBe(false)
+        await store.revocations.revokeAccessToken(jti, now + 600)
+        expect(await store.revocations.isAccessTokenRevoked(jti)).toBe(true)
+        expect(await store.revocations.isAccessTokenRevoked(uniqueId('jti'))).toBe(false)
+        advance(599)
+        expect(await store.revocations.isAccessTokenRevoked(jti)).toBe(true)
+        advance(1)
+        expect(await store.revocations.isAccessTokenRevoked(jti)).toBe(false)
+      })
+
+      test('revoking an access token twice is harmless', async () => {
+        const jti = uniqueId('jti')
+        await store.revocations.revokeAccessToken(jti, now + 600)
+        await store.revocations.revokeAccessToken(jti, now + 600)
+        expect(await store.revocations.isAccessTokenRevoked(jti)).toBe(true)
+      })
+    })
+
+    describe('sessions', () => {
+      test('put, get and delete', async () => {
+        const record = sessionRecord(now)
+        await store.sessions.put(record)
+        expect(await store.sessions.get(record.id)).toEqual(record)
+        await store.sessions.delete(record.id)
+        expect(await store.sessions.get(record.id)).toBeUndefined()
+      })
+
+      test('put replaces an existing session', async () => {
+        const record = sessionRecord(now)
+        await store.sessions.put(record)
+        const changed = { ...record, clients: ['web', 'web2'], consents: { ...record.consents, web2: ['openid'] } }
+        await store.sessions.put(changed)
+        expect(await store.sessions.get(record.id)).toEqual(changed)
+      })
+
+      test('delete of an unknown session is harmless; get of one is undefined', async () => {
+        await expect(store.sessions.delete(uniqueId('session'))).resolves.toBeUndefined()
+        expect(await store.sessions.get(uniqueId('session'))).toBeUndefined()
+      })
+
+      test('an expired session is gone', async () => {
+        const record = sessionRecord(now, { expiresAt: now + 100 })
+        await store.sessions.put(record)
+        advance(99)
+        expect(await store.sessions.get(record.id)).toEqual(record)
+        advance(1)
+        expect(await store.sessions.get(record.id)).toBeUndefined()
+      })
+    })
+
+    describe('interactions', () => {
+      test('put and get', async () => {
+        const record = interactionRecord(now, { login: { sub: 'user-1', authTime: now, amr: ['pwd'] }, message: 'hi' })
+        await store.interactions.put(record)
+        expect(await store.interactions.get(record.id)).toEqual(record)
+        expect(await store.interactions.get(record.id)).toEqual(record)
+      })
+
+      test('take returns it once and removes it', async () => {
+        const record = interactionRecord(now)
+        await store.interactions.put(record)
+        expect(await store.interactions.take(record.id)).toEqual(record)
+        expect(await store.interactions.take(record.id)).toBeUndefined()
+        expect(await store.interactions.get(record.id)).toBeUndefined()
+      })
+
+      test('take is atomic: of 8 concurrent takes exactly one gets the record', async () => {
+        const record = interactionRecord(now)
+        await store.interactions.put(record)
+        const results = await Promise.all(Array.from({ length: 8 }, () => store.interactions.take(record.id)))
+        expect(results.filter((r) => r !== undefined)).toEqual([record])
+      })
+
+      test('put replaces an interaction (e.g. after sign-in, before consent)', async () => {
+        const record = interactionRecord(now)
+        await store.interactions.put(record)
+        const changed = { ...record, login: { sub: 'user-1', authTime: now } }
+        await store.interactions.put(changed)
+        expect(await store.interactions.get(record.id)).toEqual(changed)
+      })
+
+      test('an expired interaction can be neither read nor taken', async () => {
+        const record = interactionRecord(now, { expiresAt: now + 100 })
+        await store.interactions.put(record)
+        advance(100)
+        expect(await store.interactions.get(record.id)).toBeUndefined()
+        expect(await store.interactions.take(record.id)).toBeUndefined()
+      })
+
+      test('unknown ids are undefined', async () => {
+        expect(await store.interactions.get(uniqueId('interaction'))).toBeUndefined()
+        expect(await store.interactions.take(uniqueId('interaction'))).toBeUndefined()
+      })
+    })
+
+    describe('keys', () => {
+      test('put then list returns the records, private JWK intact', async () => {
+        const a = keyRecord(now)
+        const b = keyRecord(now, { alg: 'RS256', retiresAt: now + 100, expiresAt: now + 200 })
+        await store.keys.put(a)
+        await store.keys.put(b)
+        const listed = await store.keys.list()
+        expect(listed).toHaveLength(2)
+        expect(listed).toEqual(expect.arrayContaining([a, b]))
+      })
+
+      test('put of an existing kid replaces it (retirement)', async () => {
+        const record = keyRecord(now)
+        await store.keys.put(record)
+        const retired = { ...record, retiresAt: now + 10, expiresAt: now + 3600 }
+        await store.keys.put(retired)
+        expect(await store.keys.list()).toEqual([retired])
+      })
+
+      test('an empty store lists no keys', async () => {
+        expect(await store.keys.list()).toEqual([])
+      })
+    })
+  })
+}
