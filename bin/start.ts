@@ -3,10 +3,12 @@
  * file (or seeds the demo client and user), builds the service and hands it to a runtime's server.
  *
  * Flags: --config FILE (or GATEHOUSE_CONFIG). Environment: PORT (3000), HOST (localhost),
- * ISSUER (http://localhost:PORT, used byte for byte).
+ * ISSUER (http://localhost:PORT, used byte for byte); the store as `bin/store.ts` says.
  */
 import { type TokenService, createTokenService } from '../src/index.ts'
-import { type ConfigFile, parseConfigFile } from '../src/config_file.ts'
+import { type ConfigFile, type StoreConfig, parseConfigFile } from '../src/config_file.ts'
+import type { Store } from '../src/storage/types.ts'
+import { chooseStore, describeStore, openStore } from './store.ts'
 
 export interface Runtime {
   name: string
@@ -102,11 +104,20 @@ export async function start(runtime: Runtime): Promise<TokenService> {
     }
   }
   const issuer = runtime.env('ISSUER') ?? file?.issuer ?? `http://localhost:${port}`
-  const { clients = DEMO.clients, users = DEMO.users, $schema: _schema, issuer: _issuer, ...settings } = file ?? {}
+  const { clients = DEMO.clients, users = DEMO.users, $schema: _schema, issuer: _issuer, store: storeConfig, ...settings } = file ?? {}
+  let chosen: StoreConfig
+  let store: Store | undefined
+  try {
+    chosen = chooseStore(runtime.env, storeConfig)
+    store = await openStore(chosen)
+  } catch (err) {
+    return fail((err as Error).message)
+  }
   let service: TokenService
   try {
-    service = createTokenService({ ...settings, issuer, users })
+    service = createTokenService({ ...settings, issuer, users, ...(store ? { store } : {}) })
   } catch (err) {
+    await store?.close?.()
     return fail((err as Error).message)
   }
   try {
@@ -116,7 +127,7 @@ export async function start(runtime: Runtime): Promise<TokenService> {
     return fail((err as Error).message)
   }
   const server = await runtime.serve(service.fetch, { port, hostname })
-  console.log(`Gatehouse (${runtime.name}) listening on http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}, issuer ${issuer}`)
+  console.log(`Gatehouse (${runtime.name}) listening on http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}, issuer ${issuer}, ${describeStore(chosen)}`)
   if (!file) {
     console.log('No --config given: seeded the demo client "demo-service" and the demo user "alice". Get a token with:')
     console.log(`  curl -s -u demo-service:demo-service-secret -d grant_type=client_credentials -d scope=api1 ${service.endpoints.token}`)

@@ -155,6 +155,10 @@ export const OptionsSchema = v.strictObject({
       ),
     }),
   ),
+  /** Rotate signing keys automatically after this many seconds of use. Default: only on request. */
+  keyRotationInterval: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(60))),
+  /** Seconds a new signing key is published before it signs (JWKS caches). Default 300. */
+  keyPublishAhead: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 300),
   /** Extra scopes beyond openid, profile, email, offline_access and api1. */
   scopes: v.optional(v.array(ScopeSchema), []),
   /** Built-in users for the embedded sign-in page. */

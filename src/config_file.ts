@@ -8,10 +8,28 @@ import { ClientRegistrationSchema, OptionsSchema, ScopeSchema, UserSchema, forma
 
 const settings = OptionsSchema.entries
 
+/** Which store `npm start` uses (the environment may override it, see `bin/store.ts`). */
+export const StoreConfigSchema = v.variant('type', [
+  v.strictObject({ type: v.literal('memory') }),
+  v.strictObject({
+    type: v.literal('postgres'),
+    url: v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')),
+    schema: v.optional(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier'))),
+  }),
+  v.strictObject({
+    type: v.literal('redis'),
+    url: v.pipe(v.string(), v.regex(/^rediss?:\/\//, 'must be a redis:// URL')),
+    prefix: v.optional(v.pipe(v.string(), v.minLength(1))),
+  }),
+  v.strictObject({ type: v.literal('pglite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
+])
+export type StoreConfig = v.InferOutput<typeof StoreConfigSchema>
+
 /** The configuration file's schema. */
 export const ConfigFileSchema = v.strictObject({
   $schema: v.optional(v.string()),
   issuer: v.optional(settings.issuer),
+  store: v.optional(StoreConfigSchema),
   clients: v.optional(v.array(ClientRegistrationSchema), []),
   users: v.optional(v.array(UserSchema), []),
   scopes: v.optional(v.array(ScopeSchema), []),
@@ -24,6 +42,8 @@ export const ConfigFileSchema = v.strictObject({
   interactionTtl: settings.interactionTtl,
   accessTokenSigningAlg: settings.accessTokenSigningAlg,
   idTokenSigningAlg: settings.idTokenSigningAlg,
+  keyRotationInterval: settings.keyRotationInterval,
+  keyPublishAhead: settings.keyPublishAhead,
   requireOfflineAccess: settings.requireOfflineAccess,
   idTokenIncludesClaims: settings.idTokenIncludesClaims,
   secretHashIterations: settings.secretHashIterations,

@@ -9,6 +9,8 @@ import { createHandler } from './handler.ts'
 import { toPending, completeInteraction } from './interaction/flow.ts'
 import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
 import { createKeyring } from './keys/keyring.ts'
+import type { KeyRecord } from './storage/types.ts'
+import type { SigningAlg } from './config.ts'
 import { createScopeRegistry } from './scopes.ts'
 import { createVerificationCache } from './secrets.ts'
 import { createMemoryStore } from './storage/memory.ts'
@@ -30,6 +32,28 @@ export { Permissions, scopePermission } from './permissions.ts'
 export { hashSecret, verifySecret } from './secrets.ts'
 export { createMemoryStore } from './storage/memory.ts'
 export type * from './storage/types.ts'
+
+/** A signing key as the host sees it. */
+export interface KeyInfo {
+  kid: string
+  alg: string
+  createdAt: number
+  activatesAt: number
+  retiresAt?: number
+  expiresAt?: number
+}
+
+function toKeyInfo(record: KeyRecord): KeyInfo {
+  const { kid, alg, createdAt, activatesAt, retiresAt, expiresAt } = record
+  return {
+    kid,
+    alg,
+    createdAt,
+    activatesAt,
+    ...(retiresAt !== undefined ? { retiresAt } : {}),
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
+  }
+}
 
 const consoleLogger: Logger = {
   warn: (message, detail) => console.warn(`[gatehouse] ${message}`, detail ?? ''),
@@ -60,6 +84,10 @@ export function createTokenService(options: TokenServiceOptions) {
     now,
     algorithms: [...new Set(['RS256', config.accessTokenSigningAlg, config.idTokenSigningAlg] as const)],
     ...(config.keys ? { configured: config.keys.keys } : {}),
+    ...(config.keyRotationInterval !== undefined ? { rotationInterval: config.keyRotationInterval } : {}),
+    publishAhead: config.keyPublishAhead,
+    // A retired key stays published while tokens it signed may still be presented.
+    retainFor: Math.max(config.accessTokenTtl, config.idTokenTtl) + 3600,
   })
   const ctx: Context = {
     config,
@@ -108,9 +136,21 @@ export function createTokenService(options: TokenServiceOptions) {
         return completeInteraction(uid, result, request, ctx)
       },
     },
-    /** Signing keys: the public JWKS as published. */
+    /** Signing keys. */
     keys: {
+      /** The public JWKS as published. */
       jwks: () => keyring.jwks(),
+      /** Every key's public metadata (no private members). */
+      async list(): Promise<KeyInfo[]> {
+        return (await keyring.list()).map(toKeyInfo)
+      },
+      /**
+       * Rotates the signing keys: new keys are published at once and sign after `keyPublishAhead`
+       * seconds; the old ones stop signing then and stay published until their tokens expired.
+       */
+      async rotate(options: { algorithms?: SigningAlg[] } = {}): Promise<KeyInfo[]> {
+        return (await keyring.rotate(options.algorithms)).map(toKeyInfo)
+      },
     },
     /** Settles when built-in users are hashed and signing keys are loaded (or generated). */
     async ready(): Promise<void> {

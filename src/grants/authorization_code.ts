@@ -5,7 +5,7 @@
  * - the code is consumed atomically: unknown or expired → invalid_grant; consumed before → the
  *   family's tokens are revoked (§4.1.2, §10.5) and invalid_grant
  * - bound to the authenticated client, to the redirect_uri (verbatim) and to the PKCE challenge
- * - the grant is not revoked and the account still exists
+ * - the account still exists
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
@@ -39,9 +39,9 @@ export const authorizationCode: Grant = {
     // RFC 6749 §4.1.3: redirect_uri must be identical to the authorization request's.
     if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match')
     await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod)
-    if (await ctx.store.revocations.isFamilyRevoked(record.familyId)) {
-      throw new OAuthError('invalid_grant', 'the grant has been revoked')
-    }
+    // No revocation check here: a family starts with its code, so only a concurrent replay can have
+    // revoked it already. This redemption still answers (exactly one caller does), and the tokens it
+    // issues are dead on arrival because they carry the revoked family id.
     const account = await requireAccount(record.sub, ctx)
     const scopes = record.scope === '' ? [] : record.scope.split(' ')
     const { response, refreshRecord } = await issueUserTokens(

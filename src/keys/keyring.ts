@@ -28,6 +28,12 @@ export interface KeyringOptions {
   configured?: Array<Record<string, unknown>>
   /** Seconds a loaded key set is trusted before it is read from the store again. Default 60. */
   cacheTtl?: number
+  /** Rotate a key automatically once it has signed for this many seconds. Default: never. */
+  rotationInterval?: number
+  /** Seconds a new key is published before it signs (clients cache JWKS). Default 300. */
+  publishAhead?: number
+  /** Seconds a retired key stays published (longer than any token it signed lives). Default 1 day. */
+  retainFor?: number
 }
 
 const PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'])
@@ -60,6 +66,9 @@ export function createKeyring(options: KeyringOptions) {
   const imported = new Map<string, Promise<CryptoKey>>()
   let loaded: { records: KeyRecord[]; loadedAt: number } | undefined
   let loading: Promise<KeyRecord[]> | undefined
+  /** Whether the last load generated keys, and the one before the next reload is due sooner. */
+  let converging = false
+  let generated = false
 
   function importKey(record: KeyRecord, which: 'private' | 'public'): Promise<CryptoKey> {
     const id = `${which}:${record.kid}`
@@ -74,6 +83,7 @@ export function createKeyring(options: KeyringOptions) {
 
   async function loadFromStore(): Promise<KeyRecord[]> {
     const now = options.now()
+    generated = false
     if (options.configured) {
       return options.configured.map((jwk) => ({
         kid: String(jwk.kid),
@@ -89,16 +99,47 @@ export function createKeyring(options: KeyringOptions) {
     if (missing.length > 0) {
       for (const alg of new Set(missing)) await options.store.keys.put(await generateKeyRecord(alg, now))
       records = await options.store.keys.list()
+      // Another instance may have generated at the same moment: look again soon, so that every
+      // instance converges on the same (deterministically chosen) key within a few seconds.
+      generated = true
+    }
+    if (options.rotationInterval !== undefined) {
+      const due = options.algorithms.filter((alg) => {
+        const newest = records.filter((r) => r.alg === alg).sort((a, b) => b.activatesAt - a.activatesAt)[0]
+        return newest !== undefined && newest.activatesAt <= now && now - newest.activatesAt >= (options.rotationInterval as number)
+      })
+      if (due.length > 0) {
+        await rotateKeys(records, new Set(due), now)
+        records = await options.store.keys.list()
+      }
     }
     return records
   }
 
+  /** Publishes a new key per algorithm, signing from `now + publishAhead`; retires the current ones then. */
+  async function rotateKeys(current: KeyRecord[], algs: Set<SigningAlg>, now: number): Promise<KeyRecord[]> {
+    const activatesAt = now + (options.publishAhead ?? 300)
+    const created: KeyRecord[] = []
+    for (const alg of algs) {
+      for (const record of current) {
+        if (record.alg !== alg || (record.retiresAt !== undefined && record.retiresAt <= activatesAt)) continue
+        await options.store.keys.put({ ...record, retiresAt: activatesAt, expiresAt: activatesAt + (options.retainFor ?? 86_400) })
+      }
+      const next = await generateKeyRecord(alg, now, activatesAt)
+      await options.store.keys.put(next)
+      created.push(next)
+    }
+    return created
+  }
+
   async function records(force = false): Promise<KeyRecord[]> {
     const now = options.now()
-    if (!force && loaded && now - loaded.loadedAt < cacheTtl) return loaded.records
+    const ttl = converging ? Math.min(2, cacheTtl) : cacheTtl
+    if (!force && loaded && now - loaded.loadedAt < ttl) return loaded.records
     if (!loading) {
       loading = loadFromStore()
         .then((list) => {
+          converging = generated
           loaded = { records: list, loadedAt: options.now() }
           return list
         })
@@ -151,6 +192,17 @@ export function createKeyring(options: KeyringOptions) {
     /** Every key record, for host-side key management. */
     async list(): Promise<KeyRecord[]> {
       return records(true)
+    },
+
+    /**
+     * Rotates now: a new key per algorithm is published at once and signs after `publishAhead`
+     * seconds; the keys it replaces retire then and stay published for `retainFor` seconds more.
+     */
+    async rotate(algs: readonly SigningAlg[] = options.algorithms): Promise<KeyRecord[]> {
+      if (options.configured) throw new TypeError('keys given in options are rotated by changing the options')
+      const created = await rotateKeys(await options.store.keys.list(), new Set(algs), options.now())
+      loaded = undefined
+      return created
     },
   }
 }

@@ -10,6 +10,8 @@ import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
 export interface PgliteStoreOptions {
   /** Directory of the database files (created if missing); omit for an in-memory database. */
   dataDir?: string
+  /** An existing PGlite instance to use instead (the store then does not close it). */
+  db?: PGlite
   now?: () => number
 }
 
@@ -23,8 +25,10 @@ function wrap(db: PGlite | Transaction, root: PGlite): SqlClient {
 
 /** Creates the PGlite store. */
 export function createPgliteStore(options: PgliteStoreOptions = {}): SqlStore {
-  const db = options.dataDir === undefined ? new PGlite() : new PGlite(options.dataDir)
-  return createSqlStore(wrap(db, db), {
+  const db = options.db ?? (options.dataDir === undefined ? new PGlite() : new PGlite(options.dataDir))
+  const client = wrap(db, db)
+  if (options.db) client.close = async () => {}
+  return createSqlStore(client, {
     ...(options.now ? { now: options.now } : {}),
     // PGlite runs in-process: a failure is a bug or a broken data directory, not an outage.
     isUnavailable: () => false,

@@ -49,11 +49,10 @@ redis.call('HSET', KEYS[2], 'r', ARGV[2], 'e', ARGV[3])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 return {1, rec}`
 
-// Sets a marker whose expiry only ever grows.
+// Sets a marker holding its absolute end (epoch s); the end only ever grows.
 const EXTEND = `
-local cur = redis.call('TTL', KEYS[1])
-local ttl = tonumber(ARGV[1])
-if cur == -2 or (cur >= 0 and cur < ttl) then redis.call('SET', KEYS[1], '1', 'EX', ttl) end
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) > cur then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) end
 return 1`
 
 const CLIENT_INSERT = `
@@ -65,7 +64,7 @@ type ScriptResult = [0] | [1, string] | [2, string, string]
 interface ScriptedRedis extends Redis {
   gatehouseConsume(key: string, at: number): Promise<ScriptResult>
   gatehouseRotate(key: string, next: string, at: number, record: string, expiresAt: number, ttl: number): Promise<ScriptResult>
-  gatehouseExtend(key: string, ttl: number): Promise<number>
+  gatehouseExtend(key: string, until: number, ttl: number): Promise<number>
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
 }
 
@@ -111,6 +110,11 @@ export function createRedisStore(options: RedisStoreOptions) {
     if (value === null) return undefined
     const record = JSON.parse(value) as T
     return record.expiresAt > now() ? record : undefined
+  }
+
+  async function isMarked(key: string): Promise<boolean> {
+    const until = await redis.get(key)
+    return until !== null && Number(until) > now()
   }
 
   const store: Store & { connect(): Promise<void>; close(): Promise<void>; clear(): Promise<void> } = {
@@ -187,10 +191,12 @@ export function createRedisStore(options: RedisStoreOptions) {
         }),
     },
     revocations: {
-      revokeFamily: (familyId, until) => run('revocations.revokeFamily', async () => void (await redis.gatehouseExtend(k('revoked-family', familyId), ttl(until)))),
-      isFamilyRevoked: (familyId) => run('revocations.isFamilyRevoked', async () => (await redis.exists(k('revoked-family', familyId))) === 1),
-      revokeAccessToken: (jti, until) => run('revocations.revokeAccessToken', async () => void (await redis.gatehouseExtend(k('revoked-at', jti), ttl(until)))),
-      isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', async () => (await redis.exists(k('revoked-at', jti))) === 1),
+      revokeFamily: (familyId, until) =>
+        run('revocations.revokeFamily', async () => void (await redis.gatehouseExtend(k('revoked-family', familyId), until, ttl(until)))),
+      isFamilyRevoked: (familyId) => run('revocations.isFamilyRevoked', () => isMarked(k('revoked-family', familyId))),
+      revokeAccessToken: (jti, until) =>
+        run('revocations.revokeAccessToken', async () => void (await redis.gatehouseExtend(k('revoked-at', jti), until, ttl(until)))),
+      isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => isMarked(k('revoked-at', jti))),
     },
     keys: {
       list: () =>

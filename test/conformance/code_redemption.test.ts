@@ -186,3 +186,16 @@ describe('authorization_code grant', () => {
     expect(callback.searchParams.get('code')).toBeTypeOf('string')
   })
 })
+
+describe('concurrent redemption', () => {
+  it('CODE-02: 20 parallel redemptions of one code give exactly one success, whose tokens the replays revoke', async () => {
+    const ctx = await setup()
+    const c = await code(ctx)
+    const results = await Promise.all(Array.from({ length: 20 }, () => redeem(ctx, { code: c.code, code_verifier: c.verifier })))
+    const ok = results.filter((r) => r.status === 200)
+    expect(ok).toHaveLength(1)
+    expect(results.filter((r) => r.status === 400 && r.body.error === 'invalid_grant')).toHaveLength(19)
+    const info = await oauth.userInfoRequest(ctx.as, webClient, (ok[0] as { body: { access_token: string } }).body.access_token, ctx.opts)
+    expect(info.status).toBe(401)
+  })
+})

@@ -97,6 +97,15 @@ export interface Running {
   stop(timeoutMs?: number): Promise<Exit>
 }
 
+/** The test process's environment without the store selection (CI sets DATABASE_URL for the store tests). */
+function inherited(): Record<string, string | undefined> {
+  const env = { ...process.env }
+  for (const name of Object.keys(env)) {
+    if (name === 'DATABASE_URL' || name === 'REDIS_URL' || name.startsWith('GATEHOUSE_')) delete env[name]
+  }
+  return env
+}
+
 /** Spawns `command` in its own process group (so a stop reaches npm, tsx and their children). */
 export function launch(command: string[], env: Record<string, string>): Running {
   const [file, ...args] = command as [string, ...string[]]
@@ -104,7 +113,7 @@ export function launch(command: string[], env: Record<string, string>): Running 
     cwd: ROOT,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1', ...env },
+    env: { ...inherited(), NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1', ...env },
   })
   let stdout = ''
   let stderr = ''

@@ -99,6 +99,20 @@ describe('npm start', () => {
     expect(server.output().stderr).toMatch(/clients\.0\.permissions(\.0)?: unknown permission/)
   })
 
+  it.each([
+    ['PostgreSQL', { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test' }, /cannot connect to PostgreSQL at 127\.0\.0\.1:1/],
+    ['Redis', { REDIS_URL: 'redis://127.0.0.1:1' }, /cannot connect to Redis at 127\.0\.0\.1:1/],
+  ])('a %s store that cannot be reached stops start-up with a clear message', async (_name, env, message) => {
+    const server = launch([...NPM_START, '--config', config(CONFIG)], { HOST: '127.0.0.1', PORT: String(await freePort()), ...env })
+    cleanups.push(() => void server.stop().catch(() => undefined))
+    const exit = await Promise.race([
+      server.exited,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still running:\n${server.output().stderr}`)), 20_000)),
+    ])
+    expect(exit.code).toBe(1)
+    expect(server.output().stderr).toMatch(message)
+  })
+
   it('uses PORT and ISSUER byte for byte, endpoints under an issuer with a path', async () => {
     const port = await freePort()
     const issuer = `http://127.0.0.1:${port}/tenant-a`

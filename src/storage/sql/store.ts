@@ -282,10 +282,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
     },
     migrate: () =>
       run('migrate', async () => {
-        await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`)
         return client.transaction(async (tx) => {
           // One migrator at a time across instances (the key is the schema name's hash).
           await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gatehouse:${schema}`])
+          await tx.query(`CREATE SCHEMA IF NOT EXISTS ${s}`)
           await tx.query(
             `CREATE TABLE IF NOT EXISTS ${t('migrations')} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
           )
