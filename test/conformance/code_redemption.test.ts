@@ -195,7 +195,7 @@ describe('concurrent redemption', () => {
     const ok = results.filter((r) => r.status === 200)
     expect(ok).toHaveLength(1)
     expect(results.filter((r) => r.status === 400 && r.body.error === 'invalid_grant')).toHaveLength(19)
-    const info = await oauth.userInfoRequest(ctx.as, webClient, (ok[0] as { body: { access_token: string } }).body.access_token, ctx.opts)
+    const info = await oauth.userInfoRequest(ctx.as, webClient, String(ok[0]?.body.access_token), ctx.opts)
     expect(info.status).toBe(401)
   })
 })

@@ -113,6 +113,35 @@ describe('npm start', () => {
     expect(server.output().stderr).toMatch(message)
   })
 
+  it('the embedded PGlite store survives a restart: keys, clients and tokens carry on', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-pglite-start-'))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const path = config(CONFIG)
+    const port = await freePort()
+    const env = { GATEHOUSE_STORE: 'pglite', GATEHOUSE_DATA_DIR: dir, PORT: String(port), ISSUER: `http://127.0.0.1:${port}` }
+    const first = await start(['--config', path], env)
+    const as = await discover(first.issuer)
+    const client = { client_id: 'rt-service' }
+    const auth = oauth.ClientSecretBasic('rt-service-secret')
+    const issued = await oauth.processClientCredentialsResponse(
+      as,
+      client,
+      await oauth.clientCredentialsGrantRequest(as, client, auth, new URLSearchParams(), options),
+    )
+    await stopped(first.server)
+    cleanups.pop()
+    await start(['--config', path], env)
+    const introspected = await oauth.processIntrospectionResponse(
+      as,
+      client,
+      await oauth.introspectionRequest(as, client, auth, issued.access_token, options),
+    )
+    expect(introspected).toMatchObject({ active: true, client_id: 'rt-service' })
+  })
+
   it('uses PORT and ISSUER byte for byte, endpoints under an issuer with a path', async () => {
     const port = await freePort()
     const issuer = `http://127.0.0.1:${port}/tenant-a`
