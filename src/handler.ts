@@ -28,7 +28,7 @@ interface Route {
 export function createHandler(ctx: Context): (request: Request) => Promise<Response> {
   const issuerPath = new URL(ctx.config.issuer).pathname.replace(/\/$/, '')
   const document = JSON.stringify(metadata(ctx))
-  const discovery: Route = { methods: { GET: () => handleDiscovery(ctx, document) } }
+  const discovery: Route = { methods: { GET: () => handleDiscovery(document) } }
   const routes = new Map<string, Route>([
     [PATHS.openidConfiguration, discovery],
     [PATHS.oauthMetadata, discovery],

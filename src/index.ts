@@ -124,7 +124,7 @@ export function createTokenService(options: TokenServiceOptions) {
     interactions: {
       async get(uid: string): Promise<PendingInteraction | undefined> {
         const record = await store.interactions.get(uid)
-        if (!record || record.kind !== 'authorization') return undefined
+        if (record?.kind !== 'authorization') return undefined
         const clientId = String(record.request.clientId)
         return toPending(record, await clients.get(clientId))
       },

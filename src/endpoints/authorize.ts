@@ -217,7 +217,7 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
     if (needsConsent) return fail('consent_required', 'the end-user has not consented')
   }
   if (!needsLogin && !needsConsent && session) {
-    return issueCodeRedirect(authRequest, { sub: session.sub, authTime: session.authTime, ...(session.acr !== undefined ? { acr: session.acr } : {}), ...(session.amr !== undefined ? { amr: session.amr } : {}) }, session, request, ctx)
+    return issueCodeRedirect(authRequest, { sub: session.sub, authTime: session.authTime, ...(session.acr !== undefined ? { acr: session.acr } : {}), ...(session.amr !== undefined ? { amr: session.amr } : {}) }, session, ctx)
   }
   return startInteraction(request, authRequest, needsLogin ? 'login' : 'consent', session, ctx)
 }

@@ -38,8 +38,8 @@ export function metadata(ctx: Context): Record<string, unknown> {
   }
 }
 
-export function handleDiscovery(ctx: Context, document: string): Response {
-  void ctx
+/** Serves the metadata document (serialised once at start-up). */
+export function handleDiscovery(document: string): Response {
   return new Response(document, {
     headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' },
   })

@@ -26,7 +26,7 @@ async function isSameBrowser(request: Request, record: InteractionRecord, ctx: C
 async function needsConsent(record: InteractionRecord, request: Request, ctx: Context): Promise<boolean> {
   const req = record.request as unknown as AuthorizationRequest
   const client = await ctx.clients.get(req.clientId)
-  if (!client || client.consentType !== 'explicit') return false
+  if (client?.consentType !== 'explicit') return false
   if (req.prompt.includes('consent')) return true
   const { session } = await loadSession(request, ctx)
   const given = session && record.login && session.sub === record.login.sub ? session.consents[req.clientId] : undefined
@@ -50,7 +50,7 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
   if (request.method === 'GET') {
     const uid = new URL(request.url).searchParams.get('uid')
     const record = uid ? await ctx.store.interactions.get(uid) : undefined
-    if (!record || record.kind !== 'authorization') return errorPage(ctx.config.theme, 'invalid_request', EXPIRED)
+    if (record?.kind !== 'authorization') return errorPage(ctx.config.theme, 'invalid_request', EXPIRED)
     if (!(await isSameBrowser(request, record, ctx))) {
       return errorPage(ctx.config.theme, 'invalid_request', 'this sign-in was started in another browser', 403)
     }
@@ -66,7 +66,7 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
   }
   const uid = form.get('uid')
   const record = uid ? await ctx.store.interactions.get(uid) : undefined
-  if (!record || record.kind !== 'authorization') return errorPage(ctx.config.theme, 'invalid_request', EXPIRED)
+  if (record?.kind !== 'authorization') return errorPage(ctx.config.theme, 'invalid_request', EXPIRED)
   // CSRF: the form's token must match, and the browser must be the one that started the flow.
   if (!timingSafeEqual(form.get('csrf') ?? '', record.csrf) || !(await isSameBrowser(request, record, ctx))) {
     return errorPage(ctx.config.theme, 'invalid_request', 'the form could not be verified (CSRF check failed)', 403)

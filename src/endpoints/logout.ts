@@ -51,8 +51,7 @@ async function handleConfirmation(form: Map<string, string>, request: Request, c
   const record = await ctx.store.interactions.get(form.get('uid') ?? '')
   const browser = readCookie(request, browserCookieName(ctx))
   if (
-    !record ||
-    record.kind !== 'logout' ||
+    record?.kind !== 'logout' ||
     !timingSafeEqual(form.get('csrf') ?? '', record.csrf) ||
     browser === undefined ||
     !timingSafeEqual(await sha256(browser), record.browserId)

@@ -148,7 +148,7 @@ export async function completeInteraction(
   extraHeaders?: Headers,
 ): Promise<Response> {
   const record = await ctx.store.interactions.take(uid)
-  if (!record || record.kind !== 'authorization') {
+  if (record?.kind !== 'authorization') {
     return errorPage(ctx.config.theme, 'invalid_request', 'the sign-in request has expired or was already used')
   }
   const authRequest = record.request as unknown as AuthorizationRequest
@@ -162,7 +162,7 @@ export async function completeInteraction(
   }
   const consented = result.consent?.scopes ?? authRequest.scopes
   const { session } = request ? await loadSession(request, ctx) : {}
-  return issueCodeRedirect(authRequest, auth, session, request, ctx, { consented, extraHeaders })
+  return issueCodeRedirect(authRequest, auth, session, ctx, { consented, extraHeaders })
 }
 
 /**
@@ -173,11 +173,9 @@ export async function issueCodeRedirect(
   authRequest: AuthorizationRequest,
   auth: Authentication,
   current: SessionRecord | undefined,
-  request: Request | undefined,
   ctx: Context,
   options: { consented?: string[]; extraHeaders?: Headers } = {},
 ): Promise<Response> {
-  void request
   const client = await ctx.clients.get(authRequest.clientId)
   if (!client) return errorPage(ctx.config.theme, 'invalid_client', 'the client is unknown')
   const now = ctx.now()

@@ -1,0 +1,179 @@
+/**
+ * Turns the benchmark's samples into Markdown: the main table (median requests/s, p50, p99 and
+ * peak RSS per server and scenario), the ratio table (Gatehouse / node-oidc-provider and
+ * Gatehouse / ceiling) and the store-size table (flat cost, memory per refresh token).
+ * Pure functions: no I/O.
+ */
+import type { LoadResult } from './load.ts'
+
+/** One measurement: one fresh server process, one scenario, one round. */
+export interface Sample extends LoadResult {
+  /** VmHWM of the server process at the end of the run, bytes. */
+  peakRss: number
+  /** What the server reported when it became ready (seeding measurements). */
+  ready: Record<string, unknown>
+  /** Share of the server's and the load's core that other processes used meanwhile (pinned runs). */
+  foreign?: { server: number; load: number }
+}
+
+/** Above this share of a core used by other processes a sample is flagged as disturbed. */
+export const DISTURBED = 0.05
+
+/** Everything measured (or not) for one server in one scenario. */
+export interface Cell {
+  scenario: string
+  server: string
+  samples: Sample[]
+  /** Why there is no sample: skipped or failed. */
+  notes: string[]
+}
+
+export interface Summary {
+  rps: number
+  p50: number
+  p99: number
+  peakRss: number
+  rounds: number
+  non2xx: number
+  errors: number
+}
+
+export const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length === 0
+    ? Number.NaN
+    : sorted.length % 2
+      ? (sorted[mid] as number)
+      : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+/** Medians over the valid rounds (not exhausted): req/s, p50, p99 and each process's peak RSS. */
+export function summarize(cell: Cell): Summary | undefined {
+  const valid = cell.samples.filter((s) => !s.exhausted && s.requests > 0)
+  if (valid.length === 0) return undefined
+  return {
+    rps: median(valid.map((s) => s.rps)),
+    p50: median(valid.map((s) => s.p50)),
+    p99: median(valid.map((s) => s.p99)),
+    peakRss: median(valid.map((s) => s.peakRss)),
+    rounds: valid.length,
+    non2xx: valid.reduce((sum, s) => sum + s.non2xx, 0),
+    errors: valid.reduce((sum, s) => sum + s.errors, 0),
+  }
+}
+
+const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–')
+const ms = (n: number) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : '–')
+const mb = (bytes: number) => (Number.isFinite(bytes) ? `${Math.round(bytes / 1048576)}` : '–')
+const ratio = (a: number | undefined, b: number | undefined) => (a && b ? `${(a / b).toFixed(2)}×` : '–')
+
+export interface ReportInput {
+  scenarios: { id: string; label: string }[]
+  servers: { id: string; label: string }[]
+  cells: Cell[]
+  /** Server ids of the comparisons. */
+  gatehouse: string[]
+  peer: string
+  ceilings: string[]
+  /** The store-size scenarios and the number of seeded tokens of each. */
+  stores: { scenario: string; tokens: number }[]
+  storeServer: string
+}
+
+function findCell(input: ReportInput, scenario: string, server: string): Cell | undefined {
+  return input.cells.find((c) => c.scenario === scenario && c.server === server)
+}
+
+/** The main table: one row per scenario and server. */
+export function mainTable(input: ReportInput): string {
+  const lines = [
+    '| scenario | server | req/s | p50 ms | p99 ms | peak RSS MB | notes |',
+    '|---|---|--:|--:|--:|--:|---|',
+  ]
+  for (const scenario of input.scenarios) {
+    for (const server of input.servers) {
+      const cell = findCell(input, scenario.id, server.id)
+      if (!cell) continue
+      const s = summarize(cell)
+      const notes = [...cell.notes]
+      if (s && (s.non2xx || s.errors)) notes.push(`${s.non2xx} non-2xx, ${s.errors} socket errors`)
+      // autocannon pairs responses with request start times per connection; a reset connection can
+      // shift that pairing, so latencies of such a run are not to be trusted.
+      if (s?.errors) notes.push('latencies unreliable (connections were reset)')
+      const disturbed = cell.samples.filter((x) => x.foreign && Math.max(x.foreign.server, x.foreign.load) > DISTURBED)
+      if (disturbed.length > 0) {
+        const worst = Math.max(...disturbed.map((x) => Math.max(x.foreign?.server ?? 0, x.foreign?.load ?? 0)))
+        notes.push(
+          `${disturbed.length} round(s) shared a core with other processes (up to ${Math.round(worst * 100)}%)`,
+        )
+      }
+      if (s && s.rounds < cell.samples.length)
+        notes.push(`${cell.samples.length - s.rounds} round(s) invalid (codes ran out)`)
+      const row = s ? [int(s.rps), ms(s.p50), ms(s.p99), mb(s.peakRss)] : ['–', '–', '–', '–']
+      lines.push(`| ${scenario.label} | ${server.label} | ${row.join(' | ')} | ${[...new Set(notes)].join('; ')} |`)
+    }
+  }
+  return lines.join('\n')
+}
+
+/** Gatehouse's throughput relative to node-oidc-provider and to the ceilings. */
+export function ratioTable(input: ReportInput): string {
+  const label = (id: string) => input.servers.find((s) => s.id === id)?.label ?? id
+  const head = [
+    'scenario',
+    'Gatehouse on',
+    'req/s',
+    `÷ ${label(input.peer)}`,
+    ...input.ceilings.map((c) => `÷ ${label(c)}`),
+  ]
+  const lines = [
+    `| ${head.join(' | ')} |`,
+    `|---|---|${head
+      .slice(2)
+      .map(() => '--:')
+      .join('|')}|`,
+  ]
+  const rps = (scenario: string, server: string) => {
+    const cell = findCell(input, scenario, server)
+    return cell ? summarize(cell)?.rps : undefined
+  }
+  for (const scenario of input.scenarios) {
+    for (const server of input.gatehouse) {
+      const own = rps(scenario.id, server)
+      if (own === undefined) continue
+      const peer = rps(scenario.id, input.peer)
+      const ceilings = input.ceilings.map((c) => ratio(own, rps(scenario.id, c)))
+      if (peer === undefined && ceilings.every((c) => c === '–')) continue
+      lines.push(
+        `| ${scenario.label} | ${label(server)} | ${int(own)} | ${ratio(own, peer)} | ${ceilings.join(' | ')} |`,
+      )
+    }
+  }
+  return lines.join('\n')
+}
+
+/** Introspection cost against store size, and the memory each seeded refresh token takes. */
+export function storeTable(input: ReportInput): string {
+  const lines = [
+    '| refresh tokens in store | req/s | p50 ms | p99 ms | RSS before → after seeding MB | RSS per token B | heap per token B | seeding s |',
+    '|--:|--:|--:|--:|--:|--:|--:|--:|',
+  ]
+  for (const { scenario, tokens } of input.stores) {
+    const cell = findCell(input, scenario, input.storeServer)
+    const s = cell && summarize(cell)
+    const ready = cell?.samples.map((sample) => sample.ready) ?? []
+    const pick = (key: string) => median(ready.map((r) => Number(r[key])))
+    const rssBefore = pick('rssBefore')
+    const rssAfter = pick('rssAfter')
+    // A few thousand tokens move RSS by less than its noise: per-token figures only from 100,000.
+    const per = (after: string, before: string) =>
+      tokens < 100_000 ? Number.NaN : median(ready.map((r) => (Number(r[after]) - Number(r[before])) / tokens))
+    const perToken = per('rssAfter', 'rssBefore')
+    const heapPerToken = per('heapAfter', 'heapBefore')
+    lines.push(
+      `| ${int(tokens)} | ${s ? int(s.rps) : '–'} | ${s ? ms(s.p50) : '–'} | ${s ? ms(s.p99) : '–'} | ${mb(rssBefore)} → ${mb(rssAfter)} | ${int(perToken)} | ${int(heapPerToken)} | ${Number.isFinite(pick('seedSeconds')) ? pick('seedSeconds').toFixed(1) : '–'} |`,
+    )
+  }
+  return lines.join('\n')
+}

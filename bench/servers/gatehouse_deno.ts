@@ -1,0 +1,22 @@
+/**
+ * Bench server: Gatehouse on Deno through adapters/deno.ts (Deno.serve), in-memory store.
+ * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts). Prints `READY {json}`.
+ */
+import { serveDeno } from '../../adapters/deno.ts'
+import { setupGatehouse } from './gatehouse_setup.ts'
+
+// The Deno API used here, declared for tsc (bench/ is type-checked with Node's types; Deno
+// itself brings the real ones).
+declare const Deno: {
+  env: { get(name: string): string | undefined }
+  writeTextFile(path: string, text: string): Promise<void>
+  pid: number
+  version: { deno: string }
+}
+
+const service = await setupGatehouse({
+  env: (name) => Deno.env.get(name),
+  writeTextFile: (path, text) => Deno.writeTextFile(path, text),
+})
+await serveDeno(service.fetch, { port: Number(Deno.env.get('PORT')), hostname: Deno.env.get('HOST') ?? '127.0.0.1' })
+console.log(`READY ${JSON.stringify({ pid: Deno.pid, runtime: `deno ${Deno.version.deno}` })}`)

@@ -1,0 +1,89 @@
+/**
+ * Bench server: Gatehouse on Node through adapters/node.ts (@hattip/adapter-node), as shipped.
+ *
+ * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts), and
+ * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL);
+ * - SEED_REFRESH_TOKENS=N: before listening, insert N live refresh tokens straight into the store
+ *   and report the resident memory they take (run with --expose-gc for a settled heap).
+ * Prints `READY {json}` once listening; the JSON carries the pid and the seeding measurements.
+ */
+import { createHash } from 'node:crypto'
+import { writeFile } from 'node:fs/promises'
+import { serveNode } from '../../adapters/node.ts'
+import * as gatehouse from '../../src/index.ts'
+import type { RefreshTokenRecord, Store } from '../../src/index.ts'
+import { sha256 } from '../../src/tokens/opaque.ts'
+import { CODE_SCOPE, USER_SUB, WEB_CLIENT, seedTokenValue } from '../fixtures.ts'
+import { setupGatehouse } from './gatehouse_setup.ts'
+
+/** The store factories Gatehouse may export one day; the runner checks before starting us. */
+type StoreFactory = (options: { url: string }) => Store & { migrate?(): Promise<unknown>; connect?(): Promise<void> }
+
+async function openStore(kind: string): Promise<Store | undefined> {
+  if (kind === 'memory') return undefined
+  const [name, variable] =
+    kind === 'postgres' ? ['createPostgresStore', 'DATABASE_URL'] : ['createRedisStore', 'REDIS_URL']
+  const factory = (gatehouse as unknown as Record<string, StoreFactory | undefined>)[name]
+  const url = process.env[variable]
+  if (typeof factory !== 'function' || !url) throw new Error(`STORE=${kind} needs ${name} and ${variable}`)
+  const store = factory({ url })
+  await store.migrate?.()
+  await store.connect?.()
+  return store
+}
+
+/** Settles the heap, then reads RSS and heap use. */
+function memory(): { rss: number; heapUsed: number } {
+  const gc = (globalThis as { gc?: () => void }).gc
+  for (let i = 0; i < 3; i++) gc?.()
+  const { rss, heapUsed } = process.memoryUsage()
+  return { rss, heapUsed }
+}
+
+/** Inserts `count` refresh tokens of the web client, each in its own family, like issued ones. */
+async function seedRefreshTokens(store: Store, count: number) {
+  // Gatehouse keys a token by base64url SHA-256 of its value; node:crypto computes the same
+  // digest much faster than a million Web Crypto calls. Checked against Gatehouse's own function.
+  const key = (value: string) => createHash('sha256').update(value).digest('base64url')
+  if (key(seedTokenValue(0)) !== (await sha256(seedTokenValue(0)))) throw new Error('token key mismatch')
+  const now = Math.floor(Date.now() / 1000)
+  const before = memory()
+  const started = performance.now()
+  for (let i = 0; i < count; i++) {
+    const record: RefreshTokenRecord = {
+      id: key(seedTokenValue(i)),
+      familyId: `seed-family-${i}`,
+      clientId: WEB_CLIENT.id,
+      sub: USER_SUB,
+      scope: CODE_SCOPE,
+      sid: `seed-sid-${i % 1000}`,
+      authTime: now,
+      amr: ['pwd'],
+      issuedAt: now,
+      expiresAt: now + 1_209_600,
+      familyExpiresAt: now + 7_776_000,
+    }
+    await store.refreshTokens.insert(record)
+  }
+  const seedSeconds = (performance.now() - started) / 1000
+  const after = memory()
+  return {
+    seeded: count,
+    seedSeconds,
+    rssBefore: before.rss,
+    rssAfter: after.rss,
+    heapBefore: before.heapUsed,
+    heapAfter: after.heapUsed,
+  }
+}
+
+const store = await openStore(process.env.STORE ?? 'memory')
+const service = await setupGatehouse({
+  env: (name) => process.env[name],
+  writeTextFile: (path, text) => writeFile(path, text),
+  ...(store ? { store } : {}),
+})
+const seedCount = Number(process.env.SEED_REFRESH_TOKENS ?? '0')
+const seed = seedCount > 0 ? await seedRefreshTokens(service.store, seedCount) : undefined
+await serveNode(service.fetch, { port: Number(process.env.PORT), hostname: process.env.HOST ?? '127.0.0.1' })
+console.log(`READY ${JSON.stringify({ pid: process.pid, runtime: `node ${process.version}`, ...seed })}`)

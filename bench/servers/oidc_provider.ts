@@ -1,0 +1,184 @@
+/**
+ * Bench server: node-oidc-provider (npm `oidc-provider` v9) on node:http, configured as the
+ * equivalent of Gatehouse's bench setup:
+ * - the same two confidential clients (client_secret_basic), scopes openid, offline_access, api1;
+ * - client_credentials and code/refresh access tokens as ES256 JWTs: v9 issues JWTs only for a
+ *   resource server, so `api1` is the resource `urn:bench:api1` (accessTokenFormat 'jwt', ES256);
+ *   ID tokens RS256 like Gatehouse's default;
+ * - a client_credentials token requested without `resource` is opaque: the introspection
+ *   scenario uses that one, because node-oidc-provider cannot introspect its JWTs;
+ * - refresh tokens rotate on every use (Gatehouse always rotates; the default only rotates
+ *   public clients' tokens), codes live 300 s like Gatehouse's;
+ * - an unbounded Map store, like Gatehouse's memory store: the bundled MemoryAdapter is an LRU
+ *   capped at 1000 entries, which would evict pre-created codes under load.
+ * Codes are pre-created with the provider's own models (Grant + AuthorizationCode), see
+ * bench/README.md. Environment: PORT, HOST, CODES, CODES_FILE. Prints `READY {json}`.
+ */
+import { writeFile } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import { exportJWK, generateKeyPair } from 'jose'
+import { Provider, errors } from 'oidc-provider'
+import { API_RESOURCE, API_SCOPE, CODE_SCOPE, PKCE, SERVICE_CLIENT, USER_SUB, WEB_CLIENT } from '../fixtures.ts'
+
+interface Entry {
+  payload: Record<string, unknown>
+  /** Epoch ms; Infinity when the model has no expiry. */
+  expiresAt: number
+}
+
+const entries = new Map<string, Entry>()
+const grants = new Map<string, Set<string>>()
+const uids = new Map<string, string>()
+
+/** A storage adapter over one process-wide Map (node-oidc-provider's adapter interface). */
+class MapAdapter {
+  readonly #model: string
+  constructor(model: string) {
+    this.#model = model
+  }
+  #key(id: string) {
+    return `${this.#model}:${id}`
+  }
+  async upsert(id: string, payload: Record<string, unknown>, expiresIn?: number) {
+    const key = this.#key(id)
+    entries.set(key, { payload, expiresAt: expiresIn ? Date.now() + expiresIn * 1000 : Number.POSITIVE_INFINITY })
+    const grantId = payload.grantId as string | undefined
+    if (grantId) {
+      const members = grants.get(grantId) ?? new Set<string>()
+      members.add(key)
+      grants.set(grantId, members)
+    }
+    if (this.#model === 'Session') uids.set(payload.uid as string, id)
+  }
+  async find(id: string) {
+    const key = this.#key(id)
+    const entry = entries.get(key)
+    if (!entry) return undefined
+    if (entry.expiresAt <= Date.now()) {
+      entries.delete(key)
+      return undefined
+    }
+    return entry.payload
+  }
+  async findByUid(uid: string) {
+    const id = uids.get(uid)
+    return id === undefined ? undefined : this.find(id)
+  }
+  async findByUserCode() {
+    return undefined
+  }
+  async consume(id: string) {
+    const entry = entries.get(this.#key(id))
+    if (entry) entry.payload.consumed = Math.floor(Date.now() / 1000)
+  }
+  async destroy(id: string) {
+    entries.delete(this.#key(id))
+  }
+  async revokeByGrantId(grantId: string) {
+    for (const key of grants.get(grantId) ?? []) entries.delete(key)
+    grants.delete(grantId)
+  }
+}
+
+async function signingKey(alg: 'ES256' | 'RS256') {
+  const { privateKey } = await generateKeyPair(alg, { extractable: true })
+  return { ...(await exportJWK(privateKey)), alg, use: 'sig', kid: `bench-${alg.toLowerCase()}` }
+}
+
+const port = Number(process.env.PORT)
+const provider = new Provider(`http://127.0.0.1:${port}`, {
+  adapter: MapAdapter,
+  clients: [
+    {
+      client_id: SERVICE_CLIENT.id,
+      client_secret: SERVICE_CLIENT.secret,
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+      scope: API_SCOPE,
+    },
+    {
+      client_id: WEB_CLIENT.id,
+      client_secret: WEB_CLIENT.secret,
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      redirect_uris: [WEB_CLIENT.redirectUri],
+      scope: CODE_SCOPE,
+    },
+  ],
+  jwks: { keys: [await signingKey('RS256'), await signingKey('ES256')] },
+  cookies: { keys: ['bench-cookie-signing-key-0123456789'] },
+  scopes: ['openid', 'offline_access', API_SCOPE],
+  findAccount: async (_ctx, sub) => (sub === USER_SUB ? { accountId: sub, claims: async () => ({ sub }) } : undefined),
+  rotateRefreshToken: true,
+  ttl: {
+    AccessToken: 3600,
+    ClientCredentials: 3600,
+    AuthorizationCode: 300,
+    IdToken: 3600,
+    RefreshToken: 1_209_600,
+    Grant: 7_776_000,
+  },
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: {
+      enabled: true,
+      // Gatehouse's policy: the token was issued to the caller, or the caller is its audience.
+      allowedPolicy: async (_ctx, client, token) =>
+        token.clientId === client.clientId || (token as { aud?: unknown }).aud === client.clientId,
+    },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: async (_ctx, _client, oneOf) => oneOf,
+      useGrantedResource: async () => true,
+      getResourceServerInfo: async (_ctx, resource) => {
+        if (resource !== API_RESOURCE) throw new errors.InvalidTarget()
+        return {
+          scope: API_SCOPE,
+          audience: API_SCOPE,
+          accessTokenTTL: 3600,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'ES256' } },
+        }
+      },
+    },
+  },
+})
+
+/** Codes as the authorization endpoint would leave them after sign-in and consent. */
+async function createCodes(count: number): Promise<string[]> {
+  const client = await provider.Client.find(WEB_CLIENT.id)
+  if (!client) throw new Error('web client missing')
+  const authTime = Math.floor(Date.now() / 1000)
+  const codes: string[] = []
+  for (let i = 0; i < count; i++) {
+    const grant = new provider.Grant({ accountId: USER_SUB, clientId: WEB_CLIENT.id })
+    grant.addOIDCScope('openid offline_access')
+    grant.addResourceScope(API_RESOURCE, API_SCOPE)
+    const grantId = await grant.save()
+    // The fields the authorization endpoint sets (lib/helpers/process_response_types.js); the
+    // @types package wrongly requires `gty`, which codes do not carry.
+    const fields = {
+      accountId: USER_SUB,
+      client,
+      grantId,
+      authTime,
+      amr: ['pwd'],
+      redirectUri: WEB_CLIENT.redirectUri,
+      scope: CODE_SCOPE,
+      resource: API_RESOURCE,
+      codeChallenge: PKCE.challenge,
+      codeChallengeMethod: 'S256',
+    }
+    const code = new provider.AuthorizationCode(fields as ConstructorParameters<typeof provider.AuthorizationCode>[0])
+    codes.push(await code.save())
+  }
+  return codes
+}
+
+const count = Number(process.env.CODES ?? '0')
+if (count > 0 && process.env.CODES_FILE) await writeFile(process.env.CODES_FILE, (await createCodes(count)).join('\n'))
+const server = createServer(provider.callback())
+await new Promise<void>((resolve) => server.listen(port, process.env.HOST ?? '127.0.0.1', resolve))
+console.log(`READY ${JSON.stringify({ pid: process.pid, runtime: `node ${process.version}` })}`)
