@@ -5,7 +5,7 @@
  * Flags: --config FILE (or GATEHOUSE_CONFIG). Environment: PORT (3000), HOST (localhost),
  * ISSUER (http://localhost:PORT, used byte for byte); the store as `bin/store.ts` says.
  */
-import { type TokenService, createTokenService } from '../src/index.ts'
+import { type TokenService, type TokenServiceOptions, createTokenService } from '../src/index.ts'
 import { type ConfigFile, type StoreConfig, parseConfigFile } from '../src/config_file.ts'
 import type { Store } from '../src/storage/types.ts'
 import { chooseStore, describeStore, openStore } from './store.ts'
@@ -18,6 +18,8 @@ export interface Runtime {
   /** Starts listening; resolves once the server accepts connections. */
   serve: (handler: (request: Request) => Promise<Response>, options: { port: number; hostname: string }) => Promise<{ close(): Promise<void> }>
   onSignal: (signal: 'SIGTERM' | 'SIGINT', listener: () => void) => void
+  /** Runtime-specific service options (e.g. Node's synchronous secret digest). */
+  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest'>
   exit: (code: number) => never
 }
 
@@ -115,7 +117,7 @@ export async function start(runtime: Runtime): Promise<TokenService> {
   }
   let service: TokenService
   try {
-    service = createTokenService({ ...settings, issuer, users, ...(store ? { store } : {}) })
+    service = createTokenService({ ...settings, ...runtime.serviceOptions, issuer, users, ...(store ? { store } : {}) })
   } catch (err) {
     await store?.close?.()
     return fail((err as Error).message)

@@ -6,6 +6,7 @@
 import * as v from 'valibot'
 import type { InteractionHook } from './interaction/types.ts'
 import { FIXED_PERMISSIONS, Permissions } from './permissions.ts'
+import type { SecretDigest } from './secrets.ts'
 import type { Store } from './storage/types.ts'
 
 /** Access-token signing algorithms we can generate keys for. */
@@ -175,6 +176,11 @@ export const OptionsSchema = v.strictObject({
   secretHashIterations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 600_000),
   /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
   secretCacheTtl: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 300),
+  /**
+   * A synchronous keyed hash for the verified-secret cache (see `nodeSecretDigest` in
+   * adapters/node.ts). Default: WebCrypto HMAC (asynchronous).
+   */
+  secretDigest: v.optional(fn<SecretDigest>('must be a function (secret) => string')),
   /** Request limits. */
   limits: v.optional(
     v.strictObject({

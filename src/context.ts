@@ -9,6 +9,7 @@ import type { Keyring } from './keys/keyring.ts'
 import type { ScopeRegistry } from './scopes.ts'
 import type { createVerificationCache } from './secrets.ts'
 import type { Store } from './storage/types.ts'
+import type { VerifiedTokenCache } from './tokens/verified_cache.ts'
 import type { UserDirectory } from './users.ts'
 
 /** Paths of the endpoints relative to the issuer. */
@@ -45,6 +46,8 @@ export interface Context {
   users: UserDirectory
   accounts: AccountProvider
   secretCache: ReturnType<typeof createVerificationCache>
+  /** Access tokens whose signature verified, until they expire (revocation is checked apart). */
+  verifiedTokens: VerifiedTokenCache
   urls: Record<Endpoint, string>
   logger: Logger
   /** Epoch seconds. */

@@ -56,7 +56,8 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
       route = find(new URL(request.url).pathname)
       if (!route) throw new OAuthError('invalid_request', 'no endpoint at this path', { status: 404 })
       const method = request.method === 'HEAD' ? 'GET' : request.method
-      const handle = route.methods[method]
+      // Own keys only: a method token like `constructor` or `__proto__` must not reach Object.prototype.
+      const handle = Object.hasOwn(route.methods, method) ? route.methods[method] : undefined
       if (!handle) {
         const allow = Object.keys(route.methods).join(', ')
         throw new OAuthError('invalid_request', `method ${request.method.slice(0, 20)} is not allowed here`, {

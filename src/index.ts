@@ -13,6 +13,7 @@ import type { KeyRecord } from './storage/types.ts'
 import type { SigningAlg } from './config.ts'
 import { createScopeRegistry } from './scopes.ts'
 import { createVerificationCache } from './secrets.ts'
+import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
 import { createMemoryStore } from './storage/memory.ts'
 import { createUserDirectory } from './users.ts'
 
@@ -30,6 +31,7 @@ export type { OAuthErrorCode } from './errors.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction/types.ts'
 export { Permissions, scopePermission } from './permissions.ts'
 export { hashSecret, verifySecret } from './secrets.ts'
+export type { SecretDigest } from './secrets.ts'
 export { createMemoryStore } from './storage/memory.ts'
 export type * from './storage/types.ts'
 
@@ -97,7 +99,13 @@ export function createTokenService(options: TokenServiceOptions) {
     scopes: createScopeRegistry(config.scopes),
     users,
     accounts,
-    secretCache: createVerificationCache({ ttl: config.secretCacheTtl, max: 10_000, now }),
+    secretCache: createVerificationCache({
+      ttl: config.secretCacheTtl,
+      max: 10_000,
+      now,
+      ...(config.secretDigest ? { digest: config.secretDigest } : {}),
+    }),
+    verifiedTokens: createVerifiedTokenCache({ max: 10_000 }),
     urls: endpointUrls(config.issuer),
     logger: config.logger ?? consoleLogger,
     now,

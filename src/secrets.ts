@@ -57,17 +57,32 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
 }
 
 /**
+ * A keyed one-way function of a secret, e.g. HMAC-SHA-256 under a random per-process key. Its
+ * outputs are compared in constant time; it must never be a plain unkeyed hash or the identity.
+ */
+export type SecretDigest = (secret: string) => string
+
+/**
  * Remembers successful verifications for `ttl` seconds, keyed by the stored hash, as
  * HMAC-SHA-256(processKey, secret). Bounded in size; the oldest entries are dropped first.
  */
-export function createVerificationCache(options: { ttl: number; max: number; now: () => number }) {
+export function createVerificationCache(options: {
+  ttl: number
+  max: number
+  now: () => number
+  /** A synchronous keyed hash (HMAC under a per-process key) a runtime adapter may supply. */
+  digest?: SecretDigest
+}) {
   const entries = new Map<string, { mac: string; expiresAt: number }>()
   const keyPromise = crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])
 
-  async function mac(secret: string): Promise<string> {
+  async function webMac(secret: string): Promise<string> {
     const sig = await crypto.subtle.sign('HMAC', await keyPromise, encoder.encode(secret))
     return base64url.encode(new Uint8Array(sig))
   }
+  // WebCrypto's HMAC is asynchronous (a thread-pool hop on Node); a synchronous one from the
+  // runtime, when given, keeps the cache hit on the request's own turn.
+  const mac = options.digest ? async (secret: string) => (options.digest as SecretDigest)(secret) : webMac
 
   return {
     /** Verifies `secret` against `stored`, using and filling the cache. */

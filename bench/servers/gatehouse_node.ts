@@ -1,5 +1,5 @@
 /**
- * Bench server: Gatehouse on Node through adapters/node.ts (@hattip/adapter-node), as shipped.
+ * Bench server: Gatehouse on Node through adapters/node.ts (@hono/node-server), as shipped.
  *
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts), and
  * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL);
@@ -9,26 +9,38 @@
  */
 import { createHash } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
-import { serveNode } from '../../adapters/node.ts'
+import { nodeSecretDigest, serveNode } from '../../adapters/node.ts'
 import * as gatehouse from '../../src/index.ts'
 import type { RefreshTokenRecord, Store } from '../../src/index.ts'
 import { sha256 } from '../../src/tokens/opaque.ts'
 import { CODE_SCOPE, USER_SUB, WEB_CLIENT, seedTokenValue } from '../fixtures.ts'
 import { setupGatehouse } from './gatehouse_setup.ts'
 
-/** The store factories Gatehouse may export one day; the runner checks before starting us. */
-type StoreFactory = (options: { url: string }) => Store & { migrate?(): Promise<unknown>; connect?(): Promise<void> }
-
+/**
+ * The shared stores, each emptied first so that every measurement starts alike: PostgreSQL in the
+ * schema `gatehouse_bench` (dropped and migrated), Redis under the prefix `gatehouse-bench:`.
+ */
 async function openStore(kind: string): Promise<Store | undefined> {
   if (kind === 'memory') return undefined
-  const [name, variable] =
-    kind === 'postgres' ? ['createPostgresStore', 'DATABASE_URL'] : ['createRedisStore', 'REDIS_URL']
-  const factory = (gatehouse as unknown as Record<string, StoreFactory | undefined>)[name]
-  const url = process.env[variable]
-  if (typeof factory !== 'function' || !url) throw new Error(`STORE=${kind} needs ${name} and ${variable}`)
-  const store = factory({ url })
-  await store.migrate?.()
-  await store.connect?.()
+  if (kind === 'postgres') {
+    const url = process.env.DATABASE_URL
+    if (!url) throw new Error('STORE=postgres needs DATABASE_URL')
+    const { default: postgres } = await import('postgres')
+    const admin = postgres(url, { max: 1, onnotice: () => {} })
+    await admin.unsafe('DROP SCHEMA IF EXISTS gatehouse_bench CASCADE')
+    await admin.end()
+    const { createPostgresStore } = await import('../../src/storage/postgres.ts')
+    const store = createPostgresStore({ url, schema: 'gatehouse_bench' })
+    await store.connect()
+    await store.migrate()
+    return store
+  }
+  const url = process.env.REDIS_URL
+  if (!url) throw new Error('STORE=redis needs REDIS_URL')
+  const { createRedisStore } = await import('../../src/storage/redis.ts')
+  const store = createRedisStore({ url, prefix: 'gatehouse-bench:' })
+  await store.connect()
+  await store.clear()
   return store
 }
 
@@ -79,6 +91,7 @@ async function seedRefreshTokens(store: Store, count: number) {
 
 const store = await openStore(process.env.STORE ?? 'memory')
 const service = await setupGatehouse({
+  serviceOptions: { secretDigest: nodeSecretDigest() },
   env: (name) => process.env[name],
   writeTextFile: (path, text) => writeFile(path, text),
   ...(store ? { store } : {}),

@@ -5,7 +5,7 @@
  *
  * Environment read here: PORT, CODES (how many codes to pre-create), CODES_FILE.
  */
-import { type Store, createTokenService } from '../../src/index.ts'
+import { type Store, type TokenServiceOptions, createTokenService } from '../../src/index.ts'
 import { CODE_SCOPE, PKCE, SERVICE_CLIENT, USER_SUB, WEB_CLIENT } from '../fixtures.ts'
 
 export interface GatehouseSetup {
@@ -13,6 +13,8 @@ export interface GatehouseSetup {
   writeTextFile: (path: string, text: string) => Promise<void>
   /** A store other than the default in-memory one (PostgreSQL, Redis). */
   store?: Store
+  /** Runtime-specific service options, as the runtime's start script passes them. */
+  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest'>
 }
 
 /** Builds the service, registers the clients and pre-creates codes; returns the service. */
@@ -21,6 +23,7 @@ export async function setupGatehouse(setup: GatehouseSetup) {
   const service = createTokenService({
     issuer: `http://127.0.0.1:${port}`,
     ...(setup.store ? { store: setup.store } : {}),
+    ...setup.serviceOptions,
     // The host's user directory and sign-in: one fixed user, signed in without a page. This is
     // what an embedding application with its own session does (README "Sign-in").
     accounts: { findAccount: async (sub) => (sub === USER_SUB ? { sub } : undefined) },

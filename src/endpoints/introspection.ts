@@ -20,8 +20,13 @@ const INACTIVE = { active: false } as const
 
 /** Verifies an access token and checks it is not revoked (denylisted jti or revoked grant). */
 export async function findActiveAccessToken(token: string, ctx: Context): Promise<AccessTokenClaims | undefined> {
-  const claims = await verifyAccessToken(token, ctx.keyring, { issuer: ctx.config.issuer, now: ctx.now() })
-  if (!claims) return undefined
+  const now = ctx.now()
+  let claims = ctx.verifiedTokens.get(token, now)
+  if (!claims) {
+    claims = await verifyAccessToken(token, ctx.keyring, { issuer: ctx.config.issuer, now })
+    if (!claims) return undefined
+    ctx.verifiedTokens.set(token, claims)
+  }
   if (await ctx.store.revocations.isAccessTokenRevoked(claims.jti)) return undefined
   if (claims.gid !== undefined && (await ctx.store.revocations.isFamilyRevoked(claims.gid))) return undefined
   return claims

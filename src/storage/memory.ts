@@ -17,7 +17,7 @@ import type {
 export interface MemoryStoreOptions {
   /** Clock in epoch seconds (tests inject one). */
   now?: () => number
-  /** Expired entries are swept after this many writes. Default 1000. */
+  /** Expired entries are swept after this many writes at least (or the map's size, if larger). Default 1000. */
   sweepEvery?: number
 }
 
@@ -49,7 +49,9 @@ class ExpiringMap<V extends Expiring> {
 
   set(key: string, value: V): void {
     this.#entries.set(key, value)
-    if (++this.#writes >= this.#sweepEvery) this.sweep()
+    // Sweep after as many writes as there are entries (at least sweepEvery): a full scan then costs
+    // O(1) per write, however large the map grows.
+    if (++this.#writes >= Math.max(this.#sweepEvery, this.#entries.size)) this.sweep()
   }
 
   delete(key: string): boolean {
