@@ -12,7 +12,10 @@ export type FetchHandler = (request: Request) => Promise<Response>
 
 /** Starts an HTTP server for `handler`; resolves once it listens. */
 export function serveNode(handler: FetchHandler, options: { port: number; hostname?: string }): Promise<Server> {
-  const server = createAdaptorServer({ fetch: handler, ...(options.hostname ? { hostname: options.hostname } : {}) }) as Server
+  const server = createAdaptorServer({
+    fetch: handler,
+    ...(options.hostname ? { hostname: options.hostname } : {}),
+  }) as Server
   return new Promise((resolve, reject) => {
     server.once('error', reject)
     server.listen(options.port, options.hostname, () => resolve(server))

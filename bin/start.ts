@@ -16,7 +16,10 @@ export interface Runtime {
   env: (name: string) => string | undefined
   readTextFile: (path: string) => Promise<string>
   /** Starts listening; resolves once the server accepts connections. */
-  serve: (handler: (request: Request) => Promise<Response>, options: { port: number; hostname: string }) => Promise<{ close(): Promise<void> }>
+  serve: (
+    handler: (request: Request) => Promise<Response>,
+    options: { port: number; hostname: string },
+  ) => Promise<{ close(): Promise<void> }>
   onSignal: (signal: 'SIGTERM' | 'SIGINT', listener: () => void) => void
   /** Runtime-specific service options (e.g. Node's synchronous secret digest). */
   serviceOptions?: Pick<TokenServiceOptions, 'secretDigest'>
@@ -43,9 +46,18 @@ export const DEMO: Pick<ConfigFile, 'clients' | 'users'> = {
       clientSecret: 'demo-web-secret',
       displayName: 'Demo web app',
       permissions: [
-        'ept:authorization', 'ept:token', 'ept:logout', 'ept:revocation', 'ept:introspection',
-        'gt:authorization_code', 'gt:refresh_token', 'rst:code',
-        'scp:openid', 'scp:profile', 'scp:email', 'scp:api1',
+        'ept:authorization',
+        'ept:token',
+        'ept:logout',
+        'ept:revocation',
+        'ept:introspection',
+        'gt:authorization_code',
+        'gt:refresh_token',
+        'rst:code',
+        'scp:openid',
+        'scp:profile',
+        'scp:email',
+        'scp:api1',
       ],
       redirectUris: ['http://localhost:8080/callback'],
       postLogoutRedirectUris: ['http://localhost:8080/'],
@@ -87,7 +99,8 @@ export async function start(runtime: Runtime): Promise<TokenService> {
   if (args.includes('--config') && flag(args, '--config') === undefined) fail('--config needs a file path')
   const configPath = flag(args, '--config') ?? runtime.env('GATEHOUSE_CONFIG')
   const portText = runtime.env('PORT') ?? '3000'
-  if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) fail(`PORT must be a port number, got ${JSON.stringify(portText)}`)
+  if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535)
+    fail(`PORT must be a port number, got ${JSON.stringify(portText)}`)
   const port = Number(portText)
   const hostname = runtime.env('HOST') ?? 'localhost'
 
@@ -106,7 +119,14 @@ export async function start(runtime: Runtime): Promise<TokenService> {
     }
   }
   const issuer = runtime.env('ISSUER') ?? file?.issuer ?? `http://localhost:${port}`
-  const { clients = DEMO.clients, users = DEMO.users, $schema: _schema, issuer: _issuer, store: storeConfig, ...settings } = file ?? {}
+  const {
+    clients = DEMO.clients,
+    users = DEMO.users,
+    $schema: _schema,
+    issuer: _issuer,
+    store: storeConfig,
+    ...settings
+  } = file ?? {}
   let chosen: StoreConfig
   let store: Store | undefined
   try {
@@ -129,10 +149,14 @@ export async function start(runtime: Runtime): Promise<TokenService> {
     return fail((err as Error).message)
   }
   const server = await runtime.serve(service.fetch, { port, hostname })
-  console.log(`Gatehouse (${runtime.name}) listening on http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}, issuer ${issuer}, ${describeStore(chosen)}`)
+  console.log(
+    `Gatehouse (${runtime.name}) listening on http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}, issuer ${issuer}, ${describeStore(chosen)}`,
+  )
   if (!file) {
     console.log('No --config given: seeded the demo client "demo-service" and the demo user "alice". Get a token with:')
-    console.log(`  curl -s -u demo-service:demo-service-secret -d grant_type=client_credentials -d scope=api1 ${service.endpoints.token}`)
+    console.log(
+      `  curl -s -u demo-service:demo-service-secret -d grant_type=client_credentials -d scope=api1 ${service.endpoints.token}`,
+    )
   }
   let stopping = false
   const stop = () => {

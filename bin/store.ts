@@ -51,7 +51,9 @@ export function describeStore(config: StoreConfig): string {
     default: {
       const url = new URL(config.url)
       const where = `${url.hostname}:${url.port || (config.type === 'postgres' ? 5432 : 6379)}${url.pathname}`
-      return config.type === 'postgres' ? `PostgreSQL store at ${where} (schema ${config.schema ?? 'public'})` : `Redis store at ${where}`
+      return config.type === 'postgres'
+        ? `PostgreSQL store at ${where} (schema ${config.schema ?? 'public'})`
+        : `Redis store at ${where}`
     }
   }
 }

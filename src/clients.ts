@@ -168,7 +168,8 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       if (changes.clientSecret === null) delete merged.clientSecret
       const record = await toRecord(merged as ClientRegistration, existing.createdAt)
       if (keepSecrets) record.secrets = existing.secrets
-      if (!(await store.clients.update(record))) throw new TypeError(`client ${JSON.stringify(clientId)} does not exist`)
+      if (!(await store.clients.update(record)))
+        throw new TypeError(`client ${JSON.stringify(clientId)} does not exist`)
       cache.delete(clientId)
       return toClientInfo(record)
     },

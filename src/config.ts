@@ -70,7 +70,12 @@ export type ParsedClientRegistration = v.InferOutput<typeof ClientRegistrationSc
 
 /** A built-in user for the embedded sign-in page. Extra standard claims are kept as given. */
 export const UserSchema = v.looseObject({
-  sub: v.pipe(v.string(), v.minLength(1), v.maxLength(255), v.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')),
+  sub: v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.maxLength(255),
+    v.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+  ),
   username: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
   /** Plain text (hashed on load) or a `pbkdf2-sha256$…` hash. */
   password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)),
@@ -108,8 +113,7 @@ export interface Logger {
 }
 
 const fn = <T>(message: string) => v.custom<T>((value) => typeof value === 'function', message)
-const obj = <T>(message: string) =>
-  v.custom<T>((value) => typeof value === 'object' && value !== null, message)
+const obj = <T>(message: string) => v.custom<T>((value) => typeof value === 'object' && value !== null, message)
 
 /** Options of `createTokenService`. */
 export const OptionsSchema = v.strictObject({
@@ -239,7 +243,9 @@ export function parseClientRegistration(input: unknown): ParsedClientRegistratio
   for (const uri of [...reg.redirectUris, ...reg.postLogoutRedirectUris]) {
     const url = new URL(uri)
     if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
-      throw new TypeError(`invalid client registration\nredirectUris: ${uri} must use https (http only for loopback hosts)`)
+      throw new TypeError(
+        `invalid client registration\nredirectUris: ${uri} must use https (http only for loopback hosts)`,
+      )
     }
   }
   if (reg.permissions.includes(Permissions.GrantTypes.ClientCredentials) && reg.clientSecret === undefined) {

@@ -64,7 +64,10 @@ export function parseConfigFile(text: string, source = 'configuration file'): Co
   if (!result.success) throw new TypeError(`${source}: invalid configuration\n${formatIssues(result.issues)}`)
   const ids = new Set<string>()
   for (const client of result.output.clients) {
-    if (ids.has(client.clientId)) throw new TypeError(`${source}: invalid configuration\nclients: clientId ${JSON.stringify(client.clientId)} appears twice`)
+    if (ids.has(client.clientId))
+      throw new TypeError(
+        `${source}: invalid configuration\nclients: clientId ${JSON.stringify(client.clientId)} appears twice`,
+      )
     ids.add(client.clientId)
   }
   return result.output

@@ -24,6 +24,11 @@ interface Route {
   page?: boolean
 }
 
+/** RFC 9110 §9.3.2: a HEAD response carries the GET response's headers and no content. */
+function withoutBodyForHead(request: Request, response: Response): Response {
+  return request.method === 'HEAD' ? new Response(null, response) : response
+}
+
 /** Creates the request handler for a context. */
 export function createHandler(ctx: Context): (request: Request) => Promise<Response> {
   const issuerPath = new URL(ctx.config.issuer).pathname.replace(/\/$/, '')
@@ -37,8 +42,14 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     [PATHS.introspection, { methods: { POST: (r) => handleIntrospection(r, ctx) } }],
     [PATHS.revocation, { methods: { POST: (r) => handleRevocation(r, ctx) } }],
     [PATHS.userinfo, { methods: { GET: (r) => handleUserinfo(r, ctx), POST: (r) => handleUserinfo(r, ctx) } }],
-    [PATHS.authorization, { page: true, methods: { GET: (r) => handleAuthorize(r, ctx), POST: (r) => handleAuthorize(r, ctx) } }],
-    [PATHS.interaction, { page: true, methods: { GET: (r) => handleInteraction(r, ctx), POST: (r) => handleInteraction(r, ctx) } }],
+    [
+      PATHS.authorization,
+      { page: true, methods: { GET: (r) => handleAuthorize(r, ctx), POST: (r) => handleAuthorize(r, ctx) } },
+    ],
+    [
+      PATHS.interaction,
+      { page: true, methods: { GET: (r) => handleInteraction(r, ctx), POST: (r) => handleInteraction(r, ctx) } },
+    ],
     [PATHS.logout, { page: true, methods: { GET: (r) => handleLogout(r, ctx), POST: (r) => handleLogout(r, ctx) } }],
   ])
   // RFC 8414 §3.1: for an issuer with a path, the well-known suffix is inserted before the path.
@@ -65,16 +76,20 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
           headers: { allow },
         })
       }
-      const response = await handle(request)
-      return request.method === 'HEAD' ? new Response(null, response) : response
+      return withoutBodyForHead(request, await handle(request))
     } catch (thrown) {
       const err = toOAuthError(thrown)
       if (err.status >= 500) {
         const cause = thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : typeof thrown
         ctx.logger.error('request failed', { path: new URL(request.url).pathname, error: err.code, cause })
       }
-      if (route?.page && err.status >= 500) return errorPage(ctx.config.theme, err.code, err.message, err.status)
-      return errorResponse(err, ctx.config.issuer)
+      if (route?.page) {
+        // Browser endpoints answer every error as a page (405 keeps its Allow, 503 its Retry-After).
+        const page = errorPage(ctx.config.theme, err.code, err.message, err.status)
+        for (const [name, value] of Object.entries(err.headers ?? {})) page.headers.set(name, value)
+        return withoutBodyForHead(request, page)
+      }
+      return withoutBodyForHead(request, errorResponse(err, ctx.config.issuer))
     }
   }
 }

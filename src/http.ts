@@ -58,7 +58,7 @@ function tooLarge(limit: number): OAuthError {
 export function parseParams(text: string, maxParameterLength: number): Params {
   const params: Params = new Map()
   const seen = new Set<string>()
-  for (const [name, value] of new URLSearchParams(text)) {
+  for (const [name, value] of formPairs(text)) {
     if (seen.has(name)) {
       throw new OAuthError('invalid_request', `parameter ${printable(name)} is repeated`)
     }
@@ -69,6 +69,14 @@ export function parseParams(text: string, maxParameterLength: number): Params {
     if (value !== '') params.set(name, value)
   }
   return params
+}
+
+/**
+ * The name/value pairs of urlencoded text. `new URLSearchParams(text)` drops one leading `?`,
+ * which the urlencoded parser does not: `?grant_type=x` is a parameter named `?grant_type`.
+ */
+export function formPairs(text: string): URLSearchParams {
+  return new URLSearchParams(`&${text}`)
 }
 
 /** Reads a POST form body (RFC 6749 §3.2: application/x-www-form-urlencoded). */

@@ -162,7 +162,11 @@ export function createTokenService(options: TokenServiceOptions) {
     },
     /** Settles when built-in users are hashed and signing keys are loaded (or generated). */
     async ready(): Promise<void> {
-      await Promise.all([users.ready, keyring.signingKey(config.accessTokenSigningAlg), keyring.signingKey(config.idTokenSigningAlg)])
+      await Promise.all([
+        users.ready,
+        keyring.signingKey(config.accessTokenSigningAlg),
+        keyring.signingKey(config.idTokenSigningAlg),
+      ])
     },
     /** The store in use. */
     store,

@@ -44,7 +44,12 @@ export function pageHeaders(nonce: string): Record<string, string> {
 }
 
 /** Renders a page. `body` must already be escaped HTML. */
-export function page(theme: Theme, title: string, body: string, init?: { status?: number; headers?: Headers }): Response {
+export function page(
+  theme: Theme,
+  title: string,
+  body: string,
+  init?: { status?: number; headers?: Headers },
+): Response {
   const nonce = randomToken(16)
   const logo = theme.logoUrl ? `<img src="${e(theme.logoUrl)}" alt="${e(theme.productName ?? 'Gatehouse')}">` : ''
   const html = `<!doctype html>
@@ -76,7 +81,11 @@ export interface LoginPageInput {
 }
 
 /** The sign-in form: POST with `username`, `password` and hidden `uid`, `csrf`. */
-export function loginPage(theme: Theme, input: LoginPageInput, init?: { status?: number; headers?: Headers }): Response {
+export function loginPage(
+  theme: Theme,
+  input: LoginPageInput,
+  init?: { status?: number; headers?: Headers },
+): Response {
   const error = input.message ? `<p class="error" role="alert" id="login-error">${e(input.message)}</p>` : ''
   const described = input.message ? ' aria-describedby="login-error"' : ''
   return page(

@@ -23,7 +23,12 @@ export function createUserDirectory(users: readonly UserConfig[], iterations: nu
       throw new TypeError(`invalid users\nusername ${JSON.stringify(user.username)} appears twice`)
     }
     const { password, username, ...claims } = user
-    const stored: StoredUser = { sub: user.sub, username, passwordHash: password, claims: { preferred_username: username, ...claims } }
+    const stored: StoredUser = {
+      sub: user.sub,
+      username,
+      passwordHash: password,
+      claims: { preferred_username: username, ...claims },
+    }
     bySub.set(user.sub, stored)
     byUsername.set(username.toLowerCase(), stored)
   }

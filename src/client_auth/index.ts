@@ -36,9 +36,7 @@ export function parseBasic(header: string): { clientId: string; clientSecret: st
   if (!match?.[1]) throw invalidClient('malformed Basic credentials')
   let decoded: string
   try {
-    decoded = new TextDecoder('utf-8', { fatal: true }).decode(
-      Uint8Array.from(atob(match[1]), (c) => c.charCodeAt(0)),
-    )
+    decoded = new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(atob(match[1]), (c) => c.charCodeAt(0)))
   } catch (cause) {
     throw invalidClient('malformed Basic credentials', cause)
   }

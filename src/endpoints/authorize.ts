@@ -18,7 +18,7 @@
 import { isConfidential } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode, safeDescription } from '../errors.ts'
-import { mediaType, readBody } from '../http.ts'
+import { formPairs, mediaType, readBody } from '../http.ts'
 import { type AuthorizationRequest, startInteraction, issueCodeRedirect, loadSession } from '../interaction/flow.ts'
 import { errorPage } from '../pages.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
@@ -50,7 +50,7 @@ async function readParams(request: Request, ctx: Context): Promise<RawParams> {
       throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', { status: 415 })
     }
     const body = await readBody(request, ctx.config.limits.maxBodyBytes)
-    return collect(new URLSearchParams(new TextDecoder().decode(body)), max)
+    return collect(formPairs(new TextDecoder().decode(body)), max)
   }
   return collect(new URL(request.url).searchParams, max)
 }
@@ -128,9 +128,11 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
   if (responseType === undefined) return fail('invalid_request', 'response_type is required')
   if (responseType !== 'code') return fail('unsupported_response_type', 'only response_type code is supported')
   const responseMode = p.get('response_mode')
-  if (responseMode !== undefined && responseMode !== 'query') return fail('invalid_request', 'only response_mode query is supported')
+  if (responseMode !== undefined && responseMode !== 'query')
+    return fail('invalid_request', 'only response_mode query is supported')
   // 6: RFC 6749 §3.1, parameters must not be included more than once.
-  if (raw.repeated.size > 0) return fail('invalid_request', `parameter ${[...raw.repeated][0]?.slice(0, 40)} is repeated`)
+  if (raw.repeated.size > 0)
+    return fail('invalid_request', `parameter ${[...raw.repeated][0]?.slice(0, 40)} is repeated`)
 
   // 7
   let scopes: string[]
@@ -149,7 +151,8 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
       if (client.permissions.includes(Permissions.GrantTypes.RefreshToken)) granted.push(scope)
       continue
     }
-    if (!client.permissions.includes(scopePermission(scope))) return fail('invalid_scope', `the client is not allowed the scope ${scope}`)
+    if (!client.permissions.includes(scopePermission(scope)))
+      return fail('invalid_scope', `the client is not allowed the scope ${scope}`)
     granted.push(scope)
   }
 
@@ -158,19 +161,24 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
   const method = p.get('code_challenge_method')
   if (codeChallenge === undefined) {
     if (method !== undefined) return fail('invalid_request', 'code_challenge_method without code_challenge')
-    if (!isConfidential(client) || client.requirePkce) return fail('invalid_request', 'PKCE (code_challenge) is required for this client')
+    if (!isConfidential(client) || client.requirePkce)
+      return fail('invalid_request', 'PKCE (code_challenge) is required for this client')
   }
   const challengeMethod = method ?? 'plain' // RFC 7636 §4.3: absent means plain
   if (codeChallenge !== undefined) {
-    if (challengeMethod !== 'S256' && challengeMethod !== 'plain') return fail('invalid_request', 'code_challenge_method must be S256')
-    if (challengeMethod === 'plain' && !client.allowPlainPkce) return fail('invalid_request', 'code_challenge_method plain is not allowed; use S256')
+    if (challengeMethod !== 'S256' && challengeMethod !== 'plain')
+      return fail('invalid_request', 'code_challenge_method must be S256')
+    if (challengeMethod === 'plain' && !client.allowPlainPkce)
+      return fail('invalid_request', 'code_challenge_method plain is not allowed; use S256')
     if (!isValidChallenge(codeChallenge)) return fail('invalid_request', 'code_challenge is malformed')
   }
 
   // 9
   const prompt = (p.get('prompt') ?? '').split(' ').filter((value) => value !== '')
-  for (const value of prompt) if (!PROMPTS.has(value)) return fail('invalid_request', `unsupported prompt value ${value}`)
-  if (prompt.includes('none') && prompt.length > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values')
+  for (const value of prompt)
+    if (!PROMPTS.has(value)) return fail('invalid_request', `unsupported prompt value ${value}`)
+  if (prompt.includes('none') && prompt.length > 1)
+    return fail('invalid_request', 'prompt=none cannot be combined with other values')
   let maxAge: number | undefined
   const rawMaxAge = p.get('max_age')
   if (rawMaxAge !== undefined) {
@@ -217,7 +225,17 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
     if (needsConsent) return fail('consent_required', 'the end-user has not consented')
   }
   if (!needsLogin && !needsConsent && session) {
-    return issueCodeRedirect(authRequest, { sub: session.sub, authTime: session.authTime, ...(session.acr !== undefined ? { acr: session.acr } : {}), ...(session.amr !== undefined ? { amr: session.amr } : {}) }, session, ctx)
+    return issueCodeRedirect(
+      authRequest,
+      {
+        sub: session.sub,
+        authTime: session.authTime,
+        ...(session.acr !== undefined ? { acr: session.acr } : {}),
+        ...(session.amr !== undefined ? { amr: session.amr } : {}),
+      },
+      session,
+      ctx,
+    )
   }
   return startInteraction(request, authRequest, needsLogin ? 'login' : 'consent', session, ctx)
 }

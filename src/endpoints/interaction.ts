@@ -36,7 +36,12 @@ async function needsConsent(record: InteractionRecord, request: Request, ctx: Co
 async function render(record: InteractionRecord, ctx: Context, message?: string, username?: string): Promise<Response> {
   const req = record.request as unknown as AuthorizationRequest
   const client = await ctx.clients.get(req.clientId)
-  const common = { action: ctx.urls.interaction, uid: record.id, csrf: record.csrf, clientName: client?.displayName ?? req.clientId }
+  const common = {
+    action: ctx.urls.interaction,
+    uid: record.id,
+    csrf: record.csrf,
+    clientName: client?.displayName ?? req.clientId,
+  }
   if (record.login) return consentPage(ctx.config.theme, { ...common, scopes: req.scopes })
   const name = username ?? req.loginHint
   return loginPage(ctx.config.theme, {
@@ -47,7 +52,8 @@ async function render(record: InteractionRecord, ctx: Context, message?: string,
 }
 
 export async function handleInteraction(request: Request, ctx: Context): Promise<Response> {
-  if (request.method === 'GET') {
+  // HEAD is routed here as GET (handler.ts): it must show the page, not read a form.
+  if (request.method === 'GET' || request.method === 'HEAD') {
     const uid = new URL(request.url).searchParams.get('uid')
     const record = uid ? await ctx.store.interactions.get(uid) : undefined
     if (record?.kind !== 'authorization') return errorPage(ctx.config.theme, 'invalid_request', EXPIRED)

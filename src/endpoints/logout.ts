@@ -37,7 +37,11 @@ async function readParams(request: Request, ctx: Context): Promise<Map<string, s
 }
 
 /** Ends the session (if any) and answers with a redirect or the signed-out page. */
-async function endSession(session: SessionRecord | undefined, target: string | undefined, ctx: Context): Promise<Response> {
+async function endSession(
+  session: SessionRecord | undefined,
+  target: string | undefined,
+  ctx: Context,
+): Promise<Response> {
   if (session) await ctx.store.sessions.delete(session.id)
   const headers = new Headers({ 'set-cookie': setCookie(ctx, ctx.config.cookieName, 'deleted-session-cookie', 0) })
   return target !== undefined ? redirect(target, headers) : signedOutPage(ctx.config.theme, { headers })
@@ -59,7 +63,8 @@ async function handleConfirmation(form: Map<string, string>, request: Request, c
     return errorPage(ctx.config.theme, 'invalid_request', 'the sign-out form could not be verified; try again', 403)
   }
   await ctx.store.interactions.take(record.id)
-  if (form.get('decision') !== 'yes') return page(ctx.config.theme, 'Still signed in', '<p>You are still signed in.</p>')
+  if (form.get('decision') !== 'yes')
+    return page(ctx.config.theme, 'Still signed in', '<p>You are still signed in.</p>')
   const { session } = await loadSession(request, ctx)
   const target = typeof record.request.target === 'string' ? record.request.target : undefined
   return endSession(session, target, ctx)
@@ -79,7 +84,8 @@ export async function handleLogout(request: Request, ctx: Context): Promise<Resp
   const theme = ctx.config.theme
   const hintValue = params.get('id_token_hint')
   const hint = hintValue === undefined ? undefined : await verifyIdTokenHint(hintValue, ctx)
-  if (hintValue !== undefined && !hint) return errorPage(theme, 'invalid_request', 'id_token_hint is not a valid ID token of this issuer')
+  if (hintValue !== undefined && !hint)
+    return errorPage(theme, 'invalid_request', 'id_token_hint is not a valid ID token of this issuer')
   let clientId = params.get('client_id')
   if (hint) {
     const aud = audiences(hint.aud)

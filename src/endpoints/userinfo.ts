@@ -21,7 +21,10 @@ async function readAccessToken(request: Request, ctx: Context): Promise<string |
     throw new OAuthError('invalid_token', 'the Authorization header is not a Bearer token', { challenge: 'Bearer' })
   }
   let fromBody: string | undefined
-  if (request.method === 'POST' && mediaType(request.headers.get('content-type') ?? '') === 'application/x-www-form-urlencoded') {
+  if (
+    request.method === 'POST' &&
+    mediaType(request.headers.get('content-type') ?? '') === 'application/x-www-form-urlencoded'
+  ) {
     fromBody = (await readForm(request, ctx.config.limits)).get('access_token')
   }
   if (fromHeader !== undefined && fromBody !== undefined) {
@@ -36,7 +39,8 @@ export async function handleUserinfo(request: Request, ctx: Context): Promise<Re
     throw new OAuthError('invalid_token', 'an access token is required', { challenge: 'Bearer', challengeError: false })
   }
   const claims = await findActiveAccessToken(token, ctx)
-  if (!claims) throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked', { challenge: 'Bearer' })
+  if (!claims)
+    throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked', { challenge: 'Bearer' })
   const scopes = claims.scope.split(' ')
   if (!scopes.includes('openid')) {
     throw new OAuthError('insufficient_scope', 'the access token lacks the openid scope', { challenge: 'Bearer' })

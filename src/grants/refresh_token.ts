@@ -27,7 +27,8 @@ export const refreshToken: Grant = {
     const now = ctx.now()
     const id = await sha256(value)
     const record = await ctx.store.refreshTokens.get(id)
-    if (!record || record.expiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
+    if (!record || record.expiresAt <= now)
+      throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
     if (record.clientId !== client.clientId) {
       throw new OAuthError('invalid_grant', 'the refresh token was issued to another client')
     }

@@ -55,7 +55,11 @@ export async function browserBinding(request: Request, ctx: Context): Promise<{ 
 }
 
 /** The host's view of an interaction. */
-export function toPending(record: InteractionRecord, client: ClientRecord | undefined, session?: SessionRecord): PendingInteraction {
+export function toPending(
+  record: InteractionRecord,
+  client: ClientRecord | undefined,
+  session?: SessionRecord,
+): PendingInteraction {
   const req = record.request as unknown as AuthorizationRequest
   const pending: PendingInteraction = {
     uid: record.id,
@@ -153,12 +157,24 @@ export async function completeInteraction(
   }
   const authRequest = record.request as unknown as AuthorizationRequest
   if ('error' in result) {
-    return errorRedirect(authRequest.redirectUri, result.error, result.description ?? 'the request was not approved', authRequest.state, ctx)
+    return errorRedirect(
+      authRequest.redirectUri,
+      result.error,
+      result.description ?? 'the request was not approved',
+      authRequest.state,
+      ctx,
+    )
   }
   const auth = checkLogin(result.login, ctx)
   // Core §3.1.2.2: the end-user named by id_token_hint must be the one signed in.
   if (authRequest.idTokenHintSub !== undefined && authRequest.idTokenHintSub !== auth.sub) {
-    return errorRedirect(authRequest.redirectUri, 'login_required', 'the signed-in end-user is not the one of id_token_hint', authRequest.state, ctx)
+    return errorRedirect(
+      authRequest.redirectUri,
+      'login_required',
+      'the signed-in end-user is not the one of id_token_hint',
+      authRequest.state,
+      ctx,
+    )
   }
   const consented = result.consent?.scopes ?? authRequest.scopes
   const { session } = request ? await loadSession(request, ctx) : {}

@@ -45,7 +45,8 @@ export function publicJwk(jwk: Record<string, unknown>): Record<string, unknown>
 
 /** Generates a new key record for `alg` that activates at `activatesAt`. */
 export async function generateKeyRecord(alg: SigningAlg, now: number, activatesAt = now): Promise<KeyRecord> {
-  const options = alg === 'RS256' || alg === 'PS256' ? { extractable: true, modulusLength: 2048 } : { extractable: true }
+  const options =
+    alg === 'RS256' || alg === 'PS256' ? { extractable: true, modulusLength: 2048 } : { extractable: true }
   const { privateKey } = await generateKeyPair(alg, options)
   const kid = randomToken(16)
   const privateJwk = { ...(await exportJWK(privateKey)), kid, alg, use: 'sig' }
@@ -106,7 +107,11 @@ export function createKeyring(options: KeyringOptions) {
     if (options.rotationInterval !== undefined) {
       const due = options.algorithms.filter((alg) => {
         const newest = records.filter((r) => r.alg === alg).sort((a, b) => b.activatesAt - a.activatesAt)[0]
-        return newest !== undefined && newest.activatesAt <= now && now - newest.activatesAt >= (options.rotationInterval as number)
+        return (
+          newest !== undefined &&
+          newest.activatesAt <= now &&
+          now - newest.activatesAt >= (options.rotationInterval as number)
+        )
       })
       if (due.length > 0) {
         await rotateKeys(records, new Set(due), now)
@@ -123,7 +128,11 @@ export function createKeyring(options: KeyringOptions) {
     for (const alg of algs) {
       for (const record of current) {
         if (record.alg !== alg || (record.retiresAt !== undefined && record.retiresAt <= activatesAt)) continue
-        await options.store.keys.put({ ...record, retiresAt: activatesAt, expiresAt: activatesAt + (options.retainFor ?? 86_400) })
+        await options.store.keys.put({
+          ...record,
+          retiresAt: activatesAt,
+          expiresAt: activatesAt + (options.retainFor ?? 86_400),
+        })
       }
       const next = await generateKeyRecord(alg, now, activatesAt)
       await options.store.keys.put(next)
@@ -211,7 +220,11 @@ function pick(list: KeyRecord[], alg: string, now: number): KeyRecord | undefine
   let best: KeyRecord | undefined
   for (const record of list) {
     if (record.alg !== alg || !canSign(record, now)) continue
-    if (!best || record.activatesAt < best.activatesAt || (record.activatesAt === best.activatesAt && record.kid < best.kid)) {
+    if (
+      !best ||
+      record.activatesAt < best.activatesAt ||
+      (record.activatesAt === best.activatesAt && record.kid < best.kid)
+    ) {
       best = record
     }
   }

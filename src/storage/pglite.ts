@@ -18,7 +18,8 @@ export interface PgliteStoreOptions {
 function wrap(db: PGlite | Transaction, root: PGlite): SqlClient {
   return {
     query: async (text, params = []) => (await db.query(text, params)).rows as never,
-    transaction: (fn) => ('transaction' in db ? (db as PGlite).transaction((tx) => fn(wrap(tx, root))) : fn(wrap(db, root))) as never,
+    transaction: (fn) =>
+      ('transaction' in db ? (db as PGlite).transaction((tx) => fn(wrap(tx, root))) : fn(wrap(db, root))) as never,
     close: () => root.close(),
   }
 }

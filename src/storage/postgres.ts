@@ -24,7 +24,17 @@ function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; errno?: string }
   const code = String(e?.code ?? '')
   if (/^(08|53|57|58)/.test(code)) return true // connection, resources, operator intervention, system
-  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'].includes(code)
+  return [
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ETIMEDOUT',
+    'EPIPE',
+    'ENOTFOUND',
+    'CONNECTION_CLOSED',
+    'CONNECTION_ENDED',
+    'CONNECTION_DESTROYED',
+    'CONNECT_TIMEOUT',
+  ].includes(code)
 }
 
 function wrap(sql: postgres.Sql | postgres.TransactionSql): SqlClient {

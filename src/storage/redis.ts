@@ -63,7 +63,14 @@ type ScriptResult = [0] | [1, string] | [2, string, string]
 
 interface ScriptedRedis extends Redis {
   gatehouseConsume(key: string, at: number): Promise<ScriptResult>
-  gatehouseRotate(key: string, next: string, at: number, record: string, expiresAt: number, ttl: number): Promise<ScriptResult>
+  gatehouseRotate(
+    key: string,
+    next: string,
+    at: number,
+    record: string,
+    expiresAt: number,
+    ttl: number,
+  ): Promise<ScriptResult>
   gatehouseExtend(key: string, until: number, ttl: number): Promise<number>
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
 }
@@ -126,14 +133,26 @@ export function createRedisStore(options: RedisStoreOptions) {
         }),
       insert: (record) =>
         run('clients.insert', async () => {
-          const inserted = await redis.gatehouseClientInsert(k('client', record.clientId), `${prefix}clients`, JSON.stringify(record), record.clientId)
+          const inserted = await redis.gatehouseClientInsert(
+            k('client', record.clientId),
+            `${prefix}clients`,
+            JSON.stringify(record),
+            record.clientId,
+          )
           return inserted === 1
         }),
       update: (record) =>
-        run('clients.update', async () => (await redis.set(k('client', record.clientId), JSON.stringify(record), 'XX')) === 'OK'),
+        run(
+          'clients.update',
+          async () => (await redis.set(k('client', record.clientId), JSON.stringify(record), 'XX')) === 'OK',
+        ),
       delete: (clientId) =>
         run('clients.delete', async () => {
-          const [[, deleted]] = (await redis.multi().del(k('client', clientId)).srem(`${prefix}clients`, clientId).exec()) as [[unknown, number]]
+          const [[, deleted]] = (await redis
+            .multi()
+            .del(k('client', clientId))
+            .srem(`${prefix}clients`, clientId)
+            .exec()) as [[unknown, number]]
           return deleted === 1
         }),
       list: () =>
@@ -148,15 +167,24 @@ export function createRedisStore(options: RedisStoreOptions) {
       insert: (record) =>
         run('codes.insert', async () => {
           const key = k('code', record.id)
-          await redis.multi().hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt).expire(key, ttl(record.expiresAt)).exec()
+          await redis
+            .multi()
+            .hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt)
+            .expire(key, ttl(record.expiresAt))
+            .exec()
         }),
-      consume: (id, at) => run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at))),
+      consume: (id, at) =>
+        run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at))),
     },
     refreshTokens: {
       insert: (record) =>
         run('refreshTokens.insert', async () => {
           const key = k('rt', record.id)
-          await redis.multi().hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt).expire(key, ttl(record.expiresAt)).exec()
+          await redis
+            .multi()
+            .hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt)
+            .expire(key, ttl(record.expiresAt))
+            .exec()
         }),
       get: (id) =>
         run('refreshTokens.get', async () => {
@@ -168,19 +196,34 @@ export function createRedisStore(options: RedisStoreOptions) {
       rotate: (id, next, at) =>
         run('refreshTokens.rotate', async () =>
           consumed<RefreshTokenRecord>(
-            await redis.gatehouseRotate(k('rt', id), k('rt', next.id), at, JSON.stringify(next), next.expiresAt, ttl(next.expiresAt)),
+            await redis.gatehouseRotate(
+              k('rt', id),
+              k('rt', next.id),
+              at,
+              JSON.stringify(next),
+              next.expiresAt,
+              ttl(next.expiresAt),
+            ),
           ),
         ),
     },
     sessions: {
       put: (record) =>
-        run('sessions.put', async () => void (await redis.set(k('session', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt)))),
+        run(
+          'sessions.put',
+          async () =>
+            void (await redis.set(k('session', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt))),
+        ),
       get: (id) => run('sessions.get', () => getJson<SessionRecord>(k('session', id))),
       delete: (id) => run('sessions.delete', async () => void (await redis.del(k('session', id)))),
     },
     interactions: {
       put: (record) =>
-        run('interactions.put', async () => void (await redis.set(k('interaction', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt)))),
+        run(
+          'interactions.put',
+          async () =>
+            void (await redis.set(k('interaction', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt))),
+        ),
       get: (id) => run('interactions.get', () => getJson<InteractionRecord>(k('interaction', id))),
       take: (id) =>
         run('interactions.take', async () => {
@@ -192,10 +235,16 @@ export function createRedisStore(options: RedisStoreOptions) {
     },
     revocations: {
       revokeFamily: (familyId, until) =>
-        run('revocations.revokeFamily', async () => void (await redis.gatehouseExtend(k('revoked-family', familyId), until, ttl(until)))),
+        run(
+          'revocations.revokeFamily',
+          async () => void (await redis.gatehouseExtend(k('revoked-family', familyId), until, ttl(until))),
+        ),
       isFamilyRevoked: (familyId) => run('revocations.isFamilyRevoked', () => isMarked(k('revoked-family', familyId))),
       revokeAccessToken: (jti, until) =>
-        run('revocations.revokeAccessToken', async () => void (await redis.gatehouseExtend(k('revoked-at', jti), until, ttl(until)))),
+        run(
+          'revocations.revokeAccessToken',
+          async () => void (await redis.gatehouseExtend(k('revoked-at', jti), until, ttl(until))),
+        ),
       isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => isMarked(k('revoked-at', jti))),
     },
     keys: {
@@ -206,7 +255,8 @@ export function createRedisStore(options: RedisStoreOptions) {
             .sort()
             .map((kid) => JSON.parse(all[kid] as string) as KeyRecord)
         }),
-      put: (record) => run('keys.put', async () => void (await redis.hset(`${prefix}keys`, record.kid, JSON.stringify(record)))),
+      put: (record) =>
+        run('keys.put', async () => void (await redis.hset(`${prefix}keys`, record.kid, JSON.stringify(record)))),
     },
     async connect() {
       if (redis.status === 'ready') return
@@ -214,7 +264,10 @@ export function createRedisStore(options: RedisStoreOptions) {
         await redis.connect()
       } catch (cause) {
         const where = new URL(options.url)
-        throw new StoreUnavailableError(`cannot connect to Redis at ${where.hostname}:${where.port || 6379}: ${(cause as Error).message}`, { cause })
+        throw new StoreUnavailableError(
+          `cannot connect to Redis at ${where.hostname}:${where.port || 6379}: ${(cause as Error).message}`,
+          { cause },
+        )
       }
     },
     async close() {

@@ -30,7 +30,12 @@ async function verify(ctx: Setup, token: string, audience: string) {
   const jwks = createRemoteJWKSet(new URL(ctx.as.jwks_uri as string), {
     [customFetch]: (url, init) => ctx.service.fetch(new Request(url, init)),
   })
-  return jwtVerify(token, jwks, { issuer: ISSUER, audience, typ: 'at+jwt', currentDate: new Date(ctx.clock.now() * 1000) })
+  return jwtVerify(token, jwks, {
+    issuer: ISSUER,
+    audience,
+    typ: 'at+jwt',
+    currentDate: new Date(ctx.clock.now() * 1000),
+  })
 }
 
 const auths = [
@@ -77,7 +82,9 @@ describe('client_credentials happy path', () => {
       exp: ctx.clock.now() + 3600,
     })
     // JWKS-03: the kid is published.
-    const jwks = (await (await ctx.service.fetch(new Request(ctx.as.jwks_uri as string))).json()) as { keys: Array<{ kid: string }> }
+    const jwks = (await (await ctx.service.fetch(new Request(ctx.as.jwks_uri as string))).json()) as {
+      keys: Array<{ kid: string }>
+    }
     expect(jwks.keys.map((k) => k.kid)).toContain(decodeProtectedHeader(token).kid)
   })
 
@@ -92,7 +99,9 @@ describe('client_credentials happy path', () => {
   it('oauth4webapi validateJwtAccessToken (a resource server) accepts the token', async () => {
     const ctx = await setup()
     const { body } = await grant(ctx, 'service', oauth.ClientSecretPost('service-secret'), { scope: 'api1' })
-    const request = new Request('https://api1.example.test/things', { headers: { authorization: `Bearer ${body.access_token}` } })
+    const request = new Request('https://api1.example.test/things', {
+      headers: { authorization: `Bearer ${body.access_token}` },
+    })
     const claims = await oauth.validateJwtAccessToken(ctx.as, request, 'api1', {
       ...ctx.opts,
       [oauth.clockSkew]: ctx.clock.now() - Math.floor(Date.now() / 1000),
@@ -100,7 +109,10 @@ describe('client_credentials happy path', () => {
     expect(claims).toMatchObject({ iss: ISSUER, sub: 'service', client_id: 'service', scope: 'api1', aud: 'api1' })
     // …and a resource server for another audience rejects it.
     await expect(
-      oauth.validateJwtAccessToken(ctx.as, request, 'api2', { ...ctx.opts, [oauth.clockSkew]: ctx.clock.now() - Math.floor(Date.now() / 1000) }),
+      oauth.validateJwtAccessToken(ctx.as, request, 'api2', {
+        ...ctx.opts,
+        [oauth.clockSkew]: ctx.clock.now() - Math.floor(Date.now() / 1000),
+      }),
     ).rejects.toThrow()
   })
 
@@ -109,7 +121,16 @@ describe('client_credentials happy path', () => {
     await ctx.service.clients.ensure({
       clientId: 'multi',
       clientSecret: 'multi-secret',
-      permissions: ['ept:token', 'gt:client_credentials', 'scp:openid', 'scp:profile', 'scp:offline_access', 'scp:api1', 'scp:api2', 'scp:ghost'],
+      permissions: [
+        'ept:token',
+        'gt:client_credentials',
+        'scp:openid',
+        'scp:profile',
+        'scp:offline_access',
+        'scp:api1',
+        'scp:api2',
+        'scp:ghost',
+      ],
     })
     const { body } = await grant(ctx, 'multi', oauth.ClientSecretBasic('multi-secret'))
     const { payload } = await verify(ctx, body.access_token as string, 'api1')
@@ -132,7 +153,11 @@ describe('client_credentials happy path', () => {
 
   it('a client with no API scope permission gets a token whose audience is the issuer', async () => {
     const ctx = await setup()
-    await ctx.service.clients.ensure({ clientId: 'bare', clientSecret: 'bare-secret', permissions: ['ept:token', 'gt:client_credentials'] })
+    await ctx.service.clients.ensure({
+      clientId: 'bare',
+      clientSecret: 'bare-secret',
+      permissions: ['ept:token', 'gt:client_credentials'],
+    })
     const { body } = await grant(ctx, 'bare', oauth.ClientSecretBasic('bare-secret'))
     const { payload } = await verify(ctx, body.access_token as string, ISSUER)
     expect(payload).toMatchObject({ aud: ISSUER, sub: 'bare', client_id: 'bare' })
@@ -164,7 +189,10 @@ describe('client_credentials happy path', () => {
 
   it('TOK-06: unknown parameters are ignored', async () => {
     const ctx = await setup()
-    const { raw } = await grant(ctx, 'service', oauth.ClientSecretBasic('service-secret'), { foo: 'bar', resource_hint: 'x' })
+    const { raw } = await grant(ctx, 'service', oauth.ClientSecretBasic('service-secret'), {
+      foo: 'bar',
+      resource_hint: 'x',
+    })
     expect(raw.status).toBe(200)
   })
 })

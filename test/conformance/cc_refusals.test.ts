@@ -66,7 +66,11 @@ describe('client_credentials refusals', () => {
   it('CC-03: scope=openid never yields an ID token', async () => {
     const ctx = await setup()
     const response = await ctx.service.fetch(
-      form(ctx.as.token_endpoint as string, { grant_type: 'client_credentials', scope: 'openid' }, { authorization: basic('with-openid', 'with-openid-secret') }),
+      form(
+        ctx.as.token_endpoint as string,
+        { grant_type: 'client_credentials', scope: 'openid' },
+        { authorization: basic('with-openid', 'with-openid-secret') },
+      ),
     )
     const body = (await response.json()) as Record<string, unknown>
     expect(body).not.toHaveProperty('id_token')
@@ -107,7 +111,11 @@ describe('client_credentials refusals', () => {
   it('CC-02: a public client presenting a made-up secret → 401 invalid_client', async () => {
     const ctx = await setup()
     const response = await ctx.service.fetch(
-      form(ctx.as.token_endpoint as string, { grant_type: 'client_credentials', client_id: 'spa', client_secret: 'guess' }),
+      form(ctx.as.token_endpoint as string, {
+        grant_type: 'client_credentials',
+        client_id: 'spa',
+        client_secret: 'guess',
+      }),
     )
     expect(response.status).toBe(401)
     expect(await response.json()).toMatchObject({ error: 'invalid_client' })
@@ -115,7 +123,9 @@ describe('client_credentials refusals', () => {
 
   it('CC-02: a confidential client without credentials → 401 invalid_client', async () => {
     const ctx = await setup()
-    const response = await ctx.service.fetch(form(ctx.as.token_endpoint as string, { grant_type: 'client_credentials', client_id: 'service' }))
+    const response = await ctx.service.fetch(
+      form(ctx.as.token_endpoint as string, { grant_type: 'client_credentials', client_id: 'service' }),
+    )
     expect(response.status).toBe(401)
     expect(response.headers.get('www-authenticate')).toMatch(/^Basic realm="/)
     expect(await response.json()).toMatchObject({ error: 'invalid_client' })

@@ -13,7 +13,13 @@ describe('client cache staleness across instances', () => {
     const a = await makeService({ store, now: time.now })
     const b = await makeService({ store, now: time.now })
     const request = () =>
-      b.service.fetch(form(b.service.endpoints.token, { grant_type: 'client_credentials' }, { authorization: basic('service', 'service-secret') }))
+      b.service.fetch(
+        form(
+          b.service.endpoints.token,
+          { grant_type: 'client_credentials' },
+          { authorization: basic('service', 'service-secret') },
+        ),
+      )
     expect((await request()).status).toBe(200)
     await a.service.clients.delete('service')
     time.advance(5)

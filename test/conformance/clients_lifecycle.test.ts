@@ -6,7 +6,11 @@ import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import { discover, inProcess, makeService } from '../helpers/service.ts'
 
-const JOB = { clientId: 'job', clientSecret: 'job-secret', permissions: ['ept:token', 'ept:introspection', 'gt:client_credentials', 'scp:api1'] }
+const JOB = {
+  clientId: 'job',
+  clientSecret: 'job-secret',
+  permissions: ['ept:token', 'ept:introspection', 'gt:client_credentials', 'scp:api1'],
+}
 
 async function setup() {
   const { service, clock } = await makeService()
@@ -47,7 +51,13 @@ describe('client lifecycle on the wire', () => {
     const { access_token } = await tokenFor(ctx, 'job', 'job-secret')
     await ctx.service.clients.delete('job')
     const client = { client_id: 'job' }
-    const response = await oauth.introspectionRequest(ctx.as, client, oauth.ClientSecretBasic('job-secret'), access_token, ctx.opts)
+    const response = await oauth.introspectionRequest(
+      ctx.as,
+      client,
+      oauth.ClientSecretBasic('job-secret'),
+      access_token,
+      ctx.opts,
+    )
     await expect(oauth.processIntrospectionResponse(ctx.as, client, response)).rejects.toMatchObject(rejected)
   })
 
@@ -72,15 +82,26 @@ describe('client lifecycle on the wire', () => {
     const ctx = await setup()
     await tokenFor(ctx, 'job', 'job-secret')
     await ctx.service.clients.update('job', { permissions: ['ept:token', 'scp:api1'] })
-    await expect(tokenFor(ctx, 'job', 'job-secret')).rejects.toMatchObject({ error: 'unauthorized_client', status: 400 })
+    await expect(tokenFor(ctx, 'job', 'job-secret')).rejects.toMatchObject({
+      error: 'unauthorized_client',
+      status: 400,
+    })
   })
 
   it('removing a scope permission narrows what the client may request', async () => {
     const ctx = await setup()
     await ctx.service.clients.update('job', { permissions: ['ept:token', 'gt:client_credentials'] })
     const client = { client_id: 'job' }
-    const response = await oauth.clientCredentialsGrantRequest(ctx.as, client, oauth.ClientSecretBasic('job-secret'), { scope: 'api1' }, ctx.opts)
-    await expect(oauth.processClientCredentialsResponse(ctx.as, client, response)).rejects.toMatchObject({ error: 'invalid_scope' })
+    const response = await oauth.clientCredentialsGrantRequest(
+      ctx.as,
+      client,
+      oauth.ClientSecretBasic('job-secret'),
+      { scope: 'api1' },
+      ctx.opts,
+    )
+    await expect(oauth.processClientCredentialsResponse(ctx.as, client, response)).rejects.toMatchObject({
+      error: 'invalid_scope',
+    })
   })
 
   it('an updated access token lifetime applies to the next token', async () => {
@@ -93,7 +114,11 @@ describe('client lifecycle on the wire', () => {
   it('a client registered while the service runs can get tokens at once', async () => {
     const ctx = await setup()
     await expect(tokenFor(ctx, 'late', 'late-secret')).rejects.toMatchObject(rejected)
-    await ctx.service.clients.ensure({ clientId: 'late', clientSecret: 'late-secret', permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'] })
+    await ctx.service.clients.ensure({
+      clientId: 'late',
+      clientSecret: 'late-secret',
+      permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+    })
     await expect(tokenFor(ctx, 'late', 'late-secret')).resolves.toBeDefined()
   })
 })

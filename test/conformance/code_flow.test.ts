@@ -17,7 +17,7 @@ describe('authorization code flow with PKCE, as oauth4webapi sees it', () => {
     const header = decodeProtectedHeader(idToken)
     expect(header.alg).toBe('RS256')
     expect(header.kid).toBeTypeOf('string')
-    const jwks = createLocalJWKSet(await ctx.service.keys.jwks() as never)
+    const jwks = createLocalJWKSet((await ctx.service.keys.jwks()) as never)
     const { payload } = await jwtVerify(idToken, jwks, { issuer: ISSUER, audience: 'web' })
     expect(payload).toMatchObject({ sub: 'user-1', azp: 'web', iss: ISSUER })
     expect(payload.auth_time).toBeTypeOf('number')
@@ -49,7 +49,13 @@ describe('authorization code flow with PKCE, as oauth4webapi sees it', () => {
     const { result } = await signIn(ctx)
     const first = oauth.getValidatedIdTokenClaims(result) as oauth.IDToken
     ctx.clock.advance(5)
-    const response = await oauth.refreshTokenGrantRequest(ctx.as, webClient, webAuth, result.refresh_token as string, ctx.opts)
+    const response = await oauth.refreshTokenGrantRequest(
+      ctx.as,
+      webClient,
+      webAuth,
+      result.refresh_token as string,
+      ctx.opts,
+    )
     expect(response.headers.get('cache-control')).toContain('no-store')
     const refreshed = await oauth.processRefreshTokenResponse(ctx.as, webClient, response)
     expect(refreshed.refresh_token).toBeTypeOf('string')
@@ -65,8 +71,17 @@ describe('authorization code flow with PKCE, as oauth4webapi sees it', () => {
     const { result } = await signIn(ctx)
     const revoked = await oauth.revocationRequest(ctx.as, webClient, webAuth, result.refresh_token as string, ctx.opts)
     await oauth.processRevocationResponse(revoked)
-    const refresh = await oauth.refreshTokenGrantRequest(ctx.as, webClient, webAuth, result.refresh_token as string, ctx.opts)
-    await expect(oauth.processRefreshTokenResponse(ctx.as, webClient, refresh)).rejects.toMatchObject({ error: 'invalid_grant', status: 400 })
+    const refresh = await oauth.refreshTokenGrantRequest(
+      ctx.as,
+      webClient,
+      webAuth,
+      result.refresh_token as string,
+      ctx.opts,
+    )
+    await expect(oauth.processRefreshTokenResponse(ctx.as, webClient, refresh)).rejects.toMatchObject({
+      error: 'invalid_grant',
+      status: 400,
+    })
     const info = await oauth.userInfoRequest(ctx.as, webClient, result.access_token, ctx.opts)
     expect(info.status).toBe(401)
     expect(info.headers.get('www-authenticate')).toMatch(/^Bearer .*error="invalid_token"/)

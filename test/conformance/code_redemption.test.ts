@@ -6,13 +6,28 @@ import { RU, form } from '../helpers/service.ts'
 async function code(ctx: Awaited<ReturnType<typeof setup>>, options: Parameters<typeof authorizationUrl>[1] = {}) {
   const request = await authorizationUrl(ctx.as, options)
   const callback = await authorize(ctx.browser, request.url)
-  const params = oauth.validateAuthResponse(ctx.as, { client_id: options.clientId ?? 'web' }, callback, request.state ?? oauth.expectNoState)
+  const params = oauth.validateAuthResponse(
+    ctx.as,
+    { client_id: options.clientId ?? 'web' },
+    callback,
+    request.state ?? oauth.expectNoState,
+  )
   return { ...request, params, code: callback.searchParams.get('code') as string }
 }
 
-async function redeem(ctx: Awaited<ReturnType<typeof setup>>, fields: Record<string, string>, auth = { id: 'web', secret: 'web-secret' }) {
+async function redeem(
+  ctx: Awaited<ReturnType<typeof setup>>,
+  fields: Record<string, string>,
+  auth = { id: 'web', secret: 'web-secret' },
+) {
   const response = await ctx.service.fetch(
-    form(ctx.as.token_endpoint as string, { grant_type: 'authorization_code', redirect_uri: RU, client_id: auth.id, client_secret: auth.secret, ...fields }),
+    form(ctx.as.token_endpoint as string, {
+      grant_type: 'authorization_code',
+      redirect_uri: RU,
+      client_id: auth.id,
+      client_secret: auth.secret,
+      ...fields,
+    }),
   )
   return { status: response.status, body: (await response.json()) as Record<string, unknown>, response }
 }
@@ -28,8 +43,16 @@ describe('authorization_code grant', () => {
     expect(second).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
     const info = await oauth.userInfoRequest(ctx.as, webClient, first.body.access_token as string, ctx.opts)
     expect(info.status).toBe(401)
-    const refresh = await oauth.refreshTokenGrantRequest(ctx.as, webClient, webAuth, first.body.refresh_token as string, ctx.opts)
-    await expect(oauth.processRefreshTokenResponse(ctx.as, webClient, refresh)).rejects.toMatchObject({ error: 'invalid_grant' })
+    const refresh = await oauth.refreshTokenGrantRequest(
+      ctx.as,
+      webClient,
+      webAuth,
+      first.body.refresh_token as string,
+      ctx.opts,
+    )
+    await expect(oauth.processRefreshTokenResponse(ctx.as, webClient, refresh)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    })
   })
 
   it('CODE-04: a code redeemed by another client → invalid_grant', async () => {
@@ -42,13 +65,21 @@ describe('authorization_code grant', () => {
   it('CODE-05: a different redirect_uri → invalid_grant; a missing one → invalid_request', async () => {
     const ctx = await setup()
     const c = await code(ctx)
-    expect(await redeem(ctx, { code: c.code, code_verifier: c.verifier, redirect_uri: 'https://rp.example.test/cb2' })).toMatchObject({
+    expect(
+      await redeem(ctx, { code: c.code, code_verifier: c.verifier, redirect_uri: 'https://rp.example.test/cb2' }),
+    ).toMatchObject({
       status: 400,
       body: { error: 'invalid_grant' },
     })
     const d = await code(ctx)
     const response = await ctx.service.fetch(
-      form(ctx.as.token_endpoint as string, { grant_type: 'authorization_code', code: d.code, code_verifier: d.verifier, client_id: 'web', client_secret: 'web-secret' }),
+      form(ctx.as.token_endpoint as string, {
+        grant_type: 'authorization_code',
+        code: d.code,
+        code_verifier: d.verifier,
+        client_id: 'web',
+        client_secret: 'web-secret',
+      }),
     )
     expect(response.status).toBe(400)
     expect(await response.json()).toMatchObject({ error: 'invalid_request' })
@@ -58,9 +89,18 @@ describe('authorization_code grant', () => {
     const ctx = await setup()
     const c = await code(ctx)
     ctx.clock.advance(301)
-    expect(await redeem(ctx, { code: c.code, code_verifier: c.verifier })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
-    expect(await redeem(ctx, { code: 'not-a-code', code_verifier: c.verifier })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
-    expect(await redeem(ctx, { code_verifier: c.verifier })).toMatchObject({ status: 400, body: { error: 'invalid_request' } })
+    expect(await redeem(ctx, { code: c.code, code_verifier: c.verifier })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    })
+    expect(await redeem(ctx, { code: 'not-a-code', code_verifier: c.verifier })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    })
+    expect(await redeem(ctx, { code_verifier: c.verifier })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request' },
+    })
   })
 
   it('CODE-07: a missing code_verifier → invalid_grant', async () => {
@@ -73,29 +113,51 @@ describe('authorization_code grant', () => {
     const ctx = await setup()
     const c = await code(ctx)
     const other = oauth.generateRandomCodeVerifier()
-    expect(await redeem(ctx, { code: c.code, code_verifier: other })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
+    expect(await redeem(ctx, { code: c.code, code_verifier: other })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    })
   })
 
   it('CODE-09: a code_verifier for a code issued without PKCE → invalid_grant', async () => {
     const ctx = await setup()
     const c = await code(ctx, { pkce: false })
-    expect(await redeem(ctx, { code: c.code, code_verifier: c.verifier })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
+    expect(await redeem(ctx, { code: c.code, code_verifier: c.verifier })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    })
   })
 
   it('CODE-10: a malformed code_verifier → invalid_grant', async () => {
     const ctx = await setup()
     const c = await code(ctx)
-    expect(await redeem(ctx, { code: c.code, code_verifier: 'a'.repeat(42) })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
+    expect(await redeem(ctx, { code: c.code, code_verifier: 'a'.repeat(42) })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    })
   })
 
   it('CODE-11 TOK-12: a public client signs in with PKCE and authenticates with client_id alone', async () => {
     const ctx = await setup()
     const spa: oauth.Client = { client_id: 'spa', token_endpoint_auth_method: 'none' }
-    const request = await authorizationUrl(ctx.as, { clientId: 'spa', redirectUri: 'https://spa.example.test/callback' })
+    const request = await authorizationUrl(ctx.as, {
+      clientId: 'spa',
+      redirectUri: 'https://spa.example.test/callback',
+    })
     const callback = await authorize(ctx.browser, request.url)
     const params = oauth.validateAuthResponse(ctx.as, spa, callback, request.state as string)
-    const response = await oauth.authorizationCodeGrantRequest(ctx.as, spa, oauth.None(), params, 'https://spa.example.test/callback', request.verifier, ctx.opts)
-    const result = await oauth.processAuthorizationCodeResponse(ctx.as, spa, response, { expectedNonce: request.nonce as string })
+    const response = await oauth.authorizationCodeGrantRequest(
+      ctx.as,
+      spa,
+      oauth.None(),
+      params,
+      'https://spa.example.test/callback',
+      request.verifier,
+      ctx.opts,
+    )
+    const result = await oauth.processAuthorizationCodeResponse(ctx.as, spa, response, {
+      expectedNonce: request.nonce as string,
+    })
     expect(result.refresh_token).toBeTypeOf('string')
     // RT-07: public clients get rotated refresh tokens too
     const refreshed = await oauth.processRefreshTokenResponse(
@@ -108,7 +170,11 @@ describe('authorization_code grant', () => {
 
   it('CODE-11: a public client without PKCE is refused at the authorization endpoint', async () => {
     const ctx = await setup()
-    const { url } = await authorizationUrl(ctx.as, { clientId: 'spa', redirectUri: 'https://spa.example.test/callback', pkce: false })
+    const { url } = await authorizationUrl(ctx.as, {
+      clientId: 'spa',
+      redirectUri: 'https://spa.example.test/callback',
+      pkce: false,
+    })
     const response = await ctx.service.fetch(new Request(url))
     expect(new URL(response.headers.get('location') as string).searchParams.get('error')).toBe('invalid_request')
   })
@@ -117,7 +183,13 @@ describe('authorization_code grant', () => {
     const ctx = await setup()
     const c = await code(ctx)
     const response = await ctx.service.fetch(
-      form(ctx.as.token_endpoint as string, { grant_type: 'authorization_code', code: c.code, code_verifier: c.verifier, redirect_uri: RU, client_id: 'web' }),
+      form(ctx.as.token_endpoint as string, {
+        grant_type: 'authorization_code',
+        code: c.code,
+        code_verifier: c.verifier,
+        redirect_uri: RU,
+        client_id: 'web',
+      }),
     )
     expect(response.status).toBe(401)
     expect(await response.json()).toMatchObject({ error: 'invalid_client' })
@@ -135,7 +207,15 @@ describe('authorization_code grant', () => {
   it('AUTHZ-08 IDT-06: no nonce in the request → no nonce in the ID token', async () => {
     const ctx = await setup()
     const c = await code(ctx, { nonce: null })
-    const response = await oauth.authorizationCodeGrantRequest(ctx.as, webClient, webAuth, c.params, RU, c.verifier, ctx.opts)
+    const response = await oauth.authorizationCodeGrantRequest(
+      ctx.as,
+      webClient,
+      webAuth,
+      c.params,
+      RU,
+      c.verifier,
+      ctx.opts,
+    )
     const result = await oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, { requireIdToken: true })
     expect(oauth.getValidatedIdTokenClaims(result)?.nonce).toBeUndefined()
   })
@@ -148,7 +228,11 @@ describe('authorization_code grant', () => {
       permissions: ['ept:authorization', 'ept:token', 'gt:authorization_code', 'rst:code', 'scp:openid'],
       redirectUris: ['https://rp.example.test/cb?tenant=a%20b'],
     })
-    const request = await authorizationUrl(ctx.as, { clientId: 'query-rp', redirectUri: 'https://rp.example.test/cb?tenant=a%20b', scope: 'openid' })
+    const request = await authorizationUrl(ctx.as, {
+      clientId: 'query-rp',
+      redirectUri: 'https://rp.example.test/cb?tenant=a%20b',
+      scope: 'openid',
+    })
     const callback = await authorize(ctx.browser, request.url)
     expect(callback.href.startsWith('https://rp.example.test/cb?tenant=a%20b&code=')).toBe(true)
   })
@@ -181,7 +265,10 @@ describe('authorization_code grant', () => {
 
   it('AUTHZ-06: unknown parameters are ignored and order does not matter', async () => {
     const ctx = await setup()
-    const { url } = await authorizationUrl(ctx.as, { scope: 'email profile openid', extra: { extra: 'foobar', display: 'popup', ui_locales: 'se', claims_locales: 'se', acr_values: '1 2' } })
+    const { url } = await authorizationUrl(ctx.as, {
+      scope: 'email profile openid',
+      extra: { extra: 'foobar', display: 'popup', ui_locales: 'se', claims_locales: 'se', acr_values: '1 2' },
+    })
     const callback = await authorize(ctx.browser, url)
     expect(callback.searchParams.get('code')).toBeTypeOf('string')
   })
@@ -191,7 +278,9 @@ describe('concurrent redemption', () => {
   it('CODE-02: 20 parallel redemptions of one code give exactly one success, whose tokens the replays revoke', async () => {
     const ctx = await setup()
     const c = await code(ctx)
-    const results = await Promise.all(Array.from({ length: 20 }, () => redeem(ctx, { code: c.code, code_verifier: c.verifier })))
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => redeem(ctx, { code: c.code, code_verifier: c.verifier })),
+    )
     const ok = results.filter((r) => r.status === 200)
     expect(ok).toHaveLength(1)
     expect(results.filter((r) => r.status === 400 && r.body.error === 'invalid_grant')).toHaveLength(19)

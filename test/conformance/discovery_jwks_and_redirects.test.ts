@@ -60,15 +60,27 @@ describe('JWKS', () => {
     for (const accessTokenSigningAlg of ['ES256', 'PS256', 'EdDSA'] as const) {
       const { service } = await makeService({ accessTokenSigningAlg })
       const { body } = await jwks(service)
-      expect(body.keys.some((k) => k.alg === 'RS256'), accessTokenSigningAlg).toBe(true)
-      expect(body.keys.some((k) => k.alg === accessTokenSigningAlg), accessTokenSigningAlg).toBe(true)
+      expect(
+        body.keys.some((k) => k.alg === 'RS256'),
+        accessTokenSigningAlg,
+      ).toBe(true)
+      expect(
+        body.keys.some((k) => k.alg === accessTokenSigningAlg),
+        accessTokenSigningAlg,
+      ).toBe(true)
     }
   })
 
   it('JWKS-01: oauth4webapi can select the access token key from the served set', async () => {
     const { service, clock } = await makeService()
     const as = await discover(service.fetch)
-    const response = await service.fetch(form(as.token_endpoint as string, { grant_type: 'client_credentials' }, { authorization: basic('service', 'service-secret') }))
+    const response = await service.fetch(
+      form(
+        as.token_endpoint as string,
+        { grant_type: 'client_credentials' },
+        { authorization: basic('service', 'service-secret') },
+      ),
+    )
     const { access_token } = (await response.json()) as { access_token: string }
     const request = new Request('https://api1.example.test/', { headers: { authorization: `Bearer ${access_token}` } })
     await expect(
@@ -118,7 +130,10 @@ describe('no redirects (DISC-03)', () => {
     const { service } = await makeService()
     const init: RequestInit = { method, redirect: 'manual' }
     if (method === 'POST') {
-      init.headers = { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('service', 'service-secret') }
+      init.headers = {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: basic('service', 'service-secret'),
+      }
       init.body = 'grant_type=client_credentials'
     }
     const response = await service.fetch(new Request(`${ISSUER}${path}`, init))

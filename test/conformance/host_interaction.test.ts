@@ -20,15 +20,29 @@ async function hostSetup(decide: (request: Request, pending: PendingInteraction)
   return { ...ctx, seen }
 }
 
-async function redeem(ctx: Awaited<ReturnType<typeof setup>>, callback: URL, request: Awaited<ReturnType<typeof authorizationUrl>>) {
+async function redeem(
+  ctx: Awaited<ReturnType<typeof setup>>,
+  callback: URL,
+  request: Awaited<ReturnType<typeof authorizationUrl>>,
+) {
   const params = oauth.validateAuthResponse(ctx.as, webClient, callback, request.state as string)
-  const response = await oauth.authorizationCodeGrantRequest(ctx.as, webClient, webAuth, params, RU, request.verifier, ctx.opts)
+  const response = await oauth.authorizationCodeGrantRequest(
+    ctx.as,
+    webClient,
+    webAuth,
+    params,
+    RU,
+    request.verifier,
+    ctx.opts,
+  )
   return oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, { expectedNonce: request.nonce as string })
 }
 
 describe('host sign-in through the interaction hook', () => {
   it('the hook redirects to the host login page; complete() resumes and sets the session', async () => {
-    const ctx = await hostSetup((_request, pending) => Response.redirect(`https://host.example/login?uid=${pending.uid}`, 303))
+    const ctx = await hostSetup((_request, pending) =>
+      Response.redirect(`https://host.example/login?uid=${pending.uid}`, 303),
+    )
     const request = await authorizationUrl(ctx.as, { extra: { login_hint: 'seven' } })
     const first = await ctx.browser.request(request.url.href)
     expect(first.status).toBe(303)
@@ -36,7 +50,14 @@ describe('host sign-in through the interaction hook', () => {
     expect(login.origin).toBe('https://host.example')
     const uid = login.searchParams.get('uid') as string
     const pending = await ctx.service.interactions.get(uid)
-    expect(pending).toMatchObject({ uid, prompt: 'login', clientId: 'web', clientName: 'Web App', loginHint: 'seven', scopes: ['openid', 'profile', 'email'] })
+    expect(pending).toMatchObject({
+      uid,
+      prompt: 'login',
+      clientId: 'web',
+      clientName: 'Web App',
+      loginHint: 'seven',
+      scopes: ['openid', 'profile', 'email'],
+    })
     const done = await ctx.service.interactions.complete(uid, { login: { sub: 'host-user-7', amr: ['pwd', 'otp'] } })
     expect(done.status).toBe(303)
     expect(done.headers.getSetCookie().some((c) => c.startsWith('gatehouse.session='))).toBe(true)
@@ -45,7 +66,12 @@ describe('host sign-in through the interaction hook', () => {
     const claims = oauth.getValidatedIdTokenClaims(tokens) as oauth.IDToken
     expect(claims.sub).toBe('host-user-7')
     expect(claims.amr).toEqual(['pwd', 'otp'])
-    const info = await oauth.processUserInfoResponse(ctx.as, webClient, 'host-user-7', await oauth.userInfoRequest(ctx.as, webClient, tokens.access_token, ctx.opts))
+    const info = await oauth.processUserInfoResponse(
+      ctx.as,
+      webClient,
+      'host-user-7',
+      await oauth.userInfoRequest(ctx.as, webClient, tokens.access_token, ctx.opts),
+    )
     expect(info.email).toBe('seven@host.example')
     // an interaction completes once
     const again = await ctx.service.interactions.complete(uid, { login: { sub: 'host-user-7' } })
@@ -80,7 +106,9 @@ describe('host sign-in through the interaction hook', () => {
   })
 
   it('an unknown or expired uid cannot be completed', async () => {
-    const ctx = await hostSetup((_r, pending) => Response.redirect(`https://host.example/login?uid=${pending.uid}`, 303))
+    const ctx = await hostSetup((_r, pending) =>
+      Response.redirect(`https://host.example/login?uid=${pending.uid}`, 303),
+    )
     expect((await ctx.service.interactions.complete('nope', { login: { sub: 'host-user-7' } })).status).toBe(400)
     const request = await authorizationUrl(ctx.as)
     const first = await ctx.browser.request(request.url.href)
@@ -91,7 +119,9 @@ describe('host sign-in through the interaction hook', () => {
   })
 
   it('prompt=login with a session calls the hook again and shows the current session', async () => {
-    const ctx = await hostSetup((_r, pending) => (pending.session ? Response.redirect('https://host.example/reauth', 303) : { login: { sub: 'host-user-7' } }))
+    const ctx = await hostSetup((_r, pending) =>
+      pending.session ? Response.redirect('https://host.example/reauth', 303) : { login: { sub: 'host-user-7' } },
+    )
     const first = await authorizationUrl(ctx.as)
     await ctx.browser.request(first.url.href)
     const second = await authorizationUrl(ctx.as, { extra: { prompt: 'login' } })

@@ -11,14 +11,26 @@ async function setup() {
   const as = await discover(service.fetch)
   const opts = inProcess(service.fetch)
   const client = { client_id: 'service' }
-  const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic('service-secret'), { scope: 'api1' }, opts)
+  const response = await oauth.clientCredentialsGrantRequest(
+    as,
+    client,
+    oauth.ClientSecretBasic('service-secret'),
+    { scope: 'api1' },
+    opts,
+  )
   const { access_token: token } = await oauth.processClientCredentialsResponse(as, client, response)
   return { service, clock, as, opts, token }
 }
 
 type Setup = Awaited<ReturnType<typeof setup>>
 
-async function introspect(ctx: Setup, clientId: string, secret: string, token: string, additionalParameters?: Record<string, string>) {
+async function introspect(
+  ctx: Setup,
+  clientId: string,
+  secret: string,
+  token: string,
+  additionalParameters?: Record<string, string>,
+) {
   const client = { client_id: clientId }
   const response = await oauth.introspectionRequest(ctx.as, client, oauth.ClientSecretBasic(secret), token, {
     ...ctx.opts,
@@ -60,7 +72,9 @@ describe('introspection of an active access token', () => {
   it('the jti is the token’s own', async () => {
     const ctx = await setup()
     const { body } = await introspect(ctx, 'service', 'service-secret', ctx.token)
-    const payload = JSON.parse(Buffer.from(ctx.token.split('.')[1] as string, 'base64url').toString()) as { jti: string }
+    const payload = JSON.parse(Buffer.from(ctx.token.split('.')[1] as string, 'base64url').toString()) as {
+      jti: string
+    }
     expect(body.jti).toBe(payload.jti)
   })
 
@@ -94,7 +108,13 @@ describe('introspection of an active access token', () => {
   it('INT-02: the answer also works with client_secret_post', async () => {
     const ctx = await setup()
     const client = { client_id: 'api1' }
-    const response = await oauth.introspectionRequest(ctx.as, client, oauth.ClientSecretPost('api1-secret'), ctx.token, ctx.opts)
+    const response = await oauth.introspectionRequest(
+      ctx.as,
+      client,
+      oauth.ClientSecretPost('api1-secret'),
+      ctx.token,
+      ctx.opts,
+    )
     expect(await oauth.processIntrospectionResponse(ctx.as, client, response)).toMatchObject({ active: true })
   })
 })

@@ -13,7 +13,13 @@ type Service = Awaited<ReturnType<typeof makeService>>['service']
 async function ccToken(service: Service, clientId = 'service', secret = 'service-secret'): Promise<string> {
   const as = await discover(service.fetch, service.issuer)
   const client = { client_id: clientId }
-  const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic(secret), { scope: 'api1' }, inProcess(service.fetch))
+  const response = await oauth.clientCredentialsGrantRequest(
+    as,
+    client,
+    oauth.ClientSecretBasic(secret),
+    { scope: 'api1' },
+    inProcess(service.fetch),
+  )
   return (await oauth.processClientCredentialsResponse(as, client, response)).access_token
 }
 
@@ -28,7 +34,13 @@ type Setup = Awaited<ReturnType<typeof setup>>
 /** Introspects as `service` (the issuing client) through oauth4webapi; returns status, text and parsed result. */
 async function introspect(ctx: Setup, token: string) {
   const client = { client_id: 'service' }
-  const response = await oauth.introspectionRequest(ctx.as, client, oauth.ClientSecretBasic('service-secret'), token, inProcess(ctx.service.fetch))
+  const response = await oauth.introspectionRequest(
+    ctx.as,
+    client,
+    oauth.ClientSecretBasic('service-secret'),
+    token,
+    inProcess(ctx.service.fetch),
+  )
   const raw = response.clone()
   const result = await oauth.processIntrospectionResponse(ctx.as, client, response)
   return { status: raw.status, text: await raw.text(), result }
@@ -102,13 +114,17 @@ describe('introspection of inactive tokens', () => {
     const record = (await ctx.service.store.keys.list()).find((k) => k.kid === kid)
     if (!record) throw new Error('signing key not in store')
     const key = await importJWK(record.privateJwk, record.alg)
-    const token = await new SignJWT(decodeJwt(ctx.token)).setProtectedHeader({ alg: record.alg, kid, typ: 'JWT' }).sign(key)
+    const token = await new SignJWT(decodeJwt(ctx.token))
+      .setProtectedHeader({ alg: record.alg, kid, typ: 'JWT' })
+      .sign(key)
     await expectInactive(ctx, token)
   })
 
   it('INT-03: an unsigned (alg none) copy → {"active":false}', async () => {
     const ctx = await setup()
-    const header = Buffer.from(JSON.stringify({ ...decodeProtectedHeader(ctx.token), alg: 'none' })).toString('base64url')
+    const header = Buffer.from(JSON.stringify({ ...decodeProtectedHeader(ctx.token), alg: 'none' })).toString(
+      'base64url',
+    )
     const [, payload] = ctx.token.split('.')
     await expectInactive(ctx, `${header}.${payload}.`)
     await expectInactive(ctx, `${header}.${payload}.AAAA`)
@@ -120,7 +136,9 @@ describe('introspection of inactive tokens', () => {
     const record = (await ctx.service.store.keys.list()).find((k) => k.kid === kid)
     if (!record) throw new Error('signing key not in store')
     const secret = new TextEncoder().encode(JSON.stringify(record.publicJwk))
-    const token = await new SignJWT(decodeJwt(ctx.token)).setProtectedHeader({ alg: 'HS256', kid, typ: 'at+jwt' }).sign(secret)
+    const token = await new SignJWT(decodeJwt(ctx.token))
+      .setProtectedHeader({ alg: 'HS256', kid, typ: 'at+jwt' })
+      .sign(secret)
     await expectInactive(ctx, token)
   })
 
@@ -156,7 +174,11 @@ describe('introspection of inactive tokens', () => {
   it('INT-07: a token revoked at the revocation endpoint is inactive at once', async () => {
     const ctx = await setup()
     const response = await ctx.service.fetch(
-      form(ctx.service.endpoints.revocation, { token: ctx.token }, { authorization: basic('service', 'service-secret') }),
+      form(
+        ctx.service.endpoints.revocation,
+        { token: ctx.token },
+        { authorization: basic('service', 'service-secret') },
+      ),
     )
     expect(response.status).toBe(200)
     await expectInactive(ctx, ctx.token)

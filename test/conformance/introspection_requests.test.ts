@@ -12,7 +12,13 @@ async function setup() {
   const { service, clock } = await makeService()
   const as = await discover(service.fetch)
   const client = { client_id: 'service' }
-  const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic('service-secret'), { scope: 'api1' }, inProcess(service.fetch))
+  const response = await oauth.clientCredentialsGrantRequest(
+    as,
+    client,
+    oauth.ClientSecretBasic('service-secret'),
+    { scope: 'api1' },
+    inProcess(service.fetch),
+  )
   const { access_token: token } = await oauth.processClientCredentialsResponse(as, client, response)
   return { service, clock, as, token, url: service.endpoints.introspection }
 }
@@ -38,22 +44,34 @@ describe('introspection requests', () => {
 
   it('INT-01: a wrong secret via Basic → 401 invalid_client + WWW-Authenticate: Basic', async () => {
     const ctx = await setup()
-    const response = await ctx.service.fetch(form(ctx.url, { token: ctx.token }, { authorization: basic('api1', 'wrong') }))
+    const response = await ctx.service.fetch(
+      form(ctx.url, { token: ctx.token }, { authorization: basic('api1', 'wrong') }),
+    )
     await expectError(response, 401, 'invalid_client')
     expect(response.headers.get('www-authenticate')).toBe(`Basic realm="${ctx.service.issuer}"`)
   })
 
   it('INT-01: a wrong secret via the body → 401 invalid_client', async () => {
     const ctx = await setup()
-    const response = await ctx.service.fetch(form(ctx.url, { token: ctx.token, client_id: 'api1', client_secret: 'wrong' }))
+    const response = await ctx.service.fetch(
+      form(ctx.url, { token: ctx.token, client_id: 'api1', client_secret: 'wrong' }),
+    )
     await expectError(response, 401, 'invalid_client')
   })
 
   it('INT-01: oauth4webapi surfaces the Basic challenge of a failed authentication', async () => {
     const ctx = await setup()
     const client = { client_id: 'api1' }
-    const response = await oauth.introspectionRequest(ctx.as, client, oauth.ClientSecretBasic('wrong'), ctx.token, inProcess(ctx.service.fetch))
-    await expect(oauth.processIntrospectionResponse(ctx.as, client, response)).rejects.toBeInstanceOf(oauth.WWWAuthenticateChallengeError)
+    const response = await oauth.introspectionRequest(
+      ctx.as,
+      client,
+      oauth.ClientSecretBasic('wrong'),
+      ctx.token,
+      inProcess(ctx.service.fetch),
+    )
+    await expect(oauth.processIntrospectionResponse(ctx.as, client, response)).rejects.toBeInstanceOf(
+      oauth.WWWAuthenticateChallengeError,
+    )
   })
 
   it('INT-01: a public client cannot introspect', async () => {
@@ -66,9 +84,18 @@ describe('introspection requests', () => {
     const ctx = await setup()
     // no-cc holds ept:token and scp:api1, but not ept:introspection.
     const client = { client_id: 'no-cc' }
-    const response = await oauth.introspectionRequest(ctx.as, client, oauth.ClientSecretBasic('no-cc-secret'), ctx.token, inProcess(ctx.service.fetch))
+    const response = await oauth.introspectionRequest(
+      ctx.as,
+      client,
+      oauth.ClientSecretBasic('no-cc-secret'),
+      ctx.token,
+      inProcess(ctx.service.fetch),
+    )
     const raw = response.clone()
-    await expect(oauth.processIntrospectionResponse(ctx.as, client, response)).rejects.toMatchObject({ error: 'unauthorized_client', status: 400 })
+    await expect(oauth.processIntrospectionResponse(ctx.as, client, response)).rejects.toMatchObject({
+      error: 'unauthorized_client',
+      status: 400,
+    })
     await expectError(raw, 400, 'unauthorized_client')
   })
 
@@ -80,7 +107,9 @@ describe('introspection requests', () => {
 
   it('INT-09: an empty token is a missing token', async () => {
     const ctx = await setup()
-    const response = await ctx.service.fetch(form(ctx.url, { token: '' }, { authorization: basic('service', 'service-secret') }))
+    const response = await ctx.service.fetch(
+      form(ctx.url, { token: '' }, { authorization: basic('service', 'service-secret') }),
+    )
     await expectError(response, 400, 'invalid_request')
   })
 
@@ -93,7 +122,10 @@ describe('introspection requests', () => {
     const response = await ctx.service.fetch(
       new Request(ctx.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('service', 'service-secret') },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: basic('service', 'service-secret'),
+        },
         body,
       }),
     )
@@ -115,7 +147,10 @@ describe('introspection requests', () => {
   it.each(['GET', 'PUT', 'DELETE', 'PATCH'])('INT-01: %s → 405 with Allow: POST', async (method) => {
     const ctx = await setup()
     const response = await ctx.service.fetch(
-      new Request(`${ctx.url}?token=${encodeURIComponent(ctx.token)}`, { method, headers: { authorization: basic('service', 'service-secret') } }),
+      new Request(`${ctx.url}?token=${encodeURIComponent(ctx.token)}`, {
+        method,
+        headers: { authorization: basic('service', 'service-secret') },
+      }),
     )
     expect(response.headers.get('allow')).toBe('POST')
     await expectError(response, 405, 'invalid_request')

@@ -37,14 +37,16 @@ describe('RP-Initiated Logout', () => {
 
   it('LO-04: no state → redirect without state', async () => {
     const ctx = await loggedIn()
-    const response = await ctx.browser.request(logoutUrl(ctx, { id_token_hint: ctx.idToken, post_logout_redirect_uri: PLRU }))
+    const response = await ctx.browser.request(
+      logoutUrl(ctx, { id_token_hint: ctx.idToken, post_logout_redirect_uri: PLRU }),
+    )
     expect(response.headers.get('location')).toBe(PLRU)
   })
 
   it.each([
     ['LO-05 unregistered URI', { post_logout_redirect_uri: 'https://evil.example/' }],
     ['LO-06 registered URI plus a query', { post_logout_redirect_uri: `${PLRU}?foo=bar` }],
-    ['LO-10 another client\'s URI', { post_logout_redirect_uri: 'https://rp2.example.test/logged-out' }],
+    ["LO-10 another client's URI", { post_logout_redirect_uri: 'https://rp2.example.test/logged-out' }],
     ['LO-10 client_id that is not the hint audience', { post_logout_redirect_uri: PLRU, client_id: 'web2' }],
   ])('%s → error page, no redirect, still signed in', async (_name, params) => {
     const ctx = await loggedIn()
@@ -57,7 +59,9 @@ describe('RP-Initiated Logout', () => {
 
   it('LO-07: post_logout_redirect_uri without id_token_hint → no redirect', async () => {
     const ctx = await loggedIn()
-    const response = await ctx.browser.request(logoutUrl(ctx, { post_logout_redirect_uri: PLRU, state: 's', client_id: 'web' }))
+    const response = await ctx.browser.request(
+      logoutUrl(ctx, { post_logout_redirect_uri: PLRU, state: 's', client_id: 'web' }),
+    )
     expect(response.headers.get('location')).toBeNull()
   })
 
@@ -68,7 +72,9 @@ describe('RP-Initiated Logout', () => {
     const { privateKey } = await generateKeyPair('RS256')
     const foreign = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'x' }).sign(privateKey)
     for (const hint of [unsigned, foreign]) {
-      const response = await ctx.browser.request(logoutUrl(ctx, { id_token_hint: hint, post_logout_redirect_uri: PLRU, state: 's' }))
+      const response = await ctx.browser.request(
+        logoutUrl(ctx, { id_token_hint: hint, post_logout_redirect_uri: PLRU, state: 's' }),
+      )
       expect(response.status).toBe(400)
       expect(response.headers.get('location')).toBeNull()
     }
@@ -78,7 +84,9 @@ describe('RP-Initiated Logout', () => {
   it('LO-09: an expired hint is still accepted', async () => {
     const ctx = await loggedIn()
     ctx.clock.advance(7200)
-    const response = await ctx.browser.request(logoutUrl(ctx, { id_token_hint: ctx.idToken, post_logout_redirect_uri: PLRU }))
+    const response = await ctx.browser.request(
+      logoutUrl(ctx, { id_token_hint: ctx.idToken, post_logout_redirect_uri: PLRU }),
+    )
     expect(response.status).toBe(303)
   })
 
@@ -133,9 +141,19 @@ describe('RP-Initiated Logout', () => {
   it('a client without ept:logout cannot use the endpoint', async () => {
     const ctx = await loggedIn()
     await ctx.service.clients.update('web', {
-      permissions: ['ept:authorization', 'ept:token', 'gt:authorization_code', 'rst:code', 'scp:openid', 'scp:profile', 'scp:email'],
+      permissions: [
+        'ept:authorization',
+        'ept:token',
+        'gt:authorization_code',
+        'rst:code',
+        'scp:openid',
+        'scp:profile',
+        'scp:email',
+      ],
     })
-    const response = await ctx.browser.request(logoutUrl(ctx, { id_token_hint: ctx.idToken, post_logout_redirect_uri: PLRU }))
+    const response = await ctx.browser.request(
+      logoutUrl(ctx, { id_token_hint: ctx.idToken, post_logout_redirect_uri: PLRU }),
+    )
     expect(response.status).toBe(400)
     expect(response.headers.get('location')).toBeNull()
   })

@@ -6,7 +6,13 @@ import { basic, form } from '../helpers/service.ts'
 const web2: oauth.Client = { client_id: 'web2' }
 const web2Auth = oauth.ClientSecretBasic('web2-secret')
 
-async function refresh(ctx: Awaited<ReturnType<typeof setup>>, token: string, client = webClient, auth = webAuth, extra?: Record<string, string>) {
+async function refresh(
+  ctx: Awaited<ReturnType<typeof setup>>,
+  token: string,
+  client = webClient,
+  auth = webAuth,
+  extra?: Record<string, string>,
+) {
   const response = await oauth.refreshTokenGrantRequest(ctx.as, client, auth, token, {
     ...ctx.opts,
     ...(extra ? { additionalParameters: extra } : {}),
@@ -31,7 +37,9 @@ describe('refresh_token grant', () => {
   it('concurrent use of one refresh token: exactly one success, then the family is revoked', async () => {
     const ctx = await setup()
     const { result } = await signIn(ctx)
-    const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => refresh(ctx, result.refresh_token as string)))
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 10 }, () => refresh(ctx, result.refresh_token as string)),
+    )
     const ok = outcomes.filter((o) => o.status === 'fulfilled')
     expect(ok).toHaveLength(1)
     const winner = (ok[0] as PromiseFulfilledResult<oauth.TokenEndpointResponse>).value
@@ -41,7 +49,10 @@ describe('refresh_token grant', () => {
   it('RT-03: a refresh token presented by another client → invalid_grant, and it still works for its owner', async () => {
     const ctx = await setup()
     const { result } = await signIn(ctx)
-    await expect(refresh(ctx, result.refresh_token as string, web2, web2Auth)).rejects.toMatchObject({ error: 'invalid_grant', status: 400 })
+    await expect(refresh(ctx, result.refresh_token as string, web2, web2Auth)).rejects.toMatchObject({
+      error: 'invalid_grant',
+      status: 400,
+    })
     const ok = await refresh(ctx, result.refresh_token as string)
     expect(ok.access_token).toBeTypeOf('string')
   })
@@ -50,7 +61,11 @@ describe('refresh_token grant', () => {
     const ctx = await setup()
     const { result } = await signIn(ctx)
     const response = await ctx.service.fetch(
-      form(ctx.as.token_endpoint as string, { grant_type: 'refresh_token', refresh_token: result.refresh_token as string, client_id: 'web' }),
+      form(ctx.as.token_endpoint as string, {
+        grant_type: 'refresh_token',
+        refresh_token: result.refresh_token as string,
+        client_id: 'web',
+      }),
     )
     expect(response.status).toBe(401)
     expect(await response.json()).toMatchObject({ error: 'invalid_client' })
@@ -64,7 +79,9 @@ describe('refresh_token grant', () => {
     // the family keeps its original scope
     const back = await refresh(ctx, narrower.refresh_token as string, webClient, webAuth, { scope: 'openid profile' })
     expect(back.scope).toBe('openid profile')
-    await expect(refresh(ctx, back.refresh_token as string, webClient, webAuth, { scope: 'openid api1' })).rejects.toMatchObject({
+    await expect(
+      refresh(ctx, back.refresh_token as string, webClient, webAuth, { scope: 'openid api1' }),
+    ).rejects.toMatchObject({
       error: 'invalid_scope',
     })
   })
@@ -127,21 +144,29 @@ describe('revocation (RFC 7009)', () => {
   it('REV-03: a public client revokes its own token with client_id only', async () => {
     const ctx = await setup()
     const spa: oauth.Client = { client_id: 'spa' }
-    const { result } = await signIn(ctx, { client: spa, auth: oauth.None(), redirectUri: 'https://spa.example.test/callback' })
+    const { result } = await signIn(ctx, {
+      client: spa,
+      auth: oauth.None(),
+      redirectUri: 'https://spa.example.test/callback',
+    })
     const response = await oauth.revocationRequest(ctx.as, spa, oauth.None(), result.refresh_token as string, ctx.opts)
     await oauth.processRevocationResponse(response)
-    await expect(refresh(ctx, result.refresh_token as string, spa, oauth.None())).rejects.toMatchObject({ error: 'invalid_grant' })
+    await expect(refresh(ctx, result.refresh_token as string, spa, oauth.None())).rejects.toMatchObject({
+      error: 'invalid_grant',
+    })
   })
 
   it('REV-03: a wrong secret via Basic → 401 invalid_client with a Basic challenge', async () => {
     const ctx = await setup()
-    const response = await ctx.service.fetch(form(ctx.as.revocation_endpoint as string, { token: 'x' }, { authorization: basic('web', 'nope') }))
+    const response = await ctx.service.fetch(
+      form(ctx.as.revocation_endpoint as string, { token: 'x' }, { authorization: basic('web', 'nope') }),
+    )
     expect(response.status).toBe(401)
     expect(response.headers.get('www-authenticate')).toMatch(/^Basic realm=/)
     expect(await response.json()).toMatchObject({ error: 'invalid_client' })
   })
 
-  it('REV-04: a client cannot revoke another client\'s token', async () => {
+  it("REV-04: a client cannot revoke another client's token", async () => {
     const ctx = await setup()
     const { result } = await signIn(ctx)
     await ctx.service.clients.update('web2', { permissions: ['ept:revocation', 'ept:token', 'gt:refresh_token'] })
@@ -156,7 +181,9 @@ describe('revocation (RFC 7009)', () => {
     const get = await ctx.service.fetch(new Request(ctx.as.revocation_endpoint as string))
     expect(get.status).toBe(405)
     expect(get.headers.get('allow')).toBe('POST')
-    const missing = await ctx.service.fetch(form(ctx.as.revocation_endpoint as string, {}, { authorization: basic('web', 'web-secret') }))
+    const missing = await ctx.service.fetch(
+      form(ctx.as.revocation_endpoint as string, {}, { authorization: basic('web', 'web-secret') }),
+    )
     expect(missing.status).toBe(400)
     expect(await missing.json()).toMatchObject({ error: 'invalid_request' })
   })

@@ -21,7 +21,11 @@ describe('sign-in page and browser session', () => {
     expect(headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
     expect(headers.get('referrer-policy')).toBe('no-referrer')
     expect(headers.get('x-content-type-options')).toBe('nosniff')
-    const response = await ctx.browser.submit(first.page as never, { username: 'alice', password: 'alice-password', decision: 'login' })
+    const response = await ctx.browser.submit(first.page as never, {
+      username: 'alice',
+      password: 'alice-password',
+      decision: 'login',
+    })
     expect(response.callback).toBeDefined()
     expect(ctx.browser.cookies.has('gatehouse.session')).toBe(true)
   })
@@ -36,7 +40,14 @@ describe('sign-in page and browser session', () => {
     const response = await ctx.browser.request(ctx.service.endpoints.interaction, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ uid, csrf, action: 'login', decision: 'login', username: 'alice', password: 'alice-password' }),
+      body: new URLSearchParams({
+        uid,
+        csrf,
+        action: 'login',
+        decision: 'login',
+        username: 'alice',
+        password: 'alice-password',
+      }),
     })
     expect(response.status).toBe(303)
     const cookie = response.headers.getSetCookie().find((c) => c.startsWith('gatehouse.session=')) as string
@@ -63,10 +74,19 @@ describe('sign-in page and browser session', () => {
     const ctx = await setup()
     const { url } = await authorizationUrl(ctx.as)
     const first = await ctx.browser.navigate(url.href)
-    const badCsrf = await ctx.browser.submit(first.page as never, { username: 'alice', password: 'alice-password', csrf: 'forged', decision: 'login' })
+    const badCsrf = await ctx.browser.submit(first.page as never, {
+      username: 'alice',
+      password: 'alice-password',
+      csrf: 'forged',
+      decision: 'login',
+    })
     expect(badCsrf.page?.status).toBe(403)
     const attacker = new Browser(ctx.service.fetch)
-    const stolen = await attacker.submit(first.page as never, { username: 'alice', password: 'alice-password', decision: 'login' })
+    const stolen = await attacker.submit(first.page as never, {
+      username: 'alice',
+      password: 'alice-password',
+      decision: 'login',
+    })
     expect(stolen.page?.status).toBe(403)
     expect(stolen.callback).toBeUndefined()
   })
@@ -93,7 +113,11 @@ describe('sign-in page and browser session', () => {
   it('single sign-on across clients: the second client gets a code without a sign-in page', async () => {
     const ctx = await setup()
     await signIn(ctx)
-    const { url } = await authorizationUrl(ctx.as, { clientId: 'web2', redirectUri: 'https://rp2.example.test/cb', scope: 'openid' })
+    const { url } = await authorizationUrl(ctx.as, {
+      clientId: 'web2',
+      redirectUri: 'https://rp2.example.test/cb',
+      scope: 'openid',
+    })
     const callback = await authorize(ctx.browser, url, undefined)
     expect(callback.searchParams.get('code')).toBeTypeOf('string')
   })
@@ -139,11 +163,19 @@ describe('sign-in page and browser session', () => {
   it('AUTHZ-27: prompt=none with id_token_hint of the signed-in user succeeds; of another user → login_required', async () => {
     const ctx = await setup()
     const first = await signIn(ctx)
-    const same = await signIn(ctx, { extra: { prompt: 'none', id_token_hint: first.result.id_token as string }, credentials: undefined })
+    const same = await signIn(ctx, {
+      extra: { prompt: 'none', id_token_hint: first.result.id_token as string },
+      credentials: undefined,
+    })
     expect((oauth.getValidatedIdTokenClaims(same.result) as oauth.IDToken).sub).toBe('user-1')
     const bob = new Browser(ctx.service.fetch)
-    const bobResult = await signIn({ ...ctx, browser: bob }, { credentials: { username: 'bob', password: 'bob-password' } })
-    const { url } = await authorizationUrl(ctx.as, { extra: { prompt: 'none', id_token_hint: bobResult.result.id_token as string } })
+    const bobResult = await signIn(
+      { ...ctx, browser: bob },
+      { credentials: { username: 'bob', password: 'bob-password' } },
+    )
+    const { url } = await authorizationUrl(ctx.as, {
+      extra: { prompt: 'none', id_token_hint: bobResult.result.id_token as string },
+    })
     const response = await ctx.browser.navigate(url.href)
     expect(response.callback?.searchParams.get('error')).toBe('login_required')
   })
@@ -175,11 +207,20 @@ describe('sign-in page and browser session', () => {
 describe('explicit consent', () => {
   const consentClient: oauth.Client = { client_id: 'consent' }
   const consentAuth = oauth.ClientSecretBasic('consent-secret')
-  const options = { client: consentClient, auth: consentAuth, redirectUri: 'https://consent.example.test/cb', scope: 'openid email' }
+  const options = {
+    client: consentClient,
+    auth: consentAuth,
+    redirectUri: 'https://consent.example.test/cb',
+    scope: 'openid email',
+  }
 
   it('shows a consent page with the approving button first; allow → code; next time no page', async () => {
     const ctx = await setup()
-    const request = await authorizationUrl(ctx.as, { clientId: 'consent', redirectUri: options.redirectUri, scope: options.scope })
+    const request = await authorizationUrl(ctx.as, {
+      clientId: 'consent',
+      redirectUri: options.redirectUri,
+      scope: options.scope,
+    })
     const login = await ctx.browser.navigate(request.url.href)
     const consent = await ctx.browser.signIn(login.page as never, 'alice', 'alice-password')
     const html = consent.page?.html as string
@@ -193,13 +234,22 @@ describe('explicit consent', () => {
 
   it('deny → access_denied; prompt=none before consent → consent_required', async () => {
     const ctx = await setup()
-    const request = await authorizationUrl(ctx.as, { clientId: 'consent', redirectUri: options.redirectUri, scope: options.scope })
+    const request = await authorizationUrl(ctx.as, {
+      clientId: 'consent',
+      redirectUri: options.redirectUri,
+      scope: options.scope,
+    })
     const login = await ctx.browser.navigate(request.url.href)
     const consent = await ctx.browser.signIn(login.page as never, 'alice', 'alice-password')
     const denied = await ctx.browser.submit(consent.page as never, { decision: 'deny' })
     expect(denied.callback?.searchParams.get('error')).toBe('access_denied')
     await signIn(ctx) // a session, through the implicit-consent client
-    const none = await authorizationUrl(ctx.as, { clientId: 'consent', redirectUri: options.redirectUri, scope: options.scope, extra: { prompt: 'none' } })
+    const none = await authorizationUrl(ctx.as, {
+      clientId: 'consent',
+      redirectUri: options.redirectUri,
+      scope: options.scope,
+      extra: { prompt: 'none' },
+    })
     const response = await ctx.browser.navigate(none.url.href)
     expect(response.callback?.searchParams.get('error')).toBe('consent_required')
   })

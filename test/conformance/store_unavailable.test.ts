@@ -48,12 +48,19 @@ describe('store failures', () => {
     failing.add('clients')
     time.advance(10) // past the client cache
     const response = await service.fetch(
-      form(service.endpoints.token, { grant_type: 'client_credentials' }, { authorization: basic('service', 'service-secret') }),
+      form(
+        service.endpoints.token,
+        { grant_type: 'client_credentials' },
+        { authorization: basic('service', 'service-secret') },
+      ),
     )
     expect(response.status).toBe(503)
     expect(response.headers.get('retry-after')).toBe('5')
     expect(response.headers.get('content-type')).toBe('application/json')
-    expect(await response.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'the service is temporarily unavailable' })
+    expect(await response.json()).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'the service is temporarily unavailable',
+    })
   })
 
   it('refresh: a failed rotation leaves the old refresh token usable (no half-written grant)', async () => {
@@ -65,7 +72,11 @@ describe('store failures', () => {
     failing.add('refreshTokens.rotate')
     const refresh = () =>
       ctx.service.fetch(
-        form(ctx.as.token_endpoint as string, { grant_type: 'refresh_token', refresh_token: result.refresh_token as string }, { authorization: basic('web', 'web-secret') }),
+        form(
+          ctx.as.token_endpoint as string,
+          { grant_type: 'refresh_token', refresh_token: result.refresh_token as string },
+          { authorization: basic('web', 'web-secret') },
+        ),
       )
     expect((await refresh()).status).toBe(503)
     failing.clear()
@@ -88,12 +99,20 @@ describe('store failures', () => {
     const store = createRedisStore({ url: process.env.REDIS_URL as string, prefix: `gh-test-down-${Date.now()}:` })
     await store.connect()
     const { service } = await makeService({ store, now: () => Math.floor(Date.now() / 1000) })
-    const ok = await service.fetch(form(service.endpoints.token, { grant_type: 'client_credentials' }, { authorization: basic('service', 'service-secret') }))
+    const ok = await service.fetch(
+      form(
+        service.endpoints.token,
+        { grant_type: 'client_credentials' },
+        { authorization: basic('service', 'service-secret') },
+      ),
+    )
     expect(ok.status).toBe(200)
     const jwt = ((await ok.json()) as { access_token: string }).access_token
     await store.clear()
     await store.close()
-    const response = await service.fetch(form(service.endpoints.introspection, { token: jwt }, { authorization: basic('service', 'service-secret') }))
+    const response = await service.fetch(
+      form(service.endpoints.introspection, { token: jwt }, { authorization: basic('service', 'service-secret') }),
+    )
     expect(response.status).toBe(503)
     expect(await response.json()).toMatchObject({ error: 'temporarily_unavailable' })
   })

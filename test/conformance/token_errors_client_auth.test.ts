@@ -59,8 +59,16 @@ describe('token endpoint: client authentication errors', () => {
   })
 
   it('TOK-09: an unknown client and a wrong secret are indistinguishable', async () => {
-    const unknown = await expectError(await service.fetch(form(TOKEN, CC, { authorization: basic('nobody', 'x') })), 401, 'invalid_client')
-    const wrong = await expectError(await service.fetch(form(TOKEN, CC, { authorization: basic('service', 'x') })), 401, 'invalid_client')
+    const unknown = await expectError(
+      await service.fetch(form(TOKEN, CC, { authorization: basic('nobody', 'x') })),
+      401,
+      'invalid_client',
+    )
+    const wrong = await expectError(
+      await service.fetch(form(TOKEN, CC, { authorization: basic('service', 'x') })),
+      401,
+      'invalid_client',
+    )
     expect(unknown).toEqual(wrong)
   })
 
@@ -71,7 +79,10 @@ describe('token endpoint: client authentication errors', () => {
       const err = await oauth.processClientCredentialsResponse(as, client, response).catch((e: unknown) => e)
       expect(err).toBeInstanceOf(oauth.WWWAuthenticateChallengeError)
       expect(err).toMatchObject({ status: 401 })
-      expect((err as oauth.WWWAuthenticateChallengeError).cause[0]).toMatchObject({ scheme: 'basic', parameters: { realm: ISSUER } })
+      expect((err as oauth.WWWAuthenticateChallengeError).cause[0]).toMatchObject({
+        scheme: 'basic',
+        parameters: { realm: ISSUER },
+      })
     }
   })
 
@@ -86,17 +97,23 @@ describe('token endpoint: client authentication errors', () => {
   })
 
   it('TOK-11: Basic and client_secret in the body → 400 invalid_request', async () => {
-    const response = await service.fetch(form(TOKEN, { ...CC, client_secret: 'service-secret' }, { authorization: basic('service', 'service-secret') }))
+    const response = await service.fetch(
+      form(TOKEN, { ...CC, client_secret: 'service-secret' }, { authorization: basic('service', 'service-secret') }),
+    )
     await expectError(response, 400, 'invalid_request')
   })
 
   it('TOK-11: Basic and a body client_id naming another client → 401 invalid_client', async () => {
-    const response = await service.fetch(form(TOKEN, { ...CC, client_id: 'api1' }, { authorization: basic('service', 'service-secret') }))
+    const response = await service.fetch(
+      form(TOKEN, { ...CC, client_id: 'api1' }, { authorization: basic('service', 'service-secret') }),
+    )
     await expectError(response, 401, 'invalid_client')
   })
 
   it('TOK-11: Basic with the same client_id in the body is fine', async () => {
-    const response = await service.fetch(form(TOKEN, { ...CC, client_id: 'service' }, { authorization: basic('service', 'service-secret') }))
+    const response = await service.fetch(
+      form(TOKEN, { ...CC, client_id: 'service' }, { authorization: basic('service', 'service-secret') }),
+    )
     expect(response.status).toBe(200)
   })
 
@@ -117,6 +134,10 @@ describe('token endpoint: client authentication errors', () => {
   })
 
   it('the secret of one client does not authenticate another', async () => {
-    await expectError(await service.fetch(form(TOKEN, CC, { authorization: basic('service', 'api1-secret') })), 401, 'invalid_client')
+    await expectError(
+      await service.fetch(form(TOKEN, CC, { authorization: basic('service', 'api1-secret') })),
+      401,
+      'invalid_client',
+    )
   })
 })

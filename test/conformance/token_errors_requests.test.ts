@@ -58,7 +58,11 @@ describe('token endpoint: request errors', () => {
   it('TOK-07: grant_type=password → 400 unsupported_grant_type, with or without valid credentials', async () => {
     const fields = { grant_type: 'password', username: 'alice', password: 'alice-password', scope: 'openid' }
     await expectError(await service.fetch(form(TOKEN, fields, AUTH)), 400, 'unsupported_grant_type')
-    await expectError(await service.fetch(form(TOKEN, { ...fields, client_id: 'web', client_secret: 'web-secret' })), 400, 'unsupported_grant_type')
+    await expectError(
+      await service.fetch(form(TOKEN, { ...fields, client_id: 'web', client_secret: 'web-secret' })),
+      400,
+      'unsupported_grant_type',
+    )
   })
 
   it.each([
@@ -87,7 +91,10 @@ describe('token endpoint: request errors', () => {
   })
 
   it.each([
-    ['application/json', () => raw(JSON.stringify({ grant_type: 'client_credentials' }), { ...AUTH, 'content-type': 'application/json' })],
+    [
+      'application/json',
+      () => raw(JSON.stringify({ grant_type: 'client_credentials' }), { ...AUTH, 'content-type': 'application/json' }),
+    ],
     ['text/plain', () => raw('grant_type=client_credentials', { ...AUTH, 'content-type': 'text/plain' })],
     [
       'multipart/form-data',
@@ -98,7 +105,10 @@ describe('token endpoint: request errors', () => {
       },
     ],
     ['no content type', () => raw(bytes('grant_type=client_credentials'), AUTH)],
-    ['application/xml', () => raw('<grant_type>client_credentials</grant_type>', { ...AUTH, 'content-type': 'application/xml' })],
+    [
+      'application/xml',
+      () => raw('<grant_type>client_credentials</grant_type>', { ...AUTH, 'content-type': 'application/xml' }),
+    ],
   ])('TOK-01: a %s body → 415 invalid_request', async (_, build) => {
     const request = build()
     expect(request.headers.get('content-type') ?? '').not.toMatch(/urlencoded/)
@@ -106,7 +116,9 @@ describe('token endpoint: request errors', () => {
   })
 
   it('TOK-01: a form content type with a charset parameter is accepted', async () => {
-    const response = await service.fetch(raw('grant_type=client_credentials', { ...AUTH, 'content-type': `${FORM}; charset=UTF-8` }))
+    const response = await service.fetch(
+      raw('grant_type=client_credentials', { ...AUTH, 'content-type': `${FORM}; charset=UTF-8` }),
+    )
     expect(response.status).toBe(200)
   })
 
@@ -121,7 +133,11 @@ describe('token endpoint: request errors', () => {
     })
 
     it('one byte over → 413 invalid_request', async () => {
-      await expectError(await service.fetch(raw(sized(LIMIT + 1), { ...AUTH, 'content-type': FORM })), 413, 'invalid_request')
+      await expectError(
+        await service.fetch(raw(sized(LIMIT + 1), { ...AUTH, 'content-type': FORM })),
+        413,
+        'invalid_request',
+      )
     })
 
     it('a declared Content-Length over the limit → 413 without reading the body', async () => {
@@ -144,12 +160,20 @@ describe('token endpoint: request errors', () => {
     })
 
     it('a 1 MiB body → 413', async () => {
-      await expectError(await service.fetch(raw(sized(1 << 20), { ...AUTH, 'content-type': FORM })), 413, 'invalid_request')
+      await expectError(
+        await service.fetch(raw(sized(1 << 20), { ...AUTH, 'content-type': FORM })),
+        413,
+        'invalid_request',
+      )
     })
   })
 
   it('a parameter longer than 4096 characters → 400 invalid_request', async () => {
-    await expectError(await service.fetch(form(TOKEN, { grant_type: 'client_credentials', scope: 'a'.repeat(4097) }, AUTH)), 400, 'invalid_request')
+    await expectError(
+      await service.fetch(form(TOKEN, { grant_type: 'client_credentials', scope: 'a'.repeat(4097) }, AUTH)),
+      400,
+      'invalid_request',
+    )
   })
 
   it.each([
@@ -164,30 +188,52 @@ describe('token endpoint: request errors', () => {
   })
 
   it.each([
-    ['raw invalid UTF-8 appended to the right secret', bytes('grant_type=client_credentials&client_id=service&client_secret=service-secret', [0xff])],
-    ['percent-encoded invalid UTF-8 appended to the right secret', bytes('grant_type=client_credentials&client_id=service&client_secret=service-secret%FF')],
-    ['invalid UTF-8 in client_id', bytes('grant_type=client_credentials&client_id=serv', [0xff], 'ice&client_secret=service-secret')],
+    [
+      'raw invalid UTF-8 appended to the right secret',
+      bytes('grant_type=client_credentials&client_id=service&client_secret=service-secret', [0xff]),
+    ],
+    [
+      'percent-encoded invalid UTF-8 appended to the right secret',
+      bytes('grant_type=client_credentials&client_id=service&client_secret=service-secret%FF'),
+    ],
+    [
+      'invalid UTF-8 in client_id',
+      bytes('grant_type=client_credentials&client_id=serv', [0xff], 'ice&client_secret=service-secret'),
+    ],
   ])('%s → 401 invalid_client', async (_, body) => {
     await expectError(await service.fetch(raw(body, { 'content-type': FORM })), 401, 'invalid_client')
   })
 
   it('an unknown path → 404 JSON', async () => {
-    for (const path of ['/connect/tokens', '/token', '/oauth/token', '/connect', '/', '/.well-known/', '/connect/token/extra']) {
-      const response = await service.fetch(raw('grant_type=client_credentials', { ...AUTH, 'content-type': FORM }, 'POST', `${ISSUER}${path}`))
+    for (const path of [
+      '/connect/tokens',
+      '/token',
+      '/oauth/token',
+      '/connect',
+      '/',
+      '/.well-known/',
+      '/connect/token/extra',
+    ]) {
+      const response = await service.fetch(
+        raw('grant_type=client_credentials', { ...AUTH, 'content-type': FORM }, 'POST', `${ISSUER}${path}`),
+      )
       await expectError(response, 404, 'invalid_request')
     }
   })
 
-  it.each(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'])('TOK-01: %s /connect/token → 405 with Allow: POST, never tokens', async (method) => {
-    const response = await service.fetch(raw(null, AUTH, method, `${TOKEN}?grant_type=client_credentials`))
-    expect(response.headers.get('allow')).toBe('POST')
-    if (method === 'HEAD') {
-      expect(response.status).toBe(405)
-      expect(response.headers.get('content-type')).toMatch(/^application\/json/)
-    } else {
-      await expectError(response, 405, 'invalid_request')
-    }
-  })
+  it.each(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'])(
+    'TOK-01: %s /connect/token → 405 with Allow: POST, never tokens',
+    async (method) => {
+      const response = await service.fetch(raw(null, AUTH, method, `${TOKEN}?grant_type=client_credentials`))
+      expect(response.headers.get('allow')).toBe('POST')
+      if (method === 'HEAD') {
+        expect(response.status).toBe(405)
+        expect(response.headers.get('content-type')).toMatch(/^application\/json/)
+      } else {
+        await expectError(response, 405, 'invalid_request')
+      }
+    },
+  )
 
   it('POST to a GET-only endpoint → 405 with Allow: GET', async () => {
     for (const path of ['/.well-known/jwks.json', '/.well-known/openid-configuration']) {

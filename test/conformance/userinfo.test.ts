@@ -8,13 +8,17 @@ describe('userinfo', () => {
     const ctx = await setup()
     const { result } = await signIn(ctx, { scope: 'openid' })
     const url = ctx.as.userinfo_endpoint as string
-    const post = await ctx.service.fetch(new Request(url, { method: 'POST', headers: { authorization: `Bearer ${result.access_token}` } }))
+    const post = await ctx.service.fetch(
+      new Request(url, { method: 'POST', headers: { authorization: `Bearer ${result.access_token}` } }),
+    )
     expect(await post.json()).toEqual({ sub: 'user-1' })
     const body = await ctx.service.fetch(form(url, { access_token: result.access_token }))
     expect(body.status).toBe(200)
     expect(body.headers.get('content-type')).toBe('application/json')
     expect(body.headers.get('www-authenticate')).toBeNull()
-    const lower = await ctx.service.fetch(new Request(url, { headers: { authorization: `bearer ${result.access_token}` } }))
+    const lower = await ctx.service.fetch(
+      new Request(url, { headers: { authorization: `bearer ${result.access_token}` } }),
+    )
     expect(lower.status).toBe(200)
   })
 
@@ -43,7 +47,11 @@ describe('userinfo', () => {
   it('UI-07 CC-04: a token without openid → 403 insufficient_scope', async () => {
     const ctx = await setup()
     const cc = await ctx.service.fetch(
-      form(ctx.as.token_endpoint as string, { grant_type: 'client_credentials' }, { authorization: basic('service', 'service-secret') }),
+      form(
+        ctx.as.token_endpoint as string,
+        { grant_type: 'client_credentials' },
+        { authorization: basic('service', 'service-secret') },
+      ),
     )
     const { access_token } = (await cc.json()) as { access_token: string }
     const response = await oauth.userInfoRequest(ctx.as, webClient, access_token, ctx.opts)
@@ -55,7 +63,11 @@ describe('userinfo', () => {
     const ctx = await setup()
     const { result } = await signIn(ctx)
     const response = await ctx.service.fetch(
-      form(ctx.as.userinfo_endpoint as string, { access_token: result.access_token }, { authorization: `Bearer ${result.access_token}` }),
+      form(
+        ctx.as.userinfo_endpoint as string,
+        { access_token: result.access_token },
+        { authorization: `Bearer ${result.access_token}` },
+      ),
     )
     expect(response.status).toBe(400)
     expect(await response.json()).toMatchObject({ error: 'invalid_request' })

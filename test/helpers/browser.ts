@@ -20,7 +20,12 @@ export class Browser {
 
   constructor(
     handler: Handler,
-    clientPrefixes = ['https://rp.example.test', 'https://rp2.example.test', 'https://spa.example.test', 'https://consent.example.test'],
+    clientPrefixes = [
+      'https://rp.example.test',
+      'https://rp2.example.test',
+      'https://spa.example.test',
+      'https://consent.example.test',
+    ],
   ) {
     this.handler = handler
     this.clientPrefixes = clientPrefixes
@@ -95,5 +100,10 @@ export class Browser {
 }
 
 function decode(html: string): string {
-  return html.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+  return html
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&')
 }

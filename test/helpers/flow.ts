@@ -67,7 +67,11 @@ export async function authorize(
 /** The whole flow up to the token response, checked by oauth4webapi. */
 export async function signIn(
   ctx: { as: oauth.AuthorizationServer; browser: Browser; opts: ReturnType<typeof inProcess> },
-  options: AuthorizeOptions & { client?: oauth.Client; auth?: oauth.ClientAuth; credentials?: { username: string; password: string } } = {},
+  options: AuthorizeOptions & {
+    client?: oauth.Client
+    auth?: oauth.ClientAuth
+    credentials?: { username: string; password: string }
+  } = {},
 ) {
   const client = options.client ?? webClient
   const clientAuth = options.auth ?? webAuth

@@ -30,7 +30,11 @@ const stores = [
   {
     name: 'PostgreSQL',
     url: process.env.DATABASE_URL,
-    env: (url: string) => ({ GATEHOUSE_STORE: 'postgres', DATABASE_URL: url, GATEHOUSE_PG_SCHEMA: `gh_cluster_${tag}` }),
+    env: (url: string) => ({
+      GATEHOUSE_STORE: 'postgres',
+      DATABASE_URL: url,
+      GATEHOUSE_PG_SCHEMA: `gh_cluster_${tag}`,
+    }),
     async cleanup(url: string) {
       const sql = postgres(url, { max: 1, onnotice: () => {} })
       await sql.unsafe(`DROP SCHEMA IF EXISTS "gh_cluster_${tag}" CASCADE`)
@@ -62,7 +66,8 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
     [oauth.allowInsecureRequests]: true,
     [oauth.customFetch]: (input: string, init?: RequestInit) => fetch(retarget(input, name), init),
   })
-  const retarget = (input: string, name: Name) => input.replace(new URL(issuer).origin, `http://127.0.0.1:${ports[name]}`)
+  const retarget = (input: string, name: Name) =>
+    input.replace(new URL(issuer).origin, `http://127.0.0.1:${ports[name]}`)
 
   async function start(name: Name): Promise<void> {
     running[name] = launch([...COMMANDS[name], '--config', config.path], {
@@ -80,7 +85,10 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
     for (const name of Object.keys(COMMANDS) as Name[]) ports[name] = await freePort()
     issuer = `http://127.0.0.1:${ports.node}/shared-issuer`
     await Promise.all((Object.keys(COMMANDS) as Name[]).map(start))
-    as = await oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), via('bun')))
+    as = await oauth.processDiscoveryResponse(
+      new URL(issuer),
+      await oauth.discoveryRequest(new URL(issuer), via('bun')),
+    )
   }, 120_000)
 
   afterAll(async () => {
@@ -94,7 +102,9 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
     let sets: string[] = []
     for (let attempt = 0; attempt < 20; attempt++) {
       sets = await Promise.all(
-        (Object.keys(COMMANDS) as Name[]).map(async (name) => JSON.stringify(await (await fetch(retarget(as.jwks_uri as string, name))).json())),
+        (Object.keys(COMMANDS) as Name[]).map(async (name) =>
+          JSON.stringify(await (await fetch(retarget(as.jwks_uri as string, name))).json()),
+        ),
       )
       if (new Set(sets).size === 1) break
       await new Promise((r) => setTimeout(r, 500))
@@ -138,11 +148,16 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
     )
     const introspect = async (token: string, on: Name) =>
       oauth.processIntrospectionResponse(as, rs, await oauth.introspectionRequest(as, rs, rsAuth, token, via(on)))
-    expect(await introspect(refreshed.access_token, 'node')).toMatchObject({ active: true, sub: 'user-1', client_id: 'rt-web' })
+    expect(await introspect(refreshed.access_token, 'node')).toMatchObject({
+      active: true,
+      sub: 'user-1',
+      client_id: 'rt-web',
+    })
     // reuse of the rotated token on another instance revokes the family everywhere
     const reuse = await oauth.refreshTokenGrantRequest(as, web, webAuth, tokens.refresh_token as string, via('node'))
     await expect(oauth.processRefreshTokenResponse(as, web, reuse)).rejects.toMatchObject({ error: 'invalid_grant' })
-    for (const on of ['node', 'bun', 'deno'] as const) expect(await introspect(refreshed.access_token, on)).toEqual({ active: false })
+    for (const on of ['node', 'bun', 'deno'] as const)
+      expect(await introspect(refreshed.access_token, on)).toEqual({ active: false })
   })
 
   it.runIf(url)('a revocation on one instance is seen by the others at once', async () => {
@@ -153,10 +168,14 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
       await oauth.authorizationCodeGrantRequest(as, web, webAuth, params, RU, verifier, via('node')),
       { expectedNonce: oauth.expectNoNonce },
     )
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, web, webAuth, tokens.access_token, via('bun')))
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, web, webAuth, tokens.access_token, via('bun')),
+    )
     const info = await oauth.userInfoRequest(as, web, tokens.access_token, via('deno'))
     expect(info.status).toBe(401)
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, web, webAuth, tokens.refresh_token as string, via('deno')))
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, web, webAuth, tokens.refresh_token as string, via('deno')),
+    )
     const refresh = await oauth.refreshTokenGrantRequest(as, web, webAuth, tokens.refresh_token as string, via('node'))
     await expect(oauth.processRefreshTokenResponse(as, web, refresh)).rejects.toMatchObject({ error: 'invalid_grant' })
   })
@@ -213,7 +232,10 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
     expect(refreshed.access_token).toBeTypeOf('string')
     // logout on the restarted instance with an ID token issued before the restart
     const logout = new URL(as.end_session_endpoint as string)
-    logout.search = new URLSearchParams({ id_token_hint: tokens.id_token as string, post_logout_redirect_uri: PLRU }).toString()
+    logout.search = new URLSearchParams({
+      id_token_hint: tokens.id_token as string,
+      post_logout_redirect_uri: PLRU,
+    }).toString()
     const response = await fetch(retarget(logout.href, 'node'), { redirect: 'manual' })
     expect(response.status).toBe(303)
   })

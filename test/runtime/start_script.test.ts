@@ -100,14 +100,24 @@ describe('npm start', () => {
   })
 
   it.each([
-    ['PostgreSQL', { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test' }, /cannot connect to PostgreSQL at 127\.0\.0\.1:1/],
+    [
+      'PostgreSQL',
+      { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test' },
+      /cannot connect to PostgreSQL at 127\.0\.0\.1:1/,
+    ],
     ['Redis', { REDIS_URL: 'redis://127.0.0.1:1' }, /cannot connect to Redis at 127\.0\.0\.1:1/],
   ])('a %s store that cannot be reached stops start-up with a clear message', async (_name, env, message) => {
-    const server = launch([...NPM_START, '--config', config(CONFIG)], { HOST: '127.0.0.1', PORT: String(await freePort()), ...env })
+    const server = launch([...NPM_START, '--config', config(CONFIG)], {
+      HOST: '127.0.0.1',
+      PORT: String(await freePort()),
+      ...env,
+    })
     cleanups.push(() => void server.stop().catch(() => undefined))
     const exit = await Promise.race([
       server.exited,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still running:\n${server.output().stderr}`)), 20_000)),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`still running:\n${server.output().stderr}`)), 20_000),
+      ),
     ])
     expect(exit.code).toBe(1)
     expect(server.output().stderr).toMatch(message)
@@ -121,7 +131,12 @@ describe('npm start', () => {
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
     const path = config(CONFIG)
     const port = await freePort()
-    const env = { GATEHOUSE_STORE: 'pglite', GATEHOUSE_DATA_DIR: dir, PORT: String(port), ISSUER: `http://127.0.0.1:${port}` }
+    const env = {
+      GATEHOUSE_STORE: 'pglite',
+      GATEHOUSE_DATA_DIR: dir,
+      PORT: String(port),
+      ISSUER: `http://127.0.0.1:${port}`,
+    }
     const first = await start(['--config', path], env)
     const as = await discover(first.issuer)
     const client = { client_id: 'rt-service' }

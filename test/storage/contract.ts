@@ -200,7 +200,9 @@ export function describeStorageContract(options: StorageContractOptions): void {
 
       test('insert-if-absent is atomic: of 8 concurrent inserts of one id exactly one wins', async () => {
         const clientId = uniqueId('client')
-        const candidates = Array.from({ length: 8 }, (_, i) => clientRecord({ clientId, displayName: `candidate ${i}` }))
+        const candidates = Array.from({ length: 8 }, (_, i) =>
+          clientRecord({ clientId, displayName: `candidate ${i}` }),
+        )
         const results = await Promise.all(candidates.map((r) => store.clients.insert(r)))
         expect(results.filter(Boolean)).toHaveLength(1)
         const winner = candidates[results.indexOf(true)]
@@ -210,7 +212,13 @@ export function describeStorageContract(options: StorageContractOptions): void {
       test('update replaces an existing record and returns true', async () => {
         const record = clientRecord()
         await store.clients.insert(record)
-        const changed = { ...record, displayName: 'Renamed', permissions: ['ept:token'], secrets: [], updatedAt: record.updatedAt + 5 }
+        const changed = {
+          ...record,
+          displayName: 'Renamed',
+          permissions: ['ept:token'],
+          secrets: [],
+          updatedAt: record.updatedAt + 5,
+        }
         expect(await store.clients.update(changed)).toBe(true)
         expect(await store.clients.get(record.clientId)).toEqual(changed)
       })

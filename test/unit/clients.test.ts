@@ -5,7 +5,12 @@ import { CLIENTS, ISSUER, clock } from '../helpers/service.ts'
 
 async function setup() {
   const time = clock()
-  const service = createTokenService({ issuer: ISSUER, now: time.now, secretHashIterations: 1000, logger: { warn() {}, error() {} } })
+  const service = createTokenService({
+    issuer: ISSUER,
+    now: time.now,
+    secretHashIterations: 1000,
+    logger: { warn() {}, error() {} },
+  })
   return { service, clock: time }
 }
 
@@ -14,7 +19,12 @@ function defined<T>(value: T | undefined): T {
   return value
 }
 
-const JOB = { clientId: 'job', clientSecret: 'job-secret-plain', displayName: 'Job', permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'] }
+const JOB = {
+  clientId: 'job',
+  clientSecret: 'job-secret-plain',
+  displayName: 'Job',
+  permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+}
 
 describe('clients.ensure', () => {
   it('creates a client and reports created:true with the host view', async () => {
@@ -43,7 +53,12 @@ describe('clients.ensure', () => {
     await service.clients.ensure(JOB)
     const before = await service.store.clients.get('job')
     clock.advance(100)
-    const again = await service.clients.ensure({ ...JOB, clientSecret: 'another-secret', displayName: 'Changed', permissions: ['ept:token'] })
+    const again = await service.clients.ensure({
+      ...JOB,
+      clientSecret: 'another-secret',
+      displayName: 'Changed',
+      permissions: ['ept:token'],
+    })
     expect(again.created).toBe(false)
     expect(again.client.displayName).toBe('Job')
     expect(again.client.permissions).toEqual(JOB.permissions)
@@ -58,7 +73,9 @@ describe('clients.ensure', () => {
 
   it('concurrent ensure of one id creates it exactly once', async () => {
     const { service } = await setup()
-    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => service.clients.ensure({ ...JOB, displayName: `Job ${i}` })))
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => service.clients.ensure({ ...JOB, displayName: `Job ${i}` })),
+    )
     expect(results.filter((r) => r.created)).toHaveLength(1)
     const winner = results.find((r) => r.created)?.client.displayName
     for (const result of results) expect(result.client.displayName).toBe(winner)
@@ -109,10 +126,18 @@ describe('clients.find / list', () => {
   it('find returns the client or undefined; list returns every client', async () => {
     const { service } = await setup()
     for (const registration of Object.values(CLIENTS)) await service.clients.ensure(registration)
-    expect(await service.clients.find('web')).toMatchObject({ clientId: 'web', displayName: 'Web App', type: 'confidential' })
+    expect(await service.clients.find('web')).toMatchObject({
+      clientId: 'web',
+      displayName: 'Web App',
+      type: 'confidential',
+    })
     expect(await service.clients.find('nobody')).toBeUndefined()
     const ids = (await service.clients.list()).map((c) => c.clientId).sort()
-    expect(ids).toEqual(Object.values(CLIENTS).map((c) => c.clientId).sort())
+    expect(ids).toEqual(
+      Object.values(CLIENTS)
+        .map((c) => c.clientId)
+        .sort(),
+    )
   })
 })
 
@@ -123,7 +148,11 @@ describe('clients.update', () => {
     const before = defined(await service.store.clients.get('job'))
     clock.advance(60)
     const updated = await service.clients.update('job', { displayName: 'Renamed', lifetimes: { accessToken: 120 } })
-    expect(updated).toMatchObject({ displayName: 'Renamed', permissions: JOB.permissions, lifetimes: { accessToken: 120 } })
+    expect(updated).toMatchObject({
+      displayName: 'Renamed',
+      permissions: JOB.permissions,
+      lifetimes: { accessToken: 120 },
+    })
     expect(updated.createdAt).toBe(before.createdAt)
     expect(updated.updatedAt).toBe(clock.now())
     const after = defined(await service.store.clients.get('job'))
@@ -158,7 +187,9 @@ describe('clients.update', () => {
     await service.clients.ensure(JOB)
     const before = await service.store.clients.get('job')
     await expect(service.clients.update('job', { permissions: ['nope'] })).rejects.toThrow(TypeError)
-    await expect(service.clients.update('job', { redirectUris: ['http://evil.example.test/cb'] })).rejects.toThrow(/redirectUris/)
+    await expect(service.clients.update('job', { redirectUris: ['http://evil.example.test/cb'] })).rejects.toThrow(
+      /redirectUris/,
+    )
     expect(await service.store.clients.get('job')).toEqual(before)
   })
 

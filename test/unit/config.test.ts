@@ -48,13 +48,19 @@ describe('createTokenService options', () => {
   ])('a bad %s throws a TypeError naming it', (field, options) => {
     const err = construction(options)
     expect(err.message).toMatch(/^invalid token service options\n/)
-    const fields = err.message.split('\n').slice(1).map((line) => line.split(': ')[0])
+    const fields = err.message
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split(': ')[0])
     expect(fields).toContain(field)
   })
 
   it('names every bad field at once and keeps the issues as cause', () => {
     const err = construction({ issuer: 'nope', accessTokenTtl: 0, idTokenTtl: -1 })
-    const fields = err.message.split('\n').slice(1).map((line) => line.split(': ')[0])
+    const fields = err.message
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split(': ')[0])
     expect(fields).toEqual(expect.arrayContaining(['issuer', 'accessTokenTtl', 'idTokenTtl']))
     expect(Array.isArray(err.cause)).toBe(true)
   })
@@ -114,7 +120,10 @@ describe('client registrations', () => {
       message = (err as Error).message
     }
     expect(message).toMatch(/^invalid client registration\n/)
-    const fields = message.split('\n').slice(1).map((line) => line.split(': ')[0])
+    const fields = message
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split(': ')[0])
     expect(fields).toContain(field)
 
     // The host API rejects it the same way, and nothing is stored.
@@ -125,7 +134,9 @@ describe('client registrations', () => {
 
   it('accepts loopback http redirect URIs for native apps', () => {
     for (const uri of ['http://127.0.0.1:8080/cb', 'http://localhost/cb', 'http://[::1]:1234/cb']) {
-      expect(parseClientRegistration({ clientId: 'native', permissions: [], redirectUris: [uri] }).redirectUris).toEqual([uri])
+      expect(
+        parseClientRegistration({ clientId: 'native', permissions: [], redirectUris: [uri] }).redirectUris,
+      ).toEqual([uri])
     }
   })
 

@@ -17,7 +17,12 @@ describe('OAuthError', () => {
   it('message is the error_description; name, code and status are set', () => {
     const err = new OAuthError('invalid_grant', 'the code has expired', { cause: new Error('private detail') })
     expect(err).toBeInstanceOf(Error)
-    expect(err).toMatchObject({ name: 'OAuthError', code: 'invalid_grant', status: 400, message: 'the code has expired' })
+    expect(err).toMatchObject({
+      name: 'OAuthError',
+      code: 'invalid_grant',
+      status: 400,
+      message: 'the code has expired',
+    })
     expect((err.cause as Error).message).toBe('private detail')
   })
 
@@ -59,14 +64,23 @@ describe('errorResponse', () => {
   })
 
   it('TOK-09: invalid_client with a Basic challenge → 401 + WWW-Authenticate: Basic realm="<issuer>"', async () => {
-    const response = errorResponse(new OAuthError('invalid_client', 'client authentication failed', { challenge: 'Basic' }), REALM)
+    const response = errorResponse(
+      new OAuthError('invalid_client', 'client authentication failed', { challenge: 'Basic' }),
+      REALM,
+    )
     expect(response.status).toBe(401)
     expect(response.headers.get('www-authenticate')).toBe(`Basic realm="${REALM}"`)
-    expect(await response.json()).toEqual({ error: 'invalid_client', error_description: 'client authentication failed' })
+    expect(await response.json()).toEqual({
+      error: 'invalid_client',
+      error_description: 'client authentication failed',
+    })
   })
 
   it('UI-06: a Bearer challenge carries error and error_description, quoted', () => {
-    const response = errorResponse(new OAuthError('invalid_token', 'the token has expired', { challenge: 'Bearer' }), REALM)
+    const response = errorResponse(
+      new OAuthError('invalid_token', 'the token has expired', { challenge: 'Bearer' }),
+      REALM,
+    )
     expect(response.headers.get('www-authenticate')).toBe(
       `Bearer realm="${REALM}", error="invalid_token", error_description="the token has expired"`,
     )
@@ -133,16 +147,18 @@ describe('toOAuthError', () => {
     expect(toOAuthError(err)).toBe(err)
   })
 
-  it.each([new TypeError('Cannot read properties of undefined (reading "hash")'), 'a string', undefined, { weird: true }])(
-    'turns %j into a fixed server_error without leaking the message',
-    async (thrown) => {
-      const err = toOAuthError(thrown)
-      expect(err).toMatchObject({ code: 'server_error', status: 500 })
-      expect(err.message).toBe('the server encountered an unexpected condition')
-      expect(err.cause).toBe(thrown)
-      expect(await errorResponse(err, REALM).text()).not.toContain('hash')
-    },
-  )
+  it.each([
+    new TypeError('Cannot read properties of undefined (reading "hash")'),
+    'a string',
+    undefined,
+    { weird: true },
+  ])('turns %j into a fixed server_error without leaking the message', async (thrown) => {
+    const err = toOAuthError(thrown)
+    expect(err).toMatchObject({ code: 'server_error', status: 500 })
+    expect(err.message).toBe('the server encountered an unexpected condition')
+    expect(err.cause).toBe(thrown)
+    expect(await errorResponse(err, REALM).text()).not.toContain('hash')
+  })
 
   it('turns StoreUnavailableError into 503 temporarily_unavailable with Retry-After', async () => {
     const err = toOAuthError(new StoreUnavailableError('ECONNREFUSED 10.0.0.5:5432'))

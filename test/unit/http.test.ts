@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { OAuthError } from '../../src/errors.ts'
-import { bearerToken, escapeHtml, mediaType, noStoreJson, parseParams, printable, readBody, readForm } from '../../src/http.ts'
+import {
+  bearerToken,
+  escapeHtml,
+  mediaType,
+  noStoreJson,
+  parseParams,
+  printable,
+  readBody,
+  readForm,
+} from '../../src/http.ts'
 
 const LIMITS = { maxBodyBytes: 1024, maxParameterLength: 64 }
 const URL_ = 'https://auth.example.test/connect/token'
@@ -122,12 +131,13 @@ describe('readForm', () => {
     expect(err).toMatchObject({ code: 'invalid_request', status: 415 })
   })
 
-  it.each(['application/x-www-form-urlencoded;charset=UTF-8', 'Application/X-WWW-Form-URLEncoded', ' application/x-www-form-urlencoded ; charset=utf-8'])(
-    'accepts the media type %j',
-    async (type) => {
-      expect((await readForm(post('a=1', type), LIMITS)).get('a')).toBe('1')
-    },
-  )
+  it.each([
+    'application/x-www-form-urlencoded;charset=UTF-8',
+    'Application/X-WWW-Form-URLEncoded',
+    ' application/x-www-form-urlencoded ; charset=utf-8',
+  ])('accepts the media type %j', async (type) => {
+    expect((await readForm(post('a=1', type), LIMITS)).get('a')).toBe('1')
+  })
 
   it('does not read the body of a wrong content type', async () => {
     const request = post(stream('a=1'), 'application/json')
@@ -199,6 +209,8 @@ describe('helpers', () => {
   })
 
   it('escapeHtml escapes the five HTML-special characters', () => {
-    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe('&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;')
+    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe(
+      '&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+    )
   })
 })

@@ -69,9 +69,12 @@ describe('createScopeRegistry', () => {
     expect(registry.audiences(['api1'])).toEqual(['api1'])
     expect(registry.audiences(['api2', 'api1', 'openid'])).toEqual(['https://api2.example.test', 'api1'])
     expect(registry.audiences(['openid', 'profile', 'offline_access'])).toEqual([])
-    expect(createScopeRegistry([{ name: 'a', audience: 'shared' }, { name: 'b', audience: 'shared' }]).audiences(['a', 'b'])).toEqual([
-      'shared',
-    ])
+    expect(
+      createScopeRegistry([
+        { name: 'a', audience: 'shared' },
+        { name: 'b', audience: 'shared' },
+      ]).audiences(['a', 'b']),
+    ).toEqual(['shared'])
   })
 
   it('identity scopes release their claims', () => {

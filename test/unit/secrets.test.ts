@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { DEFAULT_ITERATIONS, createVerificationCache, hashSecret, isSecretHash, verifySecret } from '../../src/secrets.ts'
+import {
+  DEFAULT_ITERATIONS,
+  createVerificationCache,
+  hashSecret,
+  isSecretHash,
+  verifySecret,
+} from '../../src/secrets.ts'
 
 const FORMAT = /^pbkdf2-sha256\$(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/
 

@@ -69,7 +69,8 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       return await fn()
     } catch (err) {
       if (err instanceof StoreUnavailableError || err instanceof TypeError) throw err
-      if (isUnavailable(err)) throw new StoreUnavailableError(`database unavailable during ${operation}`, { cause: err })
+      if (isUnavailable(err))
+        throw new StoreUnavailableError(`database unavailable during ${operation}`, { cause: err })
       throw err
     }
   }
@@ -83,7 +84,14 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
 
   async function prune(): Promise<void> {
     const at = now()
-    for (const table of ['codes', 'refresh_tokens', 'sessions', 'interactions', 'revoked_families', 'revoked_access_tokens']) {
+    for (const table of [
+      'codes',
+      'refresh_tokens',
+      'sessions',
+      'interactions',
+      'revoked_families',
+      'revoked_access_tokens',
+    ]) {
       await client.query(`DELETE FROM ${t(table)} WHERE expires_at <= $1`, [at])
     }
   }
@@ -96,7 +104,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       [id, at],
     )
     if (updated[0]) return { status: 'ok', record: { ...parse<T>(updated[0].record), consumedAt: at } }
-    const rows = await client.query<Row>(`SELECT record, consumed_at FROM ${t(table)} WHERE id = $1 AND expires_at > $2`, [id, at])
+    const rows = await client.query<Row>(
+      `SELECT record, consumed_at FROM ${t(table)} WHERE id = $1 AND expires_at > $2`,
+      [id, at],
+    )
     const row = rows[0]
     if (!row) return { status: 'missing' }
     return { status: 'replayed', record: { ...parse<T>(row.record), consumedAt: Number(row.consumed_at) } }
@@ -127,7 +138,9 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
       delete: (clientId) =>
         run('clients.delete', async () => {
-          const rows = await client.query(`DELETE FROM ${t('clients')} WHERE client_id = $1 RETURNING client_id`, [clientId])
+          const rows = await client.query(`DELETE FROM ${t('clients')} WHERE client_id = $1 RETURNING client_id`, [
+            clientId,
+          ])
           return rows.length === 1
         }),
       list: () =>
@@ -165,7 +178,9 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           const row = rows[0]
           if (!row) return undefined
           const record = parse<RefreshTokenRecord>(row.record)
-          return row.consumed_at === null || row.consumed_at === undefined ? record : { ...record, consumedAt: Number(row.consumed_at) }
+          return row.consumed_at === null || row.consumed_at === undefined
+            ? record
+            : { ...record, consumedAt: Number(row.consumed_at) }
         }),
       rotate: (id, next, at) =>
         run('refreshTokens.rotate', () =>
@@ -188,7 +203,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
             )
             const row = rows[0]
             if (!row) return { status: 'missing' }
-            return { status: 'replayed', record: { ...parse<RefreshTokenRecord>(row.record), consumedAt: Number(row.consumed_at) } }
+            return {
+              status: 'replayed',
+              record: { ...parse<RefreshTokenRecord>(row.record), consumedAt: Number(row.consumed_at) },
+            }
           }),
         ),
     },
@@ -204,7 +222,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
       get: (id) =>
         run('sessions.get', async () => {
-          const rows = await client.query<Row>(`SELECT record FROM ${t('sessions')} WHERE id = $1 AND expires_at > $2`, [id, now()])
+          const rows = await client.query<Row>(
+            `SELECT record FROM ${t('sessions')} WHERE id = $1 AND expires_at > $2`,
+            [id, now()],
+          )
           return rows[0] ? parse<SessionRecord>(rows[0].record) : undefined
         }),
       delete: (id) =>
@@ -224,7 +245,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
       get: (id) =>
         run('interactions.get', async () => {
-          const rows = await client.query<Row>(`SELECT record FROM ${t('interactions')} WHERE id = $1 AND expires_at > $2`, [id, now()])
+          const rows = await client.query<Row>(
+            `SELECT record FROM ${t('interactions')} WHERE id = $1 AND expires_at > $2`,
+            [id, now()],
+          )
           return rows[0] ? parse<InteractionRecord>(rows[0].record) : undefined
         }),
       take: (id) =>
@@ -248,7 +272,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
       isFamilyRevoked: (familyId) =>
         run('revocations.isFamilyRevoked', async () => {
-          const rows = await client.query(`SELECT 1 FROM ${t('revoked_families')} WHERE family_id = $1 AND expires_at > $2`, [familyId, now()])
+          const rows = await client.query(
+            `SELECT 1 FROM ${t('revoked_families')} WHERE family_id = $1 AND expires_at > $2`,
+            [familyId, now()],
+          )
           return rows.length > 0
         }),
       revokeAccessToken: (jti, until) =>
@@ -262,7 +289,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
       isAccessTokenRevoked: (jti) =>
         run('revocations.isAccessTokenRevoked', async () => {
-          const rows = await client.query(`SELECT 1 FROM ${t('revoked_access_tokens')} WHERE jti = $1 AND expires_at > $2`, [jti, now()])
+          const rows = await client.query(
+            `SELECT 1 FROM ${t('revoked_access_tokens')} WHERE jti = $1 AND expires_at > $2`,
+            [jti, now()],
+          )
           return rows.length > 0
         }),
     },
@@ -289,12 +319,19 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           await tx.query(
             `CREATE TABLE IF NOT EXISTS ${t('migrations')} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
           )
-          const done = new Set((await tx.query<{ version: number }>(`SELECT version FROM ${t('migrations')}`)).map((r) => Number(r.version)))
+          const done = new Set(
+            (await tx.query<{ version: number }>(`SELECT version FROM ${t('migrations')}`)).map((r) =>
+              Number(r.version),
+            ),
+          )
           const applied: number[] = []
           for (const migration of MIGRATIONS) {
             if (done.has(migration.version)) continue
             for (const statement of migration.statements) await tx.query(statement.replaceAll('{schema}', s))
-            await tx.query(`INSERT INTO ${t('migrations')} (version, name) VALUES ($1, $2)`, [migration.version, migration.name])
+            await tx.query(`INSERT INTO ${t('migrations')} (version, name) VALUES ($1, $2)`, [
+              migration.version,
+              migration.name,
+            ])
             applied.push(migration.version)
           }
           return applied

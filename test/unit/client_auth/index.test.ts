@@ -18,12 +18,18 @@ const TRICKY = 'a+b:c%d/e'
 async function oauth4webapiBasic(clientId: string, secret: string): Promise<string> {
   let header: string | null = null
   const as: oauth.AuthorizationServer = { issuer: ISSUER, token_endpoint: TOKEN_URL }
-  await oauth.clientCredentialsGrantRequest(as, { client_id: clientId }, oauth.ClientSecretBasic(secret), {}, {
-    [oauth.customFetch]: async (_url: string, init?: RequestInit) => {
-      header = new Headers(init?.headers).get('authorization')
-      return new Response('{}', { headers: { 'content-type': 'application/json' } })
+  await oauth.clientCredentialsGrantRequest(
+    as,
+    { client_id: clientId },
+    oauth.ClientSecretBasic(secret),
+    {},
+    {
+      [oauth.customFetch]: async (_url: string, init?: RequestInit) => {
+        header = new Headers(init?.headers).get('authorization')
+        return new Response('{}', { headers: { 'content-type': 'application/json' } })
+      },
     },
-  })
+  )
   if (header === null) throw new Error('no Authorization header sent')
   return header
 }
@@ -31,7 +37,11 @@ async function oauth4webapiBasic(clientId: string, secret: string): Promise<stri
 async function context() {
   const store = createMemoryStore({ now: () => NOW })
   const clients = createClientRegistry({ store, now: () => NOW, iterations: 1000 })
-  await clients.ensure({ clientId: 'conf', clientSecret: 'conf-secret', permissions: ['ept:token', 'gt:client_credentials'] })
+  await clients.ensure({
+    clientId: 'conf',
+    clientSecret: 'conf-secret',
+    permissions: ['ept:token', 'gt:client_credentials'],
+  })
   await clients.ensure({ clientId: TRICKY, clientSecret: TRICKY, permissions: ['ept:token'] })
   await clients.ensure({ clientId: 'pub', permissions: ['ept:token', 'gt:authorization_code'] })
   const ctx = {
@@ -50,12 +60,7 @@ function request(body: Record<string, string>, authorization?: string) {
   return { request: new Request(TOKEN_URL, { method: 'POST', headers }), params }
 }
 
-async function authenticate(
-  ctx: Context,
-  body: Record<string, string>,
-  authorization?: string,
-  allowPublic = false,
-) {
+async function authenticate(ctx: Context, body: Record<string, string>, authorization?: string, allowPublic = false) {
   const { request: req, params } = request(body, authorization)
   return authenticateClient(req, params, ctx, { allowPublic })
 }
@@ -105,7 +110,9 @@ describe('parseBasic', () => {
     ['no credentials', 'Basic '],
     ['two tokens', `Basic ${btoa('a:b')} ${btoa('c:d')}`],
   ])('%s → invalid_client with a Basic challenge', (_, header) => {
-    expect(() => parseBasic(header)).toThrow(expect.objectContaining({ code: 'invalid_client', status: 401, challenge: 'Basic' }))
+    expect(() => parseBasic(header)).toThrow(
+      expect.objectContaining({ code: 'invalid_client', status: 401, challenge: 'Basic' }),
+    )
   })
 })
 
@@ -163,7 +170,9 @@ describe('authenticateClient', () => {
 
   it('a public client presenting a secret → invalid_client', async () => {
     const { ctx } = await context()
-    expect((await failure(authenticate(ctx, { client_id: 'pub', client_secret: 'x' }, undefined, true))).code).toBe('invalid_client')
+    expect((await failure(authenticate(ctx, { client_id: 'pub', client_secret: 'x' }, undefined, true))).code).toBe(
+      'invalid_client',
+    )
     expect((await failure(authenticate(ctx, {}, basic('pub', 'x'), true))).code).toBe('invalid_client')
   })
 
@@ -211,10 +220,20 @@ describe('requirePermission', () => {
 describe('over the wire', () => {
   it('TOK-08: oauth4webapi ClientSecretBasic with id and secret a+b:c%d/e gets a token', async () => {
     const { service } = await makeService()
-    await service.clients.ensure({ clientId: TRICKY, clientSecret: TRICKY, permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'] })
+    await service.clients.ensure({
+      clientId: TRICKY,
+      clientSecret: TRICKY,
+      permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+    })
     const as = { issuer: ISSUER, token_endpoint: service.endpoints.token }
     const client = { client_id: TRICKY }
-    const response = await oauth.clientCredentialsGrantRequest(as, client, oauth.ClientSecretBasic(TRICKY), {}, inProcess(service.fetch))
+    const response = await oauth.clientCredentialsGrantRequest(
+      as,
+      client,
+      oauth.ClientSecretBasic(TRICKY),
+      {},
+      inProcess(service.fetch),
+    )
     const result = await oauth.processClientCredentialsResponse(as, client, response)
     expect(result.token_type).toBe('bearer')
     expect(result.access_token).toEqual(expect.any(String))

@@ -8,7 +8,10 @@ import { ISSUER, basic, form, makeService } from '../../helpers/service.ts'
 const NOW = 1_800_000_000
 const PRIVATE = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']
 
-function keyring(store = createMemoryStore({ now: () => NOW }), algorithms: Array<'RS256' | 'ES256' | 'PS256' | 'ES384' | 'EdDSA'> = ['RS256', 'ES256']) {
+function keyring(
+  store = createMemoryStore({ now: () => NOW }),
+  algorithms: Array<'RS256' | 'ES256' | 'PS256' | 'ES384' | 'EdDSA'> = ['RS256', 'ES256'],
+) {
   return { store, keyring: createKeyring({ store, now: () => NOW, algorithms }) }
 }
 
@@ -20,7 +23,13 @@ function expectPublicOnly(keys: Record<string, unknown>[]) {
 }
 
 async function ccToken(service: Awaited<ReturnType<typeof makeService>>['service']) {
-  const response = await service.fetch(form(service.endpoints.token, { grant_type: 'client_credentials' }, { authorization: basic('service', 'service-secret') }))
+  const response = await service.fetch(
+    form(
+      service.endpoints.token,
+      { grant_type: 'client_credentials' },
+      { authorization: basic('service', 'service-secret') },
+    ),
+  )
   expect(response.status).toBe(200)
   return ((await response.json()) as { access_token: string }).access_token
 }
@@ -36,13 +45,16 @@ describe('publicJwk', () => {
 })
 
 describe('generateKeyRecord', () => {
-  it.each(['RS256', 'ES256', 'PS256', 'ES384', 'EdDSA'] as const)('%s: a private JWK with kid and alg, and its public half', async (alg) => {
-    const record = await generateKeyRecord(alg, NOW)
-    expect(record).toMatchObject({ alg, createdAt: NOW, activatesAt: NOW })
-    expect(record.kid).toMatch(/^[A-Za-z0-9_-]{22}$/)
-    expect(record.privateJwk).toMatchObject({ kid: record.kid, alg, use: 'sig', d: expect.any(String) })
-    expectPublicOnly([record.publicJwk])
-  })
+  it.each(['RS256', 'ES256', 'PS256', 'ES384', 'EdDSA'] as const)(
+    '%s: a private JWK with kid and alg, and its public half',
+    async (alg) => {
+      const record = await generateKeyRecord(alg, NOW)
+      expect(record).toMatchObject({ alg, createdAt: NOW, activatesAt: NOW })
+      expect(record.kid).toMatch(/^[A-Za-z0-9_-]{22}$/)
+      expect(record.privateJwk).toMatchObject({ kid: record.kid, alg, use: 'sig', d: expect.any(String) })
+      expectPublicOnly([record.publicJwk])
+    },
+  )
 
   it('JWKS-04: RSA keys have a 2048-bit modulus', async () => {
     const record = await generateKeyRecord('RS256', NOW)
@@ -135,8 +147,16 @@ describe('createKeyring', () => {
 
   it('a key past expiresAt is no longer published or trusted; a retired key still verifies', async () => {
     const store = createMemoryStore({ now: () => NOW })
-    const retired = { ...(await generateKeyRecord('ES256', NOW - 1000, NOW - 1000)), retiresAt: NOW - 10, expiresAt: NOW + 3600 }
-    const gone = { ...(await generateKeyRecord('ES256', NOW - 9000, NOW - 9000)), retiresAt: NOW - 5000, expiresAt: NOW - 1 }
+    const retired = {
+      ...(await generateKeyRecord('ES256', NOW - 1000, NOW - 1000)),
+      retiresAt: NOW - 10,
+      expiresAt: NOW + 3600,
+    }
+    const gone = {
+      ...(await generateKeyRecord('ES256', NOW - 9000, NOW - 9000)),
+      retiresAt: NOW - 5000,
+      expiresAt: NOW - 1,
+    }
     await store.keys.put(retired)
     await store.keys.put(gone)
     const ring = createKeyring({ store, now: () => NOW, algorithms: ['ES256'] })
@@ -179,10 +199,17 @@ describe('keys of a service', () => {
   it('a second service on the same store publishes the same JWKS and verifies the first one’s tokens', async () => {
     const { service: first, clock } = await makeService()
     const token = await ccToken(first)
-    const second = createTokenService({ issuer: ISSUER, store: first.store, now: clock.now, secretHashIterations: 1000 })
+    const second = createTokenService({
+      issuer: ISSUER,
+      store: first.store,
+      now: clock.now,
+      secretHashIterations: 1000,
+    })
     await second.ready()
     expect(await second.keys.jwks()).toEqual(await first.keys.jwks())
-    const response = await second.fetch(form(second.endpoints.introspection, { token }, { authorization: basic('service', 'service-secret') }))
+    const response = await second.fetch(
+      form(second.endpoints.introspection, { token }, { authorization: basic('service', 'service-secret') }),
+    )
     expect(await response.json()).toMatchObject({ active: true, client_id: 'service', iss: ISSUER })
   })
 })

@@ -5,13 +5,19 @@ import { basic, clock, form, makeService } from '../../helpers/service.ts'
 
 async function token(service: Awaited<ReturnType<typeof makeService>>['service']) {
   const response = await service.fetch(
-    form(service.endpoints.token, { grant_type: 'client_credentials' }, { authorization: basic('service', 'service-secret') }),
+    form(
+      service.endpoints.token,
+      { grant_type: 'client_credentials' },
+      { authorization: basic('service', 'service-secret') },
+    ),
   )
   return ((await response.json()) as { access_token: string }).access_token
 }
 
 async function active(service: Awaited<ReturnType<typeof makeService>>['service'], value: string) {
-  const response = await service.fetch(form(service.endpoints.introspection, { token: value }, { authorization: basic('service', 'service-secret') }))
+  const response = await service.fetch(
+    form(service.endpoints.introspection, { token: value }, { authorization: basic('service', 'service-secret') }),
+  )
   return ((await response.json()) as { active: boolean }).active
 }
 

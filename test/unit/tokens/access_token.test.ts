@@ -23,12 +23,24 @@ describe('issueAccessToken', () => {
     const { token, claims } = await issueAccessToken(input, key)
     expect(decodeProtectedHeader(token)).toEqual({ alg: 'ES256', kid: key.kid, typ: 'at+jwt' })
     expect(decodeJwt(token)).toEqual(claims)
-    expect(claims).toEqual({ iss: ISSUER, sub: 'svc', aud: 'api1', exp: NOW + 600, iat: NOW, jti: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/), client_id: 'svc', scope: 'api1' })
+    expect(claims).toEqual({
+      iss: ISSUER,
+      sub: 'svc',
+      aud: 'api1',
+      exp: NOW + 600,
+      iat: NOW,
+      jti: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/),
+      client_id: 'svc',
+      scope: 'api1',
+    })
   })
 
   it('several audiences are an array; user grants carry gid, auth_time and sid', async () => {
     const { key, input } = await setup()
-    const { claims } = await issueAccessToken({ ...input, audience: ['a', 'b'], familyId: 'fam', authTime: NOW - 5, sid: 's1' }, key)
+    const { claims } = await issueAccessToken(
+      { ...input, audience: ['a', 'b'], familyId: 'fam', authTime: NOW - 5, sid: 's1' },
+      key,
+    )
     expect(claims).toMatchObject({ aud: ['a', 'b'], gid: 'fam', auth_time: NOW - 5, sid: 's1' })
   })
 
@@ -52,7 +64,9 @@ describe('verifyAccessToken', () => {
     const { token } = await issueAccessToken(input, key)
     expect(await verifyAccessToken(token, keyring, { issuer: ISSUER, now: NOW + 599 })).toBeDefined()
     expect(await verifyAccessToken(token, keyring, { issuer: ISSUER, now: NOW + 600 })).toBeUndefined()
-    expect(await verifyAccessToken(token, keyring, { issuer: ISSUER, now: NOW + 86_400, allowExpired: true })).toBeDefined()
+    expect(
+      await verifyAccessToken(token, keyring, { issuer: ISSUER, now: NOW + 86_400, allowExpired: true }),
+    ).toBeDefined()
   })
 
   it('another issuer → undefined', async () => {
@@ -71,7 +85,17 @@ describe('verifyAccessToken', () => {
     ['no aud', { typ: 'at+jwt' }, { aud: undefined }],
   ])('a token signed with our key but with %s → undefined', async (_, header, overrides) => {
     const { keyring, key } = await setup()
-    const payload: Record<string, unknown> = { iss: ISSUER, sub: 'svc', aud: 'api1', exp: NOW + 600, iat: NOW, jti: 'j', client_id: 'svc', scope: 'api1', ...overrides }
+    const payload: Record<string, unknown> = {
+      iss: ISSUER,
+      sub: 'svc',
+      aud: 'api1',
+      exp: NOW + 600,
+      iat: NOW,
+      jti: 'j',
+      client_id: 'svc',
+      scope: 'api1',
+      ...overrides,
+    }
     for (const name of Object.keys(payload)) if (payload[name] === undefined) delete payload[name]
     const token = await new SignJWT(payload).setProtectedHeader({ alg: 'ES256', kid: key.kid, ...header }).sign(key.key)
     expect(await verifyAccessToken(token, keyring, { issuer: ISSUER, now: NOW })).toBeUndefined()
@@ -86,10 +110,13 @@ describe('verifyAccessToken', () => {
     expect(await verifyAccessToken(token, keyring, { issuer: ISSUER, now: NOW })).toBeUndefined()
   })
 
-  it.each(['', 'garbage', 'a.b', 'a.b.c', 'a.b.c.d.e', '...', 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.'])('malformed %j → undefined', async (token) => {
-    const { keyring } = await setup()
-    expect(await verifyAccessToken(token, keyring, { issuer: ISSUER, now: NOW })).toBeUndefined()
-  })
+  it.each(['', 'garbage', 'a.b', 'a.b.c', 'a.b.c.d.e', '...', 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.'])(
+    'malformed %j → undefined',
+    async (token) => {
+      const { keyring } = await setup()
+      expect(await verifyAccessToken(token, keyring, { issuer: ISSUER, now: NOW })).toBeUndefined()
+    },
+  )
 })
 
 describe('looksLikeJwt', () => {

@@ -63,12 +63,15 @@ describe('checkCodeVerifier', () => {
     ['padding "="', `${'a'.repeat(42)}=`],
     ['a space', `${'a'.repeat(21)} ${'a'.repeat(21)}`],
     ['non-ASCII', `${'a'.repeat(42)}é`],
-  ])('CODE-10: a malformed verifier (%s) → invalid_grant, even when it would match a plain challenge', async (_, verifier) => {
-    const err = await rejection(checkCodeVerifier(verifier, verifier, 'plain'))
-    expect(err.code).toBe('invalid_grant')
-    const s256 = await rejection(checkCodeVerifier(verifier, await sha256(verifier), 'S256'))
-    expect(s256.code).toBe('invalid_grant')
-  })
+  ])(
+    'CODE-10: a malformed verifier (%s) → invalid_grant, even when it would match a plain challenge',
+    async (_, verifier) => {
+      const err = await rejection(checkCodeVerifier(verifier, verifier, 'plain'))
+      expect(err.code).toBe('invalid_grant')
+      const s256 = await rejection(checkCodeVerifier(verifier, await sha256(verifier), 'S256'))
+      expect(s256.code).toBe('invalid_grant')
+    },
+  )
 
   it.each([
     ['43 characters', 'a'.repeat(43)],

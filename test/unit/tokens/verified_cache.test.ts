@@ -23,7 +23,10 @@ describe('verified access token cache', () => {
     const auth = { authorization: basic('service', 'service-secret') }
     const issued = await service.fetch(form(service.endpoints.token, { grant_type: 'client_credentials' }, auth))
     const { access_token } = (await issued.json()) as { access_token: string }
-    const introspect = async () => (await (await service.fetch(form(service.endpoints.introspection, { token: access_token }, auth))).json()) as { active: boolean }
+    const introspect = async () =>
+      (await (await service.fetch(form(service.endpoints.introspection, { token: access_token }, auth))).json()) as {
+        active: boolean
+      }
     expect((await introspect()).active).toBe(true)
     expect((await service.fetch(form(service.endpoints.revocation, { token: access_token }, auth))).status).toBe(200)
     expect(await introspect()).toEqual({ active: false })
