@@ -137,7 +137,16 @@ export async function start(runtime: Runtime): Promise<TokenService> {
   }
   let service: TokenService
   try {
-    service = createTokenService({ ...settings, ...runtime.serviceOptions, issuer, users, ...(store ? { store } : {}) })
+    // Requests come from the runtime's HTTP server, which holds bodies to their Content-Length.
+    const limits = { ...('limits' in settings ? settings.limits : {}), trustContentLength: true }
+    service = createTokenService({
+      ...settings,
+      ...runtime.serviceOptions,
+      limits,
+      issuer,
+      users,
+      ...(store ? { store } : {}),
+    })
   } catch (err) {
     await store?.close?.()
     return fail((err as Error).message)

@@ -192,6 +192,13 @@ export const OptionsSchema = v.strictObject({
       maxBodyBytes: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(256)), 16_384),
       /** Longest accepted parameter value in characters. Default 4096 (tokens may be long). */
       maxParameterLength: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(64)), 4096),
+      /**
+       * Read a body whose Content-Length is declared (within the limit) in one piece. Only where
+       * the HTTP server in front holds bodies to their declared length, as Node's, Bun's and Deno's
+       * do (the start scripts set it); a hand-built Request could declare less than it carries.
+       * Default false: bodies are read as a stream and counted.
+       */
+      trustContentLength: v.optional(v.boolean(), false),
       /** Most scopes in one request. Default 32. */
       maxScopes: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 32),
     }),

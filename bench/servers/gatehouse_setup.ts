@@ -24,6 +24,8 @@ export async function setupGatehouse(setup: GatehouseSetup) {
     issuer: `http://127.0.0.1:${port}`,
     ...(setup.store ? { store: setup.store } : {}),
     ...setup.serviceOptions,
+    // As the start scripts run it: the runtime's HTTP server holds bodies to their Content-Length.
+    limits: { trustContentLength: true },
     // The host's user directory and sign-in: one fixed user, signed in without a page. This is
     // what an embedding application with its own session does (README "Sign-in").
     accounts: { findAccount: async (sub) => (sub === USER_SUB ? { sub } : undefined) },

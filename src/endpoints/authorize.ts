@@ -49,7 +49,7 @@ async function readParams(request: Request, ctx: Context): Promise<RawParams> {
     if (mediaType(request.headers.get('content-type') ?? '') !== 'application/x-www-form-urlencoded') {
       throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', { status: 415 })
     }
-    const body = await readBody(request, ctx.config.limits.maxBodyBytes)
+    const body = await readBody(request, ctx.config.limits.maxBodyBytes, ctx.config.limits.trustContentLength)
     return collect(formPairs(new TextDecoder().decode(body)), max)
   }
   return collect(new URL(request.url).searchParams, max)

@@ -31,7 +31,12 @@ async function readParams(request: Request, ctx: Context): Promise<Map<string, s
     if (mediaType(request.headers.get('content-type') ?? '') !== 'application/x-www-form-urlencoded') {
       throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', { status: 415 })
     }
-    return parseParams(new TextDecoder().decode(await readBody(request, ctx.config.limits.maxBodyBytes)), max)
+    return parseParams(
+      new TextDecoder().decode(
+        await readBody(request, ctx.config.limits.maxBodyBytes, ctx.config.limits.trustContentLength),
+      ),
+      max,
+    )
   }
   return parseParams(new URL(request.url).search.slice(1), max)
 }

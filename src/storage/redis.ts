@@ -119,6 +119,15 @@ export function createRedisStore(options: RedisStoreOptions) {
     return record.expiresAt > now() ? record : undefined
   }
 
+  /** A one-time record: a hash of the record (`r`), its end (`e`) and later its use (`c`). */
+  async function putOnce(key: string, record: { expiresAt: number }): Promise<void> {
+    await redis
+      .multi()
+      .hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt)
+      .expire(key, ttl(record.expiresAt))
+      .exec()
+  }
+
   async function isMarked(key: string): Promise<boolean> {
     const until = await redis.get(key)
     return until !== null && Number(until) > now()
@@ -164,28 +173,12 @@ export function createRedisStore(options: RedisStoreOptions) {
         }),
     },
     codes: {
-      insert: (record) =>
-        run('codes.insert', async () => {
-          const key = k('code', record.id)
-          await redis
-            .multi()
-            .hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt)
-            .expire(key, ttl(record.expiresAt))
-            .exec()
-        }),
+      insert: (record) => run('codes.insert', () => putOnce(k('code', record.id), record)),
       consume: (id, at) =>
         run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at))),
     },
     refreshTokens: {
-      insert: (record) =>
-        run('refreshTokens.insert', async () => {
-          const key = k('rt', record.id)
-          await redis
-            .multi()
-            .hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt)
-            .expire(key, ttl(record.expiresAt))
-            .exec()
-        }),
+      insert: (record) => run('refreshTokens.insert', () => putOnce(k('rt', record.id), record)),
       get: (id) =>
         run('refreshTokens.get', async () => {
           const [rec, expiresAt, consumedAt] = await redis.hmget(k('rt', id), 'r', 'e', 'c')
