@@ -6,7 +6,7 @@
 import * as v from 'valibot'
 import type { InteractionHook } from './interaction/types.ts'
 import { FIXED_PERMISSIONS, Permissions } from './permissions.ts'
-import type { SecretDigest } from './secrets.ts'
+import { DEFAULT_ITERATIONS, type SecretDigest } from './secrets.ts'
 import type { Store } from './storage/types.ts'
 
 /** Access-token signing algorithms we can generate keys for. */
@@ -177,7 +177,7 @@ export const OptionsSchema = v.strictObject({
   /** Also put the claims of granted identity scopes into the ID token. Default false. */
   idTokenIncludesClaims: v.optional(v.boolean(), false),
   /** PBKDF2 iterations for newly hashed secrets and passwords. Default 600,000. */
-  secretHashIterations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 600_000),
+  secretHashIterations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), DEFAULT_ITERATIONS),
   /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
   secretCacheTtl: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 300),
   /**

@@ -54,9 +54,6 @@ export function createUserDirectory(users: readonly UserConfig[], iterations: nu
       const user = bySub.get(sub)
       return user && { ...user.claims }
     },
-    get size(): number {
-      return bySub.size
-    },
   }
 }
 

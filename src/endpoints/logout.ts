@@ -13,9 +13,9 @@
  * is not an error (§4).
  */
 import type { Context } from '../context.ts'
-import { setCookie } from '../cookies.ts'
+import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
 import { OAuthError } from '../errors.ts'
-import { parseParams, readBody, mediaType } from '../http.ts'
+import { parseParams, readForm } from '../http.ts'
 import { browserBinding, loadSession } from '../interaction/flow.ts'
 import { errorPage, logoutConfirmPage, page, signedOutPage } from '../pages.ts'
 import { Permissions } from '../permissions.ts'
@@ -23,22 +23,10 @@ import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken, sha256, timingSafeEqual } from '../tokens/opaque.ts'
 import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
 import { appendQuery, redirect } from './authorize.ts'
-import { browserCookieName, readCookie } from '../cookies.ts'
 
 async function readParams(request: Request, ctx: Context): Promise<Map<string, string>> {
-  const max = ctx.config.limits.maxParameterLength
-  if (request.method === 'POST') {
-    if (mediaType(request.headers.get('content-type') ?? '') !== 'application/x-www-form-urlencoded') {
-      throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', { status: 415 })
-    }
-    return parseParams(
-      new TextDecoder().decode(
-        await readBody(request, ctx.config.limits.maxBodyBytes, ctx.config.limits.trustContentLength),
-      ),
-      max,
-    )
-  }
-  return parseParams(new URL(request.url).search.slice(1), max)
+  if (request.method === 'POST') return readForm(request, ctx.config.limits)
+  return parseParams(new URL(request.url).search.slice(1), ctx.config.limits.maxParameterLength)
 }
 
 /** Ends the session (if any) and answers with a redirect or the signed-out page. */

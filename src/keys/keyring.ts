@@ -193,11 +193,6 @@ export function createKeyring(options: KeyringOptions) {
       return { keys: list.map((r) => ({ ...publicJwk(r.publicJwk), kid: r.kid, alg: r.alg, use: 'sig' })) }
     },
 
-    /** Forgets the cached key set (after a rotation by this instance). */
-    invalidate(): void {
-      loaded = undefined
-    },
-
     /** Every key record, for host-side key management. */
     async list(): Promise<KeyRecord[]> {
       return records(true)

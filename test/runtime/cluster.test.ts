@@ -133,14 +133,15 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
     return { params: oauth.validateAuthResponse(as, web, done.callback, state), verifier }
   }
 
+  /** Signs in on one instance and redeems the code on another. */
+  async function signedIn(signInOn: Name, redeemOn: Name) {
+    const { params, verifier } = await code(signInOn)
+    const response = await oauth.authorizationCodeGrantRequest(as, web, webAuth, params, RU, verifier, via(redeemOn))
+    return oauth.processAuthorizationCodeResponse(as, web, response, { expectedNonce: oauth.expectNoNonce })
+  }
+
   it.runIf(url)('sign in on Node, redeem on Bun, refresh on Deno, introspect and revoke across them', async () => {
-    const { params, verifier } = await code('node')
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      web,
-      await oauth.authorizationCodeGrantRequest(as, web, webAuth, params, RU, verifier, via('bun')),
-      { expectedNonce: oauth.expectNoNonce },
-    )
+    const tokens = await signedIn('node', 'bun')
     const refreshed = await oauth.processRefreshTokenResponse(
       as,
       web,
@@ -161,13 +162,7 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
   })
 
   it.runIf(url)('a revocation on one instance is seen by the others at once', async () => {
-    const { params, verifier } = await code('deno')
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      web,
-      await oauth.authorizationCodeGrantRequest(as, web, webAuth, params, RU, verifier, via('node')),
-      { expectedNonce: oauth.expectNoNonce },
-    )
+    const tokens = await signedIn('deno', 'node')
     await oauth.processRevocationResponse(
       await oauth.revocationRequest(as, web, webAuth, tokens.access_token, via('bun')),
     )
@@ -194,13 +189,7 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
   })
 
   it.runIf(url)('parallel refresh of one token across instances: one success, then the family is revoked', async () => {
-    const { params, verifier } = await code('node')
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      web,
-      await oauth.authorizationCodeGrantRequest(as, web, webAuth, params, RU, verifier, via('deno')),
-      { expectedNonce: oauth.expectNoNonce },
-    )
+    const tokens = await signedIn('node', 'deno')
     const names = ['node', 'bun', 'deno', 'node', 'bun', 'deno'] as const
     const responses = await Promise.all(
       names.map((on) => oauth.refreshTokenGrantRequest(as, web, webAuth, tokens.refresh_token as string, via(on))),
@@ -213,13 +202,7 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
   })
 
   it.runIf(url)('a restarted instance carries on: same keys, same clients, live refresh tokens', async () => {
-    const { params, verifier } = await code('node')
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      web,
-      await oauth.authorizationCodeGrantRequest(as, web, webAuth, params, RU, verifier, via('node')),
-      { expectedNonce: oauth.expectNoNonce },
-    )
+    const tokens = await signedIn('node', 'node')
     const jwksBefore = await (await fetch(retarget(as.jwks_uri as string, 'node'))).json()
     await running.node.stop()
     await start('node')
