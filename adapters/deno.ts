@@ -2,7 +2,8 @@
  * @module adapters/deno
  * Serves a fetch handler on Deno with `Deno.serve` (no dependency: the handler fits as is).
  */
-export type FetchHandler = (request: Request) => Promise<Response>
+/** A fetch handler; `info.address` is the TCP peer's address (the service's throttling uses it). */
+export type FetchHandler = (request: Request, info?: { address?: string }) => Promise<Response>
 
 /** Starts `Deno.serve` for `handler`; resolves once it listens. */
 export function serveDeno(
@@ -23,7 +24,10 @@ export function serveDeno(
           if (server) resolve(server)
         },
       },
-      handler,
+      (request, info) => {
+        const peer = info.remoteAddr
+        return handler(request, peer.transport === 'tcp' || peer.transport === 'udp' ? { address: peer.hostname } : {})
+      },
     )
     if (listening) resolve(server)
   })

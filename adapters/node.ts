@@ -4,16 +4,22 @@
  * the incoming message (measured on this project's 2-core machine, a trivial form-parsing Web
  * handler: bare node:http 36k req/s, @hono/node-server 31k, @hattip/adapter-node 3k; see README).
  */
-import { createHmac, randomBytes } from 'node:crypto'
+import { type JsonWebKey, constants, createHmac, createPrivateKey, randomBytes, sign } from 'node:crypto'
 import type { Server } from 'node:http'
 import { createAdaptorServer } from '@hono/node-server'
+import type { SecretDigest } from '../src/secrets.ts'
+import type { JwsSigner } from '../src/tokens/compact_jws.ts'
 
-export type FetchHandler = (request: Request) => Promise<Response>
+/** A fetch handler; `info.address` is the TCP peer's address (the service's throttling uses it). */
+export type FetchHandler = (request: Request, info?: { address?: string }) => Promise<Response>
 
 /** Starts an HTTP server for `handler`; resolves once it listens. */
 export function serveNode(handler: FetchHandler, options: { port: number; hostname?: string }): Promise<Server> {
   const server = createAdaptorServer({
-    fetch: handler,
+    fetch: (request: Request, env: { incoming?: { socket: { remoteAddress?: string } } }) => {
+      const address = env.incoming?.socket.remoteAddress
+      return handler(request, address === undefined ? {} : { address })
+    },
     ...(options.hostname ? { hostname: options.hostname } : {}),
   }) as Server
   return new Promise((resolve, reject) => {
@@ -29,4 +35,33 @@ export function serveNode(handler: FetchHandler, options: { port: number; hostna
 export function nodeSecretDigest(): (secret: string) => string {
   const key = randomBytes(32)
   return (secret) => createHmac('sha256', key).update(secret, 'utf8').digest('base64url')
+}
+
+/** node:crypto's digest and options for each JWS algorithm (RFC 7518 §3.3–3.5, RFC 8037 §3.1). */
+const NODE_JWS: Record<string, { hash: string | null; options?: { padding: number; saltLength: number } }> = {
+  ES256: { hash: 'sha256' },
+  ES384: { hash: 'sha384' },
+  RS256: { hash: 'sha256' },
+  PS256: { hash: 'sha256', options: { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 } },
+  EdDSA: { hash: null },
+}
+
+/**
+ * Synchronous JWS signatures through node:crypto, for the service's `signer` option: a token then
+ * costs one signature on the request's own turn instead of a WebCrypto thread-pool hop. ECDSA
+ * signatures are IEEE P1363 (r || s), as JWS wants; other algorithms fall back to jose.
+ */
+export function nodeSigner(): JwsSigner {
+  return ({ alg, privateJwk }) => {
+    const params = NODE_JWS[alg]
+    if (!params) return undefined
+    const key = createPrivateKey({ key: privateJwk as JsonWebKey, format: 'jwk' })
+    const signingKey = { key, dsaEncoding: 'ieee-p1363' as const, ...params.options }
+    return (input) => sign(params.hash, input, signingKey)
+  }
+}
+
+/** The service options `npm start` passes on Node (the Node bench server uses the same). */
+export function nodeServiceOptions(): { secretDigest: SecretDigest; signer: JwsSigner } {
+  return { secretDigest: nodeSecretDigest(), signer: nodeSigner() }
 }

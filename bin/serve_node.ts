@@ -1,6 +1,6 @@
 /** `npm start`: the service on Node through adapters/node.ts. */
 import { readFile } from 'node:fs/promises'
-import { nodeSecretDigest, serveNode } from '../adapters/node.ts'
+import { nodeServiceOptions, serveNode } from '../adapters/node.ts'
 import { start } from './start.ts'
 
 await start({
@@ -20,5 +20,5 @@ await start({
   },
   onSignal: (signal, listener) => process.on(signal, listener),
   exit: (code) => process.exit(code),
-  serviceOptions: { secretDigest: nodeSecretDigest() },
+  serviceOptions: nodeServiceOptions(),
 })

@@ -17,12 +17,12 @@ export interface Runtime {
   readTextFile: (path: string) => Promise<string>
   /** Starts listening; resolves once the server accepts connections. */
   serve: (
-    handler: (request: Request) => Promise<Response>,
+    handler: (request: Request, info?: { address?: string }) => Promise<Response>,
     options: { port: number; hostname: string },
   ) => Promise<{ close(): Promise<void> }>
   onSignal: (signal: 'SIGTERM' | 'SIGINT', listener: () => void) => void
-  /** Runtime-specific service options (e.g. Node's synchronous secret digest). */
-  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest'>
+  /** Runtime-specific service options (e.g. Node's synchronous secret digest and signer). */
+  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer'>
   exit: (code: number) => never
 }
 

@@ -3,9 +3,23 @@
  * Host-side client registration (ensure, find, update, delete, list) and the per-instance client
  * cache the endpoints read through. Secrets are hashed before they reach the store.
  */
-import { type ClientRegistration, parseClientRegistration } from './config.ts'
+import { type ClientRegistration, formatIssues, parseClientRegistration } from './config.ts'
 import { hashSecret, isSecretHash } from './secrets.ts'
-import type { ClientRecord, Store } from './storage/types.ts'
+import { base64url } from 'jose'
+import * as v from 'valibot'
+import type { ClientRecord, SecretRecord, Store } from './storage/types.ts'
+
+const AddSecretSchema = v.strictObject({
+  secret: v.optional(v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters'), v.maxLength(1024))),
+  expiresAt: v.optional(v.pipe(v.number(), v.safeInteger())),
+})
+const RetireSecretSchema = v.strictObject({ at: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0))) })
+
+function parseInput<S extends v.GenericSchema>(schema: S, input: unknown, what: string): v.InferOutput<S> {
+  const result = v.safeParse(schema, input)
+  if (result.success) return result.output
+  throw new TypeError(`${what}\n${formatIssues(result.issues)}`, { cause: result.issues })
+}
 
 /** A client as the host sees it: everything but the secret hashes. */
 export interface ClientInfo {
@@ -20,10 +34,43 @@ export interface ClientInfo {
   allowPlainPkce: boolean
   requirePkce: boolean
   lifetimes: ClientRecord['lifetimes']
-  /** Number of secrets and their expiry, never the secrets. */
-  secrets: Array<{ createdAt: number; expiresAt?: number }>
+  /** CIDR ranges the client may authenticate from; absent: anywhere. */
+  allowedNetworks?: string[]
+  /** The secrets' ids, creation and expiry, never the secrets. */
+  secrets: SecretInfo[]
   createdAt: number
   updatedAt: number
+}
+
+/** A client secret as the host sees it. */
+export interface SecretInfo {
+  /** Stable id of the secret (derived from its random salt), for `retireSecret`. */
+  id: string
+  createdAt: number
+  /** After this time (epoch s) the secret no longer authenticates. */
+  expiresAt?: number
+}
+
+/** A secret just added: its value is shown this once and never stored. */
+export interface AddedSecret extends SecretInfo {
+  secret: string
+}
+
+/** The id of a stored secret: a prefix of its random salt (unique per hash, not secret). */
+export function secretId(record: SecretRecord): string {
+  return record.hash.split('$')[2]?.slice(0, 16) ?? ''
+}
+
+function toSecretInfo(record: SecretRecord): SecretInfo {
+  const info: SecretInfo = { id: secretId(record), createdAt: record.createdAt }
+  if (record.expiresAt !== undefined) info.expiresAt = record.expiresAt
+  return info
+}
+
+/** A random client secret: 32 bytes, base64url. */
+export function generateSecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32))
+  return base64url.encode(bytes)
 }
 
 /** Whether the client authenticates with a secret. */
@@ -44,9 +91,8 @@ export function toClientInfo(record: ClientRecord): ClientInfo {
     allowPlainPkce: record.allowPlainPkce,
     requirePkce: record.requirePkce,
     lifetimes: { ...record.lifetimes },
-    secrets: record.secrets.map(({ createdAt, expiresAt }) =>
-      expiresAt === undefined ? { createdAt } : { createdAt, expiresAt },
-    ),
+    ...(record.allowedNetworks ? { allowedNetworks: [...record.allowedNetworks] } : {}),
+    secrets: record.secrets.map(toSecretInfo),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   }
@@ -92,9 +138,22 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       allowPlainPkce: reg.allowPlainPkce,
       requirePkce: reg.requirePkce,
       lifetimes: reg.lifetimes,
+      ...(reg.allowedNetworks ? { allowedNetworks: reg.allowedNetworks } : {}),
       createdAt,
       updatedAt: at,
     }
+  }
+
+  async function load(clientId: string): Promise<ClientRecord> {
+    const existing = await store.clients.get(clientId)
+    if (!existing) throw new TypeError(`client ${JSON.stringify(clientId)} does not exist`)
+    return existing
+  }
+
+  async function save(record: ClientRecord): Promise<void> {
+    if (!(await store.clients.update(record)))
+      throw new TypeError(`client ${JSON.stringify(record.clientId)} does not exist`)
+    cache.delete(record.clientId)
   }
 
   return {
@@ -158,6 +217,7 @@ export function createClientRegistry(options: ClientRegistryOptions) {
         allowPlainPkce: existing.allowPlainPkce,
         requirePkce: existing.requirePkce,
         lifetimes: existing.lifetimes,
+        allowedNetworks: existing.allowedNetworks,
       }
       for (const [name, value] of Object.entries(changes)) {
         // The id is the key: an untyped caller's `clientId` in changes must not retarget the update.
@@ -168,9 +228,56 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       if (changes.clientSecret === null) delete merged.clientSecret
       const record = await toRecord(merged as ClientRegistration, existing.createdAt)
       if (keepSecrets) record.secrets = existing.secrets
-      if (!(await store.clients.update(record)))
-        throw new TypeError(`client ${JSON.stringify(clientId)} does not exist`)
-      cache.delete(clientId)
+      await save(record)
+      return toClientInfo(record)
+    },
+
+    /**
+     * Adds a secret to a confidential client, next to the ones it has, so callers can move to it
+     * before the old one is retired (rotation without downtime). Without `secret`, a random
+     * 256-bit one is generated. The value is returned this once; only its hash is stored.
+     * @example
+     * const next = await service.clients.addSecret('reporting-job', { expiresAt: now + 90 * 86400 })
+     * // deploy next.secret to the job, then:
+     * await service.clients.retireSecret('reporting-job', oldId)
+     */
+    async addSecret(clientId: string, input: { secret?: string; expiresAt?: number } = {}): Promise<AddedSecret> {
+      const parsed = parseInput(AddSecretSchema, input, 'invalid secret')
+      const existing = await load(clientId)
+      if (existing.secrets.length === 0) {
+        throw new TypeError(`client ${JSON.stringify(clientId)} is public: it has no secrets to rotate`)
+      }
+      const at = now()
+      if (parsed.expiresAt !== undefined && parsed.expiresAt <= at) {
+        throw new TypeError('invalid secret\nexpiresAt: must be in the future')
+      }
+      const secret = parsed.secret ?? generateSecret()
+      const record: SecretRecord = { hash: await hashSecret(secret, options.iterations), createdAt: at }
+      if (parsed.expiresAt !== undefined) record.expiresAt = parsed.expiresAt
+      await save({ ...existing, secrets: [...existing.secrets, record], updatedAt: at })
+      return { ...toSecretInfo(record), secret }
+    },
+
+    /**
+     * Retires a secret: it stops authenticating at `at` (default now; a later time leaves a grace
+     * period). Secrets expired for more than a day are dropped from the record. The last
+     * unexpired secret cannot be retired (add its successor first).
+     */
+    async retireSecret(clientId: string, id: string, input: { at?: number } = {}): Promise<ClientInfo> {
+      const at = parseInput(RetireSecretSchema, input, 'invalid secret retirement').at ?? now()
+      const existing = await load(clientId)
+      const current = now()
+      const target = existing.secrets.find((record) => secretId(record) === id)
+      if (!target) throw new TypeError(`client ${JSON.stringify(clientId)} has no secret ${JSON.stringify(id)}`)
+      const retired = { ...target, expiresAt: Math.min(at, target.expiresAt ?? at) }
+      const secrets = existing.secrets
+        .map((record) => (record === target ? retired : record))
+        .filter((record) => record.expiresAt === undefined || record.expiresAt > current - 86_400)
+      if (!secrets.some((record) => record.expiresAt === undefined || record.expiresAt > current)) {
+        throw new TypeError('cannot retire the last valid secret: add its successor first')
+      }
+      const record = { ...existing, secrets, updatedAt: current }
+      await save(record)
       return toClientInfo(record)
     },
 

@@ -4,10 +4,15 @@
  * boundary. A bad option fails at construction with a message naming the field.
  */
 import * as v from 'valibot'
+import type { EventHook } from './events.ts'
 import type { InteractionHook } from './interaction/types.ts'
+import { ThemeSchema } from './pages.ts'
 import { FIXED_PERMISSIONS, Permissions } from './permissions.ts'
+import { isCidr } from './networks.ts'
 import { DEFAULT_ITERATIONS, type SecretDigest } from './secrets.ts'
 import type { Store } from './storage/types.ts'
+import type { Limiter } from './throttle.ts'
+import type { JwsSigner } from './tokens/compact_jws.ts'
 
 /** Access-token signing algorithms we can generate keys for. */
 export const SIGNING_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const
@@ -54,6 +59,16 @@ export const ClientRegistrationSchema = v.strictObject({
   allowPlainPkce: v.optional(v.boolean(), false),
   /** Require PKCE from this confidential client too. Default false (public clients always must). */
   requirePkce: v.optional(v.boolean(), false),
+  /**
+   * Source networks (CIDR, IPv4 or IPv6, e.g. `10.0.0.0/8`, `fd00::/8`, or a single address) the
+   * client may authenticate from. Absent: anywhere. Requests from elsewhere fail as `invalid_client`.
+   */
+  allowedNetworks: v.optional(
+    v.pipe(
+      v.array(v.pipe(v.string(), v.check(isCidr, 'must be an IPv4 or IPv6 address or CIDR range'))),
+      v.maxLength(100),
+    ),
+  ),
   /** Per-client lifetimes in seconds overriding the service defaults. */
   lifetimes: v.optional(
     v.strictObject({
@@ -111,6 +126,17 @@ export interface Logger {
   warn(message: string, detail?: Record<string, unknown>): void
   error(message: string, detail?: Record<string, unknown>): void
 }
+
+const count = (fallback: number) => v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), fallback)
+const attemptLimits = (pair: number, identity: number, address: number) =>
+  v.strictObject({
+    /** Failures of one client id / username from one address. */
+    perIdentityAndAddress: count(pair),
+    /** Failures of one client id / username from anywhere. */
+    perIdentity: count(identity),
+    /** Failures from one address, any client id / username. */
+    perAddress: count(address),
+  })
 
 const fn = <T>(message: string) => v.custom<T>((value) => typeof value === 'function', message)
 const obj = <T>(message: string) => v.custom<T>((value) => typeof value === 'object' && value !== null, message)
@@ -185,6 +211,12 @@ export const OptionsSchema = v.strictObject({
    * adapters/node.ts). Default: WebCrypto HMAC (asynchronous).
    */
   secretDigest: v.optional(fn<SecretDigest>('must be a function (secret) => string')),
+  /**
+   * Synchronous JWT signing (see `nodeSigner` in adapters/node.ts): called once per signing key
+   * with `{ alg, kid, privateJwk }`, returns `(signingInput) => raw JWS signature` (ECDSA as
+   * r || s), or undefined to sign that key with jose. Default: jose (WebCrypto, asynchronous).
+   */
+  signer: v.optional(fn<JwsSigner>('must be a function ({ alg, kid, privateJwk }) => signature function | undefined')),
   /** Request limits. */
   limits: v.optional(
     v.strictObject({
@@ -207,14 +239,40 @@ export const OptionsSchema = v.strictObject({
   /** Name of the session cookie. Default `gatehouse.session`. */
   cookieName: v.optional(v.pipe(v.string(), v.regex(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/)), 'gatehouse.session'),
   /** Theme of the built-in pages. */
-  theme: v.optional(
-    v.strictObject({
-      productName: v.optional(v.string(), 'Gatehouse'),
-      logoUrl: v.optional(v.pipe(v.string(), v.url())),
-      primaryColor: v.optional(v.pipe(v.string(), v.regex(/^#[0-9a-fA-F]{3,8}$/)), '#2f5bd3'),
-    }),
+  theme: v.optional(ThemeSchema, {}),
+  /**
+   * Throttling of failed client authentications and sign-ins (see `src/throttle.ts`): counters per
+   * identity + address, per identity and per address, in fixed windows, kept in the store so every
+   * instance shares them. `false` turns it off (for a host that throttles in front).
+   */
+  throttle: v.optional(
+    v.union([
+      v.literal(false),
+      v.strictObject({
+        /** Window of the counters, seconds. Default 900 (15 minutes). */
+        window: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 900),
+        /** Failed client authentications (token, introspection, revocation endpoints). */
+        clientAuthentication: v.optional(attemptLimits(10, 100, 100), {}),
+        /** Failed sign-ins on the built-in sign-in page. */
+        signIn: v.optional(attemptLimits(5, 50, 100), {}),
+        /** A limiter of the host's instead of the store's counters. */
+        limiter: v.optional(obj<Limiter>('must be an object with retryAfter() and fail()')),
+      }),
+    ]),
     {},
   ),
+  /**
+   * The source address of a request, for throttling, `allowedNetworks` and audit events. Gets the
+   * address the adapter saw (the TCP peer). Behind a proxy, derive it from a header the proxy
+   * sets, trusting it only from the proxy. Default: the adapter's address.
+   */
+  clientAddress: v.optional(
+    fn<(request: Request, peer: string | undefined) => string | undefined>(
+      'must be a function (request, peer) => string | undefined',
+    ),
+  ),
+  /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events.ts`. */
+  onEvent: v.optional(fn<EventHook>('must be a function (event) => void')),
   /** Clock in epoch seconds. Default `Date.now()`. */
   now: v.optional(fn<() => number>('must be a function returning epoch seconds')),
   /** Where warnings and unexpected errors go. Default `console`. */

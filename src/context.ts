@@ -8,7 +8,9 @@ import type { AccountProvider, Config, Logger } from './config.ts'
 import type { Keyring } from './keys/keyring.ts'
 import type { ScopeRegistry } from './scopes.ts'
 import type { createVerificationCache } from './secrets.ts'
+import type { Emitter } from './events.ts'
 import type { Store } from './storage/types.ts'
+import type { AttemptLimits, Limiter } from './throttle.ts'
 import type { VerifiedTokenCache } from './tokens/verified_cache.ts'
 import type { UserDirectory } from './users.ts'
 
@@ -54,4 +56,8 @@ export interface Context {
   now(): number
   /** Whether cookies get `Secure` (https issuer). */
   secureCookies: boolean
+  /** Throttling of failed attempts; undefined when turned off. */
+  throttle?: { limiter: Limiter; window: number; clientAuthentication: AttemptLimits; signIn: AttemptLimits }
+  /** Emits an audit event to the host's `onEvent` hook (no-op without one). */
+  emit: Emitter
 }

@@ -3,8 +3,11 @@
  * The one fetch handler: routes by path below the issuer, answers 404/405 for unknown paths and
  * methods, and turns every thrown error into an RFC error response (HTML on browser-facing pages).
  * The issuer and endpoint URLs come from configuration, never from the request's Host header.
+ * Endpoints a single-page app calls directly answer CORS for the registered redirect URIs' origins
+ * (see cors.ts); introspection does not: it is for resource servers, which are not browsers.
  */
 import { PATHS, type Context } from './context.ts'
+import { type CorsRoute, appendVary, createOriginPolicy, preflightResponse, withCors } from './cors.ts'
 import { handleAuthorize } from './endpoints/authorize.ts'
 import { handleDiscovery, handleJwks, metadata } from './endpoints/discovery.ts'
 import { handleInteraction } from './endpoints/interaction.ts'
@@ -22,6 +25,22 @@ interface Route {
   methods: Partial<Record<string, Handle>>
   /** Browser-facing: errors are HTML pages. */
   page?: boolean
+  /** Called cross-origin by browser apps: answers CORS for registered origins. */
+  cors?: CorsRoute
+}
+
+/** CORS of the endpoints: what a browser app may send (header names spelled out, never `*`). */
+const CORS = {
+  document: { methods: 'GET, HEAD', headers: 'accept' },
+  token: { methods: 'POST', headers: 'authorization, content-type, dpop' },
+  userinfo: { methods: 'GET, POST', headers: 'authorization, content-type, dpop' },
+  revocation: { methods: 'POST', headers: 'authorization, content-type' },
+} as const satisfies Record<string, CorsRoute>
+
+/** Publicly cacheable documents differ by Origin once CORS is answered: shared caches must key on it. */
+function varyOrigin(response: Response): Response {
+  appendVary(response.headers)
+  return response
 }
 
 /** RFC 9110 §9.3.2: a HEAD response carries the GET response's headers and no content. */
@@ -33,15 +52,29 @@ function withoutBodyForHead(request: Request, response: Response): Response {
 export function createHandler(ctx: Context): (request: Request) => Promise<Response> {
   const issuerPath = new URL(ctx.config.issuer).pathname.replace(/\/$/, '')
   const document = JSON.stringify(metadata(ctx))
-  const discovery: Route = { methods: { GET: () => handleDiscovery(document) } }
+  const origins = createOriginPolicy({
+    store: ctx.store,
+    now: ctx.now,
+    onError: (error) =>
+      ctx.logger.warn('CORS origins could not be refreshed, using the last known set', {
+        error: error instanceof Error ? error.name : typeof error,
+      }),
+  })
+  const discovery: Route = { cors: CORS.document, methods: { GET: () => varyOrigin(handleDiscovery(document)) } }
   const routes = new Map<string, Route>([
     [PATHS.openidConfiguration, discovery],
     [PATHS.oauthMetadata, discovery],
-    [PATHS.jwks, { methods: { GET: () => handleJwks(ctx) } }],
-    [PATHS.token, { methods: { POST: (r) => handleToken(r, ctx) } }],
+    [PATHS.jwks, { cors: CORS.document, methods: { GET: async () => varyOrigin(await handleJwks(ctx)) } }],
+    [PATHS.token, { cors: CORS.token, methods: { POST: (r) => handleToken(r, ctx) } }],
     [PATHS.introspection, { methods: { POST: (r) => handleIntrospection(r, ctx) } }],
-    [PATHS.revocation, { methods: { POST: (r) => handleRevocation(r, ctx) } }],
-    [PATHS.userinfo, { methods: { GET: (r) => handleUserinfo(r, ctx), POST: (r) => handleUserinfo(r, ctx) } }],
+    [PATHS.revocation, { cors: CORS.revocation, methods: { POST: (r) => handleRevocation(r, ctx) } }],
+    [
+      PATHS.userinfo,
+      {
+        cors: CORS.userinfo,
+        methods: { GET: (r) => handleUserinfo(r, ctx), POST: (r) => handleUserinfo(r, ctx) },
+      },
+    ],
     [
       PATHS.authorization,
       { page: true, methods: { GET: (r) => handleAuthorize(r, ctx), POST: (r) => handleAuthorize(r, ctx) } },
@@ -61,10 +94,9 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     return routes.get(pathname.slice(issuerPath.length))
   }
 
-  return async function handle(request: Request): Promise<Response> {
-    let route: Route | undefined
+  /** Routes and runs the request; every thrown error becomes an error response. */
+  async function respond(request: Request, route: Route | undefined): Promise<Response> {
     try {
-      route = find(new URL(request.url).pathname)
       if (!route) throw new OAuthError('invalid_request', 'no endpoint at this path', { status: 404 })
       const method = request.method === 'HEAD' ? 'GET' : request.method
       // Own keys only: a method token like `constructor` or `__proto__` must not reach Object.prototype.
@@ -91,5 +123,47 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
       }
       return withoutBodyForHead(request, errorResponse(err, ctx.config.issuer))
     }
+  }
+
+  /**
+   * A preflight: 204 with the route's methods and headers for an allowed origin; otherwise 403
+   * (503 while the store cannot tell), without CORS headers, so the browser blocks the request.
+   */
+  async function preflight(origin: string, cors: CorsRoute): Promise<Response> {
+    try {
+      if (await origins.allows(origin)) return preflightResponse(origin, cors)
+      throw new OAuthError('invalid_request', 'cross-origin requests are not allowed from this origin', {
+        status: 403,
+      })
+    } catch (thrown) {
+      const response = errorResponse(toOAuthError(thrown), ctx.config.issuer)
+      appendVary(response.headers)
+      return response
+    }
+  }
+
+  /** The response with CORS headers when the origin is allowed (fails closed when the store is down). */
+  async function withCorsFor(origin: string, response: Response): Promise<Response> {
+    let allowed = false
+    try {
+      allowed = await origins.allows(origin)
+    } catch {
+      // No origin set could be read yet: no CORS headers.
+    }
+    if (allowed) return withCors(response, origin)
+    appendVary(response.headers)
+    return response
+  }
+
+  return async function handle(request: Request): Promise<Response> {
+    const route = find(new URL(request.url).pathname)
+    // Requests without Origin (servers, top-level navigations) take no CORS path at all.
+    if (route?.cors === undefined) return respond(request, route)
+    const origin = request.headers.get('origin')
+    if (origin === null) return respond(request, route)
+    if (request.method === 'OPTIONS' && request.headers.has('access-control-request-method')) {
+      return preflight(origin, route.cors)
+    }
+    return withCorsFor(origin, await respond(request, route))
   }
 }

@@ -16,8 +16,17 @@ import { createVerificationCache } from './secrets.ts'
 import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
 import { createMemoryStore } from './storage/memory.ts'
 import { createUserDirectory } from './users.ts'
+import { createEmitter } from './events.ts'
+import { bindRequest } from './request_meta.ts'
+import { storeLimiter } from './throttle.ts'
 
-export type { ClientInfo, ClientRegistry } from './clients.ts'
+/** What the runtime adapter knows about a request beyond the Request itself. */
+export interface RequestInfo {
+  /** The TCP peer's IP address (IPv4, or IPv6 without brackets). */
+  address?: string
+}
+
+export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clients.ts'
 export type {
   AccountProvider,
   ClientRegistration,
@@ -27,11 +36,15 @@ export type {
   UserConfig,
 } from './config.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
+export type { EventHook, GatehouseEvent, GatehouseEventType } from './events.ts'
+export type { AttemptLimits, Limiter, ThrottleRule } from './throttle.ts'
+export { storeLimiter } from './throttle.ts'
 export type { OAuthErrorCode } from './errors.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction/types.ts'
 export { Permissions, scopePermission } from './permissions.ts'
 export { hashSecret, verifySecret } from './secrets.ts'
 export type { SecretDigest } from './secrets.ts'
+export type { JwsSigner, SignFunction, SignerKey } from './tokens/compact_jws.ts'
 export { createMemoryStore } from './storage/memory.ts'
 export type * from './storage/types.ts'
 
@@ -78,6 +91,7 @@ export function createTokenService(options: TokenServiceOptions) {
   const config = parseOptions(options)
   const now = config.now ?? (() => Math.floor(Date.now() / 1000))
   const store = config.store ?? createMemoryStore({ now })
+  const emit = createEmitter(config.onEvent, config.logger ?? consoleLogger, now)
   const users = createUserDirectory(config.users, config.secretHashIterations)
   const accounts: AccountProvider = config.accounts ?? users
   const clients = createClientRegistry({ store, now, iterations: config.secretHashIterations })
@@ -90,6 +104,13 @@ export function createTokenService(options: TokenServiceOptions) {
     publishAhead: config.keyPublishAhead,
     // A retired key stays published while tokens it signed may still be presented.
     retainFor: Math.max(config.accessTokenTtl, config.idTokenTtl) + 3600,
+    ...(config.signer ? { signer: config.signer } : {}),
+    onRotated: (created) =>
+      emit(undefined, {
+        type: 'key.rotated',
+        kids: created.map((key) => key.kid),
+        algorithms: created.map((key) => key.alg),
+      }),
   })
   const ctx: Context = {
     config,
@@ -110,12 +131,31 @@ export function createTokenService(options: TokenServiceOptions) {
     logger: config.logger ?? consoleLogger,
     now,
     secureCookies: config.issuer.startsWith('https:'),
+    ...(config.throttle === false
+      ? {}
+      : {
+          throttle: {
+            limiter: config.throttle.limiter ?? storeLimiter(store),
+            window: config.throttle.window,
+            clientAuthentication: config.throttle.clientAuthentication,
+            signIn: config.throttle.signIn,
+          },
+        }),
+    emit,
   }
   const handler = createHandler(ctx)
+  const clientAddress = config.clientAddress
 
   return {
-    /** The fetch handler serving every endpoint. */
-    fetch: (request: Request): Promise<Response> => handler(request),
+    /**
+     * The fetch handler serving every endpoint. Adapters pass the TCP peer's address as
+     * `info.address` (throttling, `allowedNetworks` and audit events use it).
+     */
+    fetch: (request: Request, info?: RequestInfo): Promise<Response> => {
+      const address = clientAddress ? clientAddress(request, info?.address) : info?.address
+      if (address !== undefined) bindRequest(request, address)
+      return handler(request)
+    },
     /** The issuer identifier, as configured. */
     issuer: config.issuer,
     /** Absolute URLs of the endpoints. */
@@ -127,6 +167,8 @@ export function createTokenService(options: TokenServiceOptions) {
       list: clients.list,
       update: clients.update,
       delete: clients.delete,
+      addSecret: clients.addSecret,
+      retireSecret: clients.retireSecret,
     },
     /** Host-side sign-in: read a pending interaction, and resume it once the host's login is done. */
     interactions: {

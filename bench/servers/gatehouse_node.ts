@@ -9,8 +9,7 @@
  */
 import { createHash } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
-import { nodeSecretDigest, serveNode } from '../../adapters/node.ts'
-import * as gatehouse from '../../src/index.ts'
+import { nodeServiceOptions, serveNode } from '../../adapters/node.ts'
 import type { RefreshTokenRecord, Store } from '../../src/index.ts'
 import { sha256 } from '../../src/tokens/opaque.ts'
 import { CODE_SCOPE, USER_SUB, WEB_CLIENT, seedTokenValue } from '../fixtures.ts'
@@ -91,7 +90,8 @@ async function seedRefreshTokens(store: Store, count: number) {
 
 const store = await openStore(process.env.STORE ?? 'memory')
 const service = await setupGatehouse({
-  serviceOptions: { secretDigest: nodeSecretDigest() },
+  // The same runtime options as `npm start` (bin/serve_node.ts).
+  serviceOptions: nodeServiceOptions(),
   env: (name) => process.env[name],
   writeTextFile: (path, text) => writeFile(path, text),
   ...(store ? { store } : {}),

@@ -14,7 +14,7 @@ export interface GatehouseSetup {
   /** A store other than the default in-memory one (PostgreSQL, Redis). */
   store?: Store
   /** Runtime-specific service options, as the runtime's start script passes them. */
-  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest'>
+  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer'>
 }
 
 /** Builds the service, registers the clients and pre-creates codes; returns the service. */

@@ -6,13 +6,18 @@
  * - at most one method per request (§2.3)
  * - Basic credentials are base64, split at the first `:`, each half form-url-decoded (§2.3.1)
  * - a body client_id next to Basic must name the same client
- * - the client exists; a confidential client must present a valid, unexpired secret
+ * - the caller is not throttled (too many failures of this client id / source address)
+ * - the client exists and, when it lists `allowedNetworks`, the source address is in one
+ * - a confidential client must present a valid, unexpired secret
  * - a public client is accepted only where the endpoint allows it
  */
 import { isConfidential } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import type { Params } from '../http.ts'
+import { inNetworks } from '../networks.ts'
+import { metaOf } from '../request_meta.ts'
+import { attemptRules } from '../throttle.ts'
 import type { ClientRecord } from '../storage/types.ts'
 
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
@@ -20,6 +25,8 @@ export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'n
 export interface AuthenticatedClient {
   client: ClientRecord
   method: ClientAuthMethod
+  /** The request it authenticated (grants read its audit facts). */
+  request: Request
 }
 
 function invalidClient(description: string, cause?: unknown): OAuthError {
@@ -84,17 +91,45 @@ export async function authenticateClient(
     throw invalidClient('client authentication is required')
   }
 
+  const meta = metaOf(request)
+  const throttle = ctx.throttle
+  const rules =
+    throttle && method !== 'none'
+      ? attemptRules('client', clientId, meta.address, throttle.clientAuthentication, throttle.window)
+      : undefined
+  // Checked before the secret is: a throttled caller learns nothing, even from a correct guess.
+  if (throttle && rules) {
+    const wait = await throttle.limiter.retryAfter(rules, ctx.now())
+    if (wait > 0) {
+      ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason: 'throttled' })
+      throw new OAuthError('invalid_client', 'too many failed client authentications; retry later', {
+        status: 429,
+        headers: { 'retry-after': String(wait) },
+      })
+    }
+  }
+  const fail = async (reason: FailureReason, description: string): Promise<OAuthError> => {
+    ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason })
+    if (throttle && rules) await throttle.limiter.fail(rules, ctx.now())
+    return invalidClient(description)
+  }
+
   const client = await ctx.clients.get(clientId)
-  if (!client) throw invalidClient('client authentication failed')
+  if (!client) throw await fail('unknown_client', 'client authentication failed')
+  if (client.allowedNetworks && !inNetworks(meta.address, client.allowedNetworks)) {
+    throw await fail('network_not_allowed', 'the client may not authenticate from this network')
+  }
   if (isConfidential(client)) {
-    if (secret === undefined) throw invalidClient('client authentication is required')
-    if (!(await checkSecret(client, secret, ctx))) throw invalidClient('client authentication failed')
+    if (secret === undefined) throw await fail('missing_secret', 'client authentication is required')
+    if (!(await checkSecret(client, secret, ctx))) throw await fail('invalid_secret', 'client authentication failed')
   } else {
-    if (secret !== undefined) throw invalidClient('client authentication failed')
+    if (secret !== undefined) throw await fail('invalid_secret', 'client authentication failed')
     if (!options.allowPublic) throw invalidClient('public clients cannot use this endpoint')
   }
-  return { client, method }
+  return { client, method, request }
 }
+
+type FailureReason = 'unknown_client' | 'invalid_secret' | 'missing_secret' | 'network_not_allowed'
 
 async function checkSecret(client: ClientRecord, secret: string, ctx: Context): Promise<boolean> {
   const now = ctx.now()

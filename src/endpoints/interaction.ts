@@ -13,6 +13,8 @@ import { OAuthError } from '../errors.ts'
 import { readForm } from '../http.ts'
 import { type AuthorizationRequest, completeInteraction, loadSession } from '../interaction/flow.ts'
 import { consentPage, errorPage, loginPage } from '../pages.ts'
+import { metaOf } from '../request_meta.ts'
+import { attemptRules } from '../throttle.ts'
 import type { InteractionRecord } from '../storage/types.ts'
 import { sha256, timingSafeEqual } from '../tokens/opaque.ts'
 
@@ -33,7 +35,13 @@ async function needsConsent(record: InteractionRecord, request: Request, ctx: Co
   return !req.scopes.every((scope) => given?.includes(scope))
 }
 
-async function render(record: InteractionRecord, ctx: Context, message?: string, username?: string): Promise<Response> {
+async function render(
+  record: InteractionRecord,
+  ctx: Context,
+  message?: string,
+  username?: string,
+  init?: { status: number; headers: Headers },
+): Promise<Response> {
   const req = record.request as unknown as AuthorizationRequest
   const client = await ctx.clients.get(req.clientId)
   const common = {
@@ -44,11 +52,15 @@ async function render(record: InteractionRecord, ctx: Context, message?: string,
   }
   if (record.login) return consentPage(ctx.config.theme, { ...common, scopes: req.scopes })
   const name = username ?? req.loginHint
-  return loginPage(ctx.config.theme, {
-    ...common,
-    ...(message !== undefined ? { message } : {}),
-    ...(name !== undefined ? { username: name } : {}),
-  })
+  return loginPage(
+    ctx.config.theme,
+    {
+      ...common,
+      ...(message !== undefined ? { message } : {}),
+      ...(name !== undefined ? { username: name } : {}),
+    },
+    init,
+  )
 }
 
 export async function handleInteraction(request: Request, ctx: Context): Promise<Response> {
@@ -93,8 +105,35 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
   if (username === undefined || password === undefined) {
     return render(record, ctx, 'Enter your username and password.', username)
   }
+  const clientId = String((record.request as { clientId?: unknown }).clientId)
+  const meta = metaOf(request)
+  const throttle = ctx.throttle
+  // Usernames match case-insensitively, so they are counted that way.
+  const rules = throttle
+    ? attemptRules('user', username.toLowerCase(), meta.address, throttle.signIn, throttle.window)
+    : undefined
+  // Checked before the password is: a throttled attempt learns nothing, even from a right guess.
+  if (throttle && rules) {
+    const wait = await throttle.limiter.retryAfter(rules, ctx.now())
+    if (wait > 0) {
+      ctx.emit(meta, { type: 'signin.failed', clientId, username, reason: 'throttled' })
+      const minutes = Math.ceil(wait / 60)
+      return render(
+        record,
+        ctx,
+        `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+        username,
+        { status: 429, headers: new Headers({ 'retry-after': String(wait) }) },
+      )
+    }
+  }
   const account = await ctx.users.authenticate(username, password)
-  if (!account) return render(record, ctx, 'The username or password is incorrect.', username)
+  if (!account) {
+    ctx.emit(meta, { type: 'signin.failed', clientId, username, reason: 'invalid_credentials' })
+    if (throttle && rules) await throttle.limiter.fail(rules, ctx.now())
+    return render(record, ctx, 'The username or password is incorrect.', username)
+  }
+  ctx.emit(meta, { type: 'signin.succeeded', clientId, sub: String(account.sub) })
   const login = { sub: String(account.sub), authTime: ctx.now(), amr: ['pwd'] }
   if (await needsConsent({ ...record, login }, request, ctx)) {
     await ctx.store.interactions.put({ ...record, login })

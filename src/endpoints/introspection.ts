@@ -7,6 +7,7 @@
  * with the id of its API scope's audience). Refresh tokens are visible to their own client only.
  * Every other token, and anything expired, revoked, foreign or malformed, is `{"active":false}`.
  */
+import { metaOf } from '../request_meta.ts'
 import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
@@ -36,40 +37,54 @@ function audiences(aud: string | string[]): string[] {
   return Array.isArray(aud) ? aud : [aud]
 }
 
-async function introspectAccessToken(token: string, caller: ClientRecord, ctx: Context) {
+/** An active token's introspection response, and the ids its audit event names. */
+interface Found {
+  body: Record<string, unknown> & { sub: string }
+  grantId?: string
+  jti?: string
+}
+
+async function introspectAccessToken(token: string, caller: ClientRecord, ctx: Context): Promise<Found | undefined> {
   const claims = await findActiveAccessToken(token, ctx)
   if (!claims) return undefined
   if (claims.client_id !== caller.clientId && !audiences(claims.aud).includes(caller.clientId)) return undefined
   return {
-    active: true,
-    scope: claims.scope,
-    client_id: claims.client_id,
-    sub: claims.sub,
-    exp: claims.exp,
-    iat: claims.iat,
-    iss: claims.iss,
-    aud: claims.aud,
+    body: {
+      active: true,
+      scope: claims.scope,
+      client_id: claims.client_id,
+      sub: claims.sub,
+      exp: claims.exp,
+      iat: claims.iat,
+      iss: claims.iss,
+      aud: claims.aud,
+      jti: claims.jti,
+      token_type: 'Bearer',
+      ...(claims.auth_time !== undefined ? { auth_time: claims.auth_time } : {}),
+    },
     jti: claims.jti,
-    token_type: 'Bearer',
-    ...(claims.auth_time !== undefined ? { auth_time: claims.auth_time } : {}),
+    ...(claims.gid !== undefined ? { grantId: claims.gid } : {}),
   }
 }
 
-async function introspectRefreshToken(token: string, caller: ClientRecord, ctx: Context) {
+async function introspectRefreshToken(token: string, caller: ClientRecord, ctx: Context): Promise<Found | undefined> {
   const record = await ctx.store.refreshTokens.get(await sha256(token))
   const now = ctx.now()
   if (!record || record.consumedAt !== undefined || record.expiresAt <= now) return undefined
   if (record.clientId !== caller.clientId) return undefined
   if (await ctx.store.revocations.isFamilyRevoked(record.familyId)) return undefined
   return {
-    active: true,
-    scope: record.scope,
-    client_id: record.clientId,
-    sub: record.sub,
-    exp: record.expiresAt,
-    iat: record.issuedAt,
-    iss: ctx.config.issuer,
-    token_type: 'refresh_token',
+    body: {
+      active: true,
+      scope: record.scope,
+      client_id: record.clientId,
+      sub: record.sub,
+      exp: record.expiresAt,
+      iat: record.issuedAt,
+      iss: ctx.config.issuer,
+      token_type: 'refresh_token',
+    },
+    grantId: record.familyId,
   }
 }
 
@@ -81,9 +96,19 @@ export async function handleIntrospection(request: Request, ctx: Context): Promi
   if (token === undefined) throw new OAuthError('invalid_request', 'token is required')
   // RFC 7662 §2.1: the hint only orders the search; a wrong hint still finds the token.
   const jwtFirst = params.get('token_type_hint') !== 'refresh_token' && looksLikeJwt(token)
-  const result = jwtFirst
+  const found = jwtFirst
     ? ((await introspectAccessToken(token, client, ctx)) ?? (await introspectRefreshToken(token, client, ctx)))
     : ((await introspectRefreshToken(token, client, ctx)) ??
       (looksLikeJwt(token) ? await introspectAccessToken(token, client, ctx) : undefined))
-  return noStoreJson(result ?? INACTIVE)
+  if (ctx.config.onEvent) {
+    ctx.emit(metaOf(request), {
+      type: 'token.introspected',
+      clientId: client.clientId,
+      active: found !== undefined,
+      ...(found ? { sub: found.body.sub } : {}),
+      ...(found?.jti !== undefined ? { jti: found.jti } : {}),
+      ...(found?.grantId !== undefined ? { grantId: found.grantId } : {}),
+    })
+  }
+  return noStoreJson(found?.body ?? INACTIVE)
 }

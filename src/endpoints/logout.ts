@@ -22,6 +22,7 @@ import { Permissions } from '../permissions.ts'
 import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken, sha256, timingSafeEqual } from '../tokens/opaque.ts'
 import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
+import { metaOf } from '../request_meta.ts'
 import { appendQuery, redirect } from './authorize.ts'
 
 async function readParams(request: Request, ctx: Context): Promise<Map<string, string>> {
@@ -34,8 +35,18 @@ async function endSession(
   session: SessionRecord | undefined,
   target: string | undefined,
   ctx: Context,
+  request: Request,
+  clientId?: string,
 ): Promise<Response> {
-  if (session) await ctx.store.sessions.delete(session.id)
+  if (session) {
+    await ctx.store.sessions.delete(session.id)
+    ctx.emit(metaOf(request), {
+      type: 'session.ended',
+      sub: session.sub,
+      sid: session.sid,
+      ...(clientId !== undefined ? { clientId } : {}),
+    })
+  }
   const headers = new Headers({ 'set-cookie': setCookie(ctx, ctx.config.cookieName, 'deleted-session-cookie', 0) })
   return target !== undefined ? redirect(target, headers) : signedOutPage(ctx.config.theme, { headers })
 }
@@ -60,7 +71,8 @@ async function handleConfirmation(form: Map<string, string>, request: Request, c
     return page(ctx.config.theme, 'Still signed in', '<p>You are still signed in.</p>')
   const { session } = await loadSession(request, ctx)
   const target = typeof record.request.target === 'string' ? record.request.target : undefined
-  return endSession(session, target, ctx)
+  const clientId = typeof record.request.clientId === 'string' ? record.request.clientId : undefined
+  return endSession(session, target, ctx, request, clientId)
 }
 
 export async function handleLogout(request: Request, ctx: Context): Promise<Response> {
@@ -107,7 +119,7 @@ export async function handleLogout(request: Request, ctx: Context): Promise<Resp
 
   const { session } = await loadSession(request, ctx)
   const confirmed = hint !== undefined && (!session || session.sub === hint.sub)
-  if (!session || confirmed) return endSession(session, target, ctx)
+  if (!session || confirmed) return endSession(session, target, ctx, request, clientId)
 
   // RPL §2: ask the end-user before logging out on an unverified request.
   const binding = await browserBinding(request, ctx)
@@ -116,7 +128,10 @@ export async function handleLogout(request: Request, ctx: Context): Promise<Resp
     kind: 'logout',
     browserId: binding.id,
     csrf: randomToken(24),
-    request: target === undefined ? {} : { target },
+    request: {
+      ...(target !== undefined ? { target } : {}),
+      ...(clientId !== undefined ? { clientId } : {}),
+    },
     expiresAt: ctx.now() + ctx.config.interactionTtl,
   }
   await ctx.store.interactions.put(record)

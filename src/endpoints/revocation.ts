@@ -16,24 +16,41 @@ import { Permissions } from '../permissions.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
 import { sha256 } from '../tokens/opaque.ts'
+import type { RequestMeta } from '../events.ts'
+import { metaOf } from '../request_meta.ts'
 
 function notYours(): OAuthError {
   return new OAuthError('invalid_request', 'the token was not issued to this client')
 }
 
-async function revokeRefreshToken(token: string, client: ClientRecord, ctx: Context): Promise<boolean> {
+async function revokeRefreshToken(token: string, client: ClientRecord, ctx: Context, meta: RequestMeta) {
   const record = await ctx.store.refreshTokens.get(await sha256(token))
   if (!record) return false
   if (record.clientId !== client.clientId) throw notYours()
   await ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)
+  ctx.emit(meta, {
+    type: 'token.revoked',
+    tokenType: 'refresh_token',
+    clientId: client.clientId,
+    sub: record.sub,
+    grantId: record.familyId,
+  })
   return true
 }
 
-async function revokeAccessToken(token: string, client: ClientRecord, ctx: Context): Promise<boolean> {
+async function revokeAccessToken(token: string, client: ClientRecord, ctx: Context, meta: RequestMeta) {
   const claims = await verifyAccessToken(token, ctx.keyring, { issuer: ctx.config.issuer, now: ctx.now() })
   if (!claims) return false
   if (claims.client_id !== client.clientId) throw notYours()
   await ctx.store.revocations.revokeAccessToken(claims.jti, claims.exp)
+  ctx.emit(meta, {
+    type: 'token.revoked',
+    tokenType: 'access_token',
+    clientId: client.clientId,
+    sub: claims.sub,
+    jti: claims.jti,
+    ...(claims.gid !== undefined ? { grantId: claims.gid } : {}),
+  })
   return true
 }
 
@@ -43,10 +60,11 @@ export async function handleRevocation(request: Request, ctx: Context): Promise<
   requirePermission(client, Permissions.Endpoints.Revocation, 'the revocation endpoint')
   const token = params.get('token')
   if (token === undefined) throw new OAuthError('invalid_request', 'token is required')
+  const meta = metaOf(request)
   if (looksLikeJwt(token)) {
-    if (!(await revokeAccessToken(token, client, ctx))) await revokeRefreshToken(token, client, ctx)
+    if (!(await revokeAccessToken(token, client, ctx, meta))) await revokeRefreshToken(token, client, ctx, meta)
   } else {
-    await revokeRefreshToken(token, client, ctx)
+    await revokeRefreshToken(token, client, ctx, meta)
   }
   // RFC 7009 §2.2: 200 whether or not the token was known; the body is empty.
   return new Response(null, { status: 200, headers: { 'cache-control': 'no-store', pragma: 'no-cache' } })

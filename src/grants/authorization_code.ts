@@ -13,13 +13,14 @@ import { Permissions } from '../permissions.ts'
 import { sha256 } from '../tokens/opaque.ts'
 import { checkCodeVerifier } from '../tokens/pkce.ts'
 import { issueUserTokens, requireAccount, wantsRefreshToken } from './issue.ts'
+import { metaOf } from '../request_meta.ts'
 import type { Grant } from './types.ts'
 
 export const authorizationCode: Grant = {
   type: 'authorization_code',
   permission: Permissions.GrantTypes.AuthorizationCode,
   allowPublic: true,
-  async handle(params, { client }, ctx: Context) {
+  async handle(params, { client, request }, ctx: Context) {
     const code = params.get('code')
     if (code === undefined) throw new OAuthError('invalid_request', 'code is required')
     const redirectUri = params.get('redirect_uri')
@@ -31,6 +32,12 @@ export const authorizationCode: Grant = {
     if (consumed.status === 'replayed') {
       // RFC 6749 §4.1.2: SHOULD revoke all tokens previously issued based on that code.
       await ctx.store.revocations.revokeFamily(record.familyId, now + ctx.config.refreshTokenFamilyTtl)
+      ctx.emit(metaOf(request), {
+        type: 'code.replay_detected',
+        clientId: client.clientId,
+        sub: record.sub,
+        grantId: record.familyId,
+      })
       throw new OAuthError('invalid_grant', 'the code has already been used')
     }
     if (record.clientId !== client.clientId) {
@@ -44,7 +51,7 @@ export const authorizationCode: Grant = {
     // issues are dead on arrival because they carry the revoked family id.
     const account = await requireAccount(record.sub, ctx)
     const scopes = record.scope === '' ? [] : record.scope.split(' ')
-    const { response, refreshRecord } = await issueUserTokens(
+    const { response, refreshRecord, jti } = await issueUserTokens(
       {
         familyId: record.familyId,
         sub: record.sub,
@@ -62,6 +69,10 @@ export const authorizationCode: Grant = {
       { account, refresh: wantsRefreshToken(client, scopes, ctx) },
     )
     if (refreshRecord) await ctx.store.refreshTokens.insert(refreshRecord)
+    const meta = metaOf(request)
+    const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
+    ctx.emit(meta, { type: 'code.redeemed', ...subjects })
+    ctx.emit(meta, { type: 'token.issued', grantType: 'authorization_code', ...subjects, jti, scope: record.scope })
     return response
   },
 }

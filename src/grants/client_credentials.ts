@@ -12,6 +12,7 @@ import { OAuthError } from '../errors.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
 import { issueAccessToken } from '../tokens/access_token.ts'
+import { metaOf } from '../request_meta.ts'
 import type { Grant } from './types.ts'
 
 function grantedScopes(requested: string[], permissions: readonly string[], ctx: Context): string[] {
@@ -37,11 +38,11 @@ export const clientCredentials: Grant = {
   type: 'client_credentials',
   permission: Permissions.GrantTypes.ClientCredentials,
   allowPublic: false,
-  async handle(params, { client }, ctx) {
+  async handle(params, { client, request }, ctx) {
     const scopes = grantedScopes(parseScope(params.get('scope'), ctx.config.limits.maxScopes), client.permissions, ctx)
     const ttl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
     const audience = ctx.scopes.audiences(scopes)
-    const { token } = await issueAccessToken(
+    const { token, claims } = await issueAccessToken(
       {
         issuer: ctx.config.issuer,
         sub: client.clientId,
@@ -53,6 +54,14 @@ export const clientCredentials: Grant = {
       },
       await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
     )
+    ctx.emit(metaOf(request), {
+      type: 'token.issued',
+      grantType: 'client_credentials',
+      clientId: client.clientId,
+      sub: client.clientId,
+      jti: String(claims.jti),
+      scope: scopes.join(' '),
+    })
     return { access_token: token, token_type: 'Bearer', expires_in: ttl }
   },
 }

@@ -58,11 +58,11 @@ export async function issueUserTokens(
   client: ClientRecord,
   ctx: Context,
   options: { account: Record<string, unknown>; refresh: boolean },
-): Promise<{ response: TokenResponse; refreshRecord?: RefreshTokenRecord }> {
+): Promise<{ response: TokenResponse; refreshRecord?: RefreshTokenRecord; jti: string }> {
   const now = ctx.now()
   const accessTtl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
   const audience = ctx.scopes.audiences(grant.tokenScopes)
-  const { token: accessToken } = await issueAccessToken(
+  const { token: accessToken, claims } = await issueAccessToken(
     {
       issuer: ctx.config.issuer,
       sub: grant.sub,
@@ -102,7 +102,8 @@ export async function issueUserTokens(
       await ctx.keyring.signingKey(ctx.config.idTokenSigningAlg),
     )
   }
-  if (!options.refresh) return { response }
+  const jti = String(claims.jti)
+  if (!options.refresh) return { response, jti }
   const value = randomToken()
   const refreshTtl = client.lifetimes.refreshToken ?? ctx.config.refreshTokenTtl
   const refreshRecord: RefreshTokenRecord = {
@@ -120,5 +121,5 @@ export async function issueUserTokens(
     ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
   }
   response.refresh_token = value
-  return { response, refreshRecord }
+  return { response, refreshRecord, jti }
 }

@@ -15,13 +15,14 @@ import { Permissions } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
 import { sha256 } from '../tokens/opaque.ts'
 import { issueUserTokens, requireAccount } from './issue.ts'
+import { metaOf } from '../request_meta.ts'
 import type { Grant } from './types.ts'
 
 export const refreshToken: Grant = {
   type: 'refresh_token',
   permission: Permissions.GrantTypes.RefreshToken,
   allowPublic: true,
-  async handle(params, { client }, ctx: Context) {
+  async handle(params, { client, request }, ctx: Context) {
     const value = params.get('refresh_token')
     if (value === undefined) throw new OAuthError('invalid_request', 'refresh_token is required')
     const now = ctx.now()
@@ -32,7 +33,11 @@ export const refreshToken: Grant = {
     if (record.clientId !== client.clientId) {
       throw new OAuthError('invalid_grant', 'the refresh token was issued to another client')
     }
-    const revokeFamily = () => ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)
+    const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
+    const revokeFamily = async () => {
+      await ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)
+      ctx.emit(metaOf(request), { type: 'refresh_token.reuse_detected', ...subjects })
+    }
     if (record.consumedAt !== undefined) {
       await revokeFamily()
       throw new OAuthError('invalid_grant', 'the refresh token has already been used')
@@ -47,7 +52,7 @@ export const refreshToken: Grant = {
       if (!granted.includes(scope)) throw new OAuthError('invalid_scope', `scope ${scope} was not granted`)
     }
     const account = await requireAccount(record.sub, ctx)
-    const { response, refreshRecord } = await issueUserTokens(
+    const { response, refreshRecord, jti } = await issueUserTokens(
       {
         familyId: record.familyId,
         sub: record.sub,
@@ -70,6 +75,7 @@ export const refreshToken: Grant = {
       throw new OAuthError('invalid_grant', 'the refresh token has already been used')
     }
     if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
+    ctx.emit(metaOf(request), { type: 'token.refreshed', ...subjects, jti, scope: response.scope ?? '' })
     return response
   },
 }

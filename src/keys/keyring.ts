@@ -7,9 +7,10 @@
  * (then `kid`) that has not retired signs. Two instances that both generate a key on an empty store
  * therefore converge on the same one after their next reload.
  */
-import { type CryptoKey, type JWK, exportJWK, generateKeyPair, importJWK } from 'jose'
+import { type CryptoKey, type JWK, compactVerify, exportJWK, generateKeyPair, importJWK } from 'jose'
 import type { SigningAlg } from '../config.ts'
 import type { KeyRecord, Store } from '../storage/types.ts'
+import { type JwsSigner, type SignFunction, signCompact } from '../tokens/compact_jws.ts'
 import { randomToken } from '../tokens/opaque.ts'
 
 /** A key ready to sign. */
@@ -17,6 +18,8 @@ export interface SigningKey {
   kid: string
   alg: SigningAlg
   key: CryptoKey
+  /** The injected synchronous signature function for this key (`signer` option), if any. */
+  sign?: SignFunction
 }
 
 export interface KeyringOptions {
@@ -34,6 +37,10 @@ export interface KeyringOptions {
   publishAhead?: number
   /** Seconds a retired key stays published (longer than any token it signed lives). Default 1 day. */
   retainFor?: number
+  /** Called with the new keys after every rotation (on request or automatic). */
+  onRotated?: (created: KeyRecord[]) => void
+  /** Supplies a synchronous signature function per key (see `JwsSigner`); default: jose only. */
+  signer?: JwsSigner
 }
 
 const PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'])
@@ -65,6 +72,7 @@ function canSign(record: KeyRecord, now: number): boolean {
 export function createKeyring(options: KeyringOptions) {
   const cacheTtl = options.cacheTtl ?? 60
   const imported = new Map<string, Promise<CryptoKey>>()
+  const signers = new Map<string, Promise<SignFunction | undefined>>()
   let loaded: { records: KeyRecord[]; loadedAt: number } | undefined
   let loading: Promise<KeyRecord[]> | undefined
   /** Whether the last load generated keys, and the one before the next reload is due sooner. */
@@ -80,6 +88,31 @@ export function createKeyring(options: KeyringOptions) {
       imported.set(id, key)
     }
     return key
+  }
+
+  /**
+   * The injected signature function for a key, asked for once per kid. Its first signature is
+   * checked against the public key, so a wrong one (e.g. DER-encoded ECDSA) fails here, loudly,
+   * instead of in every client.
+   */
+  function signerFor(record: KeyRecord): Promise<SignFunction | undefined> {
+    let found = signers.get(record.kid)
+    if (!found) {
+      found = (async () => {
+        const sign = options.signer?.({ alg: record.alg, kid: record.kid, privateJwk: record.privateJwk })
+        if (sign === undefined) return undefined
+        if (typeof sign !== 'function') throw new TypeError(`signer: not a function for key ${record.kid}`)
+        const probe = signCompact({ alg: record.alg, kid: record.kid }, { probe: record.kid }, sign)
+        try {
+          await compactVerify(probe, await importKey(record, 'public'), { algorithms: [record.alg] })
+        } catch (cause) {
+          throw new Error(`signer: the signature for key ${record.kid} (${record.alg}) does not verify`, { cause })
+        }
+        return sign
+      })()
+      signers.set(record.kid, found)
+    }
+    return found
   }
 
   async function loadFromStore(): Promise<KeyRecord[]> {
@@ -138,6 +171,7 @@ export function createKeyring(options: KeyringOptions) {
       await options.store.keys.put(next)
       created.push(next)
     }
+    options.onRotated?.(created)
     return created
   }
 
@@ -170,7 +204,9 @@ export function createKeyring(options: KeyringOptions) {
         record = pick(list, alg, now)
       }
       if (!record) throw new Error(`no signing key for ${alg}`)
-      return { kid: record.kid, alg, key: await importKey(record, 'private') }
+      const key = await importKey(record, 'private')
+      const sign = options.signer ? await signerFor(record) : undefined
+      return sign ? { kid: record.kid, alg, key, sign } : { kid: record.kid, alg, key }
     },
 
     /** The public key with this `kid`, reloading once when it is unknown (another instance rotated). */

@@ -83,6 +83,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   const families = new ExpiringMap<{ expiresAt: number }>(now, sweepEvery)
   const accessTokens = new ExpiringMap<{ expiresAt: number }>(now, sweepEvery)
   const keys = new Map<string, KeyRecord>()
+  const attempts = new ExpiringMap<{ count: number; expiresAt: number }>(now, sweepEvery)
 
   return {
     clients: {
@@ -177,6 +178,22 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         return accessTokens.get(jti) !== undefined
       },
     },
+    attempts: {
+      async hit(key, window, at) {
+        const counter = attempts.get(key)
+        if (!counter || counter.expiresAt <= at) {
+          attempts.set(key, { count: 1, expiresAt: at + window })
+          return { count: 1, resetAt: at + window }
+        }
+        counter.count += 1
+        return { count: counter.count, resetAt: counter.expiresAt }
+      },
+      async get(key, at) {
+        const counter = attempts.get(key)
+        if (!counter || counter.expiresAt <= at) return undefined
+        return { count: counter.count, resetAt: counter.expiresAt }
+      },
+    },
     keys: {
       async list() {
         return [...keys.values()].map(clone)
@@ -186,7 +203,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
       },
     },
     sweep() {
-      for (const map of [codes, refreshTokens, sessions, interactions, families, accessTokens]) map.sweep()
+      for (const map of [codes, refreshTokens, sessions, interactions, families, accessTokens, attempts]) map.sweep()
     },
   }
 }

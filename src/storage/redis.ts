@@ -55,6 +55,16 @@ local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tonumber(ARGV[1]) > cur then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) end
 return 1`
 
+// A fixed-window counter {n, e}: ARGV now, window end, ttl. Returns {count, window end}.
+const ATTEMPT = `
+local e = tonumber(redis.call('HGET', KEYS[1], 'e') or '0')
+if e <= tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'n', 1, 'e', ARGV[2])
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  return {1, tonumber(ARGV[2])}
+end
+return {redis.call('HINCRBY', KEYS[1], 'n', 1), e}`
+
 const CLIENT_INSERT = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX') then redis.call('SADD', KEYS[2], ARGV[2]) return 1 end
 return 0`
@@ -73,6 +83,7 @@ interface ScriptedRedis extends Redis {
   ): Promise<ScriptResult>
   gatehouseExtend(key: string, until: number, ttl: number): Promise<number>
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
+  gatehouseAttempt(key: string, at: number, resetAt: number, ttl: number): Promise<[number, number]>
 }
 
 /** Creates the Redis store; call `connect()` before use to fail fast when Redis is down. */
@@ -92,6 +103,7 @@ export function createRedisStore(options: RedisStoreOptions) {
   redis.defineCommand('gatehouseRotate', { numberOfKeys: 2, lua: ROTATE })
   redis.defineCommand('gatehouseExtend', { numberOfKeys: 1, lua: EXTEND })
   redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
+  redis.defineCommand('gatehouseAttempt', { numberOfKeys: 1, lua: ATTEMPT })
 
   const k = (kind: string, id: string) => `${prefix}${kind}:${id}`
   const ttl = (expiresAt: number) => Math.max(1, expiresAt - now())
@@ -239,6 +251,19 @@ export function createRedisStore(options: RedisStoreOptions) {
           async () => void (await redis.gatehouseExtend(k('revoked-at', jti), until, ttl(until))),
         ),
       isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => isMarked(k('revoked-at', jti))),
+    },
+    attempts: {
+      hit: (key, window, at) =>
+        run('attempts.hit', async () => {
+          const [count, resetAt] = await redis.gatehouseAttempt(k('attempt', key), at, at + window, window)
+          return { count: Number(count), resetAt: Number(resetAt) }
+        }),
+      get: (key, at) =>
+        run('attempts.get', async () => {
+          const [count, resetAt] = await redis.hmget(k('attempt', key), 'n', 'e')
+          if (count === null || resetAt === null || Number(resetAt) <= at) return undefined
+          return { count: Number(count), resetAt: Number(resetAt) }
+        }),
     },
     keys: {
       list: () =>

@@ -40,6 +40,8 @@ export interface ClientRecord {
   allowPlainPkce: boolean
   /** Requires PKCE even though the client is confidential (public clients always must). */
   requirePkce: boolean
+  /** CIDR ranges the client may authenticate from; absent: anywhere. */
+  allowedNetworks?: string[]
   /** Per-client lifetimes (seconds) overriding the service defaults. */
   lifetimes: {
     accessToken?: number
@@ -164,6 +166,14 @@ export interface KeyRecord {
   expiresAt?: number
 }
 
+/** A fixed-window counter of failed attempts (throttling). */
+export interface AttemptCounter {
+  /** Hits in the current window. */
+  count: number
+  /** When the window ends and the count starts again at zero (epoch s). */
+  resetAt: number
+}
+
 /** The storage interface. Every method may throw `StoreUnavailableError` when its backend is down. */
 export interface Store {
   clients: {
@@ -204,6 +214,16 @@ export interface Store {
     /** Denylists a JWT access token id until the token's own expiry. */
     revokeAccessToken(jti: string, until: number): Promise<void>
     isAccessTokenRevoked(jti: string): Promise<boolean>
+  }
+  /** Counters of failed attempts (client authentication, sign-in), shared by every instance. */
+  attempts: {
+    /**
+     * Atomically adds one to the counter of `key`. A window starts with the first hit and lasts
+     * `window` seconds; the first hit after it ends starts a new one. Returns the counter after it.
+     */
+    hit(key: string, window: number, now: number): Promise<AttemptCounter>
+    /** The counter of `key`, or undefined when there is none or its window ended. */
+    get(key: string, now: number): Promise<AttemptCounter | undefined>
   }
   keys: {
     list(): Promise<KeyRecord[]>

@@ -3,8 +3,9 @@
  * JWT access tokens per RFC 9068: `typ: at+jwt`, claims iss, sub, aud, exp, iat, jti, client_id,
  * scope; and their verification for introspection, userinfo and revocation.
  */
-import { type JWTPayload, SignJWT, decodeProtectedHeader, errors, jwtVerify } from 'jose'
+import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
 import type { Keyring, SigningKey } from '../keys/keyring.ts'
+import { signJwt } from './compact_jws.ts'
 import { randomToken } from './opaque.ts'
 
 /** Claims of an access token we issue. */
@@ -56,9 +57,7 @@ export async function issueAccessToken(
   if (input.authTime !== undefined) claims.auth_time = input.authTime
   if (input.familyId !== undefined) claims.gid = input.familyId
   if (input.sid !== undefined) claims.sid = input.sid
-  const token = await new SignJWT(claims)
-    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
-    .sign(key.key)
+  const token = await signJwt(claims, 'at+jwt', key)
   return { token, claims }
 }
 

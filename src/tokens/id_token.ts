@@ -2,8 +2,9 @@
  * @module tokens/id_token
  * ID tokens per OpenID Connect Core §2 and §3.1.3.6 (at_hash).
  */
-import { SignJWT, base64url } from 'jose'
+import { base64url } from 'jose'
 import type { SigningKey } from '../keys/keyring.ts'
+import { signJwt } from './compact_jws.ts'
 
 export interface IssueIdTokenInput {
   issuer: string
@@ -54,5 +55,5 @@ export async function issueIdToken(input: IssueIdTokenInput, key: SigningKey): P
   if (input.acr !== undefined) payload.acr = input.acr
   if (input.amr !== undefined) payload.amr = input.amr
   if (input.accessToken !== undefined) payload.at_hash = await atHash(input.accessToken, key.alg)
-  return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' }).sign(key.key)
+  return signJwt(payload, 'JWT', key)
 }

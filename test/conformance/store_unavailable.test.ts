@@ -35,6 +35,7 @@ function faultyStore(now: () => number) {
     sessions: wrap('sessions', inner.sessions),
     interactions: wrap('interactions', inner.interactions),
     revocations: wrap('revocations', inner.revocations),
+    attempts: wrap('attempts', inner.attempts),
     keys: wrap('keys', inner.keys),
   }
   return { store, failing }

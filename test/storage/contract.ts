@@ -553,6 +553,34 @@ export function describeStorageContract(options: StorageContractOptions): void {
       })
     })
 
+    describe('attempts', () => {
+      test('hit counts within a window and get reads the counter', async () => {
+        const key = uniqueId('client:a|10.0.0.1')
+        expect(await store.attempts.get(key, now)).toBeUndefined()
+        expect(await store.attempts.hit(key, 60, now)).toEqual({ count: 1, resetAt: now + 60 })
+        advance(10)
+        expect(await store.attempts.hit(key, 60, now)).toEqual({ count: 2, resetAt: now + 50 })
+        expect(await store.attempts.get(key, now)).toEqual({ count: 2, resetAt: now + 50 })
+        expect(await store.attempts.get(uniqueId('other'), now)).toBeUndefined()
+      })
+
+      test('a hit after the window ended starts a new window at one', async () => {
+        const key = uniqueId('user:alice')
+        await store.attempts.hit(key, 60, now)
+        await store.attempts.hit(key, 60, now)
+        advance(60)
+        expect(await store.attempts.get(key, now)).toBeUndefined()
+        expect(await store.attempts.hit(key, 60, now)).toEqual({ count: 1, resetAt: now + 60 })
+      })
+
+      test('100 concurrent hits count to 100 (atomic increment)', async () => {
+        const key = uniqueId('address:192.0.2.1')
+        const results = await Promise.all(Array.from({ length: 100 }, () => store.attempts.hit(key, 300, now)))
+        expect(results.map((r) => r.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1))
+        expect((await store.attempts.get(key, now))?.count).toBe(100)
+      })
+    })
+
     describe('keys', () => {
       test('put then list returns the records, private JWK intact', async () => {
         const a = keyRecord(now)

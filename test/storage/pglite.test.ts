@@ -15,7 +15,7 @@ describe('PGlite store', () => {
   const db = new PGlite()
 
   beforeAll(async () => {
-    expect(await createPgliteStore({ db }).migrate()).toEqual([1])
+    expect(await createPgliteStore({ db }).migrate()).toEqual([1, 2])
   })
   afterAll(async () => {
     await db.close()

@@ -42,7 +42,7 @@ describe('clients.ensure', () => {
       allowPlainPkce: false,
       requirePkce: false,
       lifetimes: {},
-      secrets: [{ createdAt: clock.now() }],
+      secrets: [{ id: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/), createdAt: clock.now() }],
       createdAt: clock.now(),
       updatedAt: clock.now(),
     })

@@ -66,4 +66,16 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: 'attempt counters',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_attempts (
+        key text PRIMARY KEY,
+        count integer NOT NULL,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_attempts_expires_at ON {schema}.gatehouse_attempts (expires_at)',
+    ],
+  },
 ]

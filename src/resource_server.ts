@@ -1,0 +1,429 @@
+/**
+ * @module resource_server
+ * The other side of the wire: an API that accepts Gatehouse's access tokens. Reads the bearer
+ * token from the Authorization header (RFC 6750 §2.1), verifies it as an RFC 9068 JWT access token
+ * against the issuer's published keys, checks scopes, and answers failures as RFC 6750 §3 errors.
+ *
+ * Keys come from the issuer's `jwks_uri` (OpenID Connect Discovery, or given) through jose's
+ * `createRemoteJWKSet`: cached, and fetched again when a token names an unknown `kid` (rotation)
+ * once the cooldown since the last fetch has passed.
+ */
+import { type JWTVerifyGetKey, createRemoteJWKSet, customFetch, errors, jwtVerify } from 'jose'
+import type { AccessTokenClaims } from './tokens/access_token.ts'
+
+export type { AccessTokenClaims } from './tokens/access_token.ts'
+
+/** A fetch function (the global `fetch` fits). */
+export type FetchFunction = (url: string, init: RequestInit) => Promise<Response>
+
+/** Asymmetric JWS algorithms a resource server may accept. */
+const KNOWN_ALGS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'EdDSA', 'Ed25519']
+
+/** The algorithms Gatehouse signs with. */
+const DEFAULT_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA']
+
+/** RFC 6749 §3.3 scope-token. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/
+
+export interface ResourceServerOptions {
+  /** The issuer identifier, compared byte for byte with discovery's `issuer` and the token's `iss`. */
+  issuer: string
+  /**
+   * This API's identifier: the token's `aud` must be or contain it (RFC 9068 §4). Gatehouse puts
+   * the audience of each API scope there (by default the scope's name). Without it any audience
+   * is accepted, which lets a token meant for another API in: set it.
+   */
+  audience?: string
+  /** The JWKS URL; default: `jwks_uri` from `<issuer>/.well-known/openid-configuration`. */
+  jwksUri?: string
+  /** Scopes every request must carry (403 insufficient_scope otherwise). */
+  requiredScopes?: readonly string[]
+  /** Accepted `alg` values. Default ES256, ES384, RS256, PS256, EdDSA; only asymmetric ones. */
+  algorithms?: readonly string[]
+  /** Seconds of clock skew allowed for `exp`, `nbf` and `iat`. Default 5. */
+  clockTolerance?: number
+  /** The `realm` of the `WWW-Authenticate` challenge. Default: `audience`, if set. */
+  realm?: string
+  /** Fetch used for discovery and the JWKS. Default: the global `fetch`. */
+  fetch?: FetchFunction
+  /** Allow `http:` URLs for the issuer and the JWKS (local development and tests only). */
+  allowInsecureRequests?: boolean
+  /** Seconds after a JWKS fetch before an unknown `kid` may fetch it again. Default 30. */
+  jwksCooldown?: number
+  /** Seconds the JWKS is used before it is fetched again anyway. Default 600. */
+  jwksCacheMaxAge?: number
+  /** Seconds to wait for discovery or the JWKS. Default 5. */
+  timeout?: number
+  /** The clock (epoch seconds), for tests. Default: the system clock. */
+  now?: () => number
+}
+
+/** A verified access token. */
+export interface AuthenticatedRequest {
+  /** The access token as sent. */
+  token: string
+  /** Its claims, checked: iss, sub, aud, exp, iat, jti, client_id and scope are present and typed. */
+  claims: AccessTokenClaims
+  /** The token's scopes (its `scope` claim split on spaces). */
+  scopes: string[]
+}
+
+/** The RFC 6750 §3.1 error codes. */
+export type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope'
+
+/** A refused request: the `response` to send back, and why (for logs). */
+export interface RefusedRequest {
+  ok: false
+  /**
+   * The RFC 6750 error code; `undefined` when the request carried no bearer token at all (the
+   * host may serve it anonymously instead of sending `response`).
+   */
+  error: BearerErrorCode | undefined
+  /** Why, in words; never contains the token. */
+  description: string
+  /** 400, 401 or 403 with `WWW-Authenticate` (401, 403), a JSON body and `Cache-Control: no-store`. */
+  response: Response
+}
+
+export type VerifyResult = ({ ok: true } & AuthenticatedRequest) | RefusedRequest
+
+export interface VerifyOptions {
+  /** Scopes this call needs, in addition to `requiredScopes`. */
+  scopes?: readonly string[]
+}
+
+/**
+ * The issuer's metadata or keys could not be fetched (network error, timeout, non-200, a document
+ * that does not match the issuer). Not the caller's fault: answer 503, not 401.
+ */
+export class IssuerUnavailableError extends Error {
+  override name = 'IssuerUnavailableError'
+}
+
+class Refusal {
+  readonly status: 400 | 401 | 403
+  readonly error: BearerErrorCode | undefined
+  readonly description: string
+  /** For insufficient_scope: the scopes the request needs. */
+  readonly scope: string | undefined
+
+  constructor(status: 400 | 401 | 403, error: BearerErrorCode | undefined, description: string, scope?: string) {
+    this.status = status
+    this.error = error
+    this.description = description
+    this.scope = scope
+  }
+}
+
+/** A quoted-string of text that is safe in a header and an error description (RFC 6750 §3). */
+function quoted(value: string): string {
+  return `"${value.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?')}"`
+}
+
+function seconds(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new TypeError(`${name}: must be a number of seconds ≥ 0`)
+  }
+  return value
+}
+
+function checkScopes(name: string, scopes: readonly string[] | undefined): string[] {
+  if (scopes === undefined) return []
+  if (!Array.isArray(scopes) || !scopes.every((s) => typeof s === 'string' && SCOPE_TOKEN.test(s))) {
+    throw new TypeError(`${name}: must be an array of scope tokens`)
+  }
+  return [...scopes]
+}
+
+function checkUrl(name: string, value: string, allowHttp: boolean): URL {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new TypeError(`${name}: must be an absolute URL`)
+  }
+  if (url.protocol !== 'https:' && !(allowHttp && url.protocol === 'http:')) {
+    throw new TypeError(`${name}: must be an https: URL (allowInsecureRequests permits http:)`)
+  }
+  return url
+}
+
+/** The bearer token of a request, or a refusal (RFC 6750 §2.1; §2.3 query tokens are not accepted). */
+function readBearer(request: Request): string | Refusal {
+  const header = request.headers.get('authorization')
+  let inQuery = false
+  try {
+    inQuery = new URL(request.url).searchParams.has('access_token')
+  } catch {
+    // a relative URL (some frameworks): no query to look at
+  }
+  if (inQuery) {
+    return header !== null
+      ? new Refusal(400, 'invalid_request', 'send the access token in one place only')
+      : new Refusal(400, 'invalid_request', 'send the access token in the Authorization header, not in the URL')
+  }
+  if (header === null || header.trim() === '') return new Refusal(401, undefined, 'an access token is required')
+  const scheme = /^\s*([^\s,]+)/.exec(header)?.[1] ?? ''
+  // Another scheme (Basic, DPoP…) is an authentication method this API does not support (§3.1).
+  if (scheme.toLowerCase() !== 'bearer') return new Refusal(401, undefined, 'an access token is required')
+  const match = /^\s*Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header)
+  if (!match) return new Refusal(400, 'invalid_request', 'the Authorization header is not a valid Bearer credential')
+  return match[1] as string
+}
+
+/** A fixed description for a failed verification (never echoing the token or its claims). */
+function reason(err: unknown): string {
+  if (err instanceof errors.JWTExpired) return 'the access token has expired'
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    switch (err.claim) {
+      case 'iss':
+        return 'the access token was issued by another issuer'
+      case 'aud':
+        return 'the access token is not meant for this API'
+      case 'nbf':
+        return 'the access token is not valid yet'
+      case 'iat':
+        return 'the access token has an invalid issue time'
+      case 'typ':
+        return 'the token is not a JWT access token (typ at+jwt, RFC 9068)'
+      default:
+        return 'the access token lacks a required claim'
+    }
+  }
+  if (err instanceof errors.JWSSignatureVerificationFailed) return 'the access token signature is invalid'
+  if (err instanceof errors.JWKSNoMatchingKey) return 'the access token is signed by an unknown key'
+  if (err instanceof errors.JOSEAlgNotAllowed) return 'the access token is signed with an algorithm that is not allowed'
+  return 'the access token is invalid'
+}
+
+function refusedResponse(refusal: Refusal, realm: string | undefined): Response {
+  const headers = new Headers({ 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' })
+  if (refusal.status !== 400) {
+    const params: string[] = []
+    if (realm !== undefined) params.push(`realm=${quoted(realm)}`)
+    if (refusal.error !== undefined) {
+      params.push(`error=${quoted(refusal.error)}`, `error_description=${quoted(refusal.description)}`)
+      if (refusal.scope !== undefined) params.push(`scope=${quoted(refusal.scope)}`)
+    }
+    headers.set('www-authenticate', params.length > 0 ? `Bearer ${params.join(', ')}` : 'Bearer')
+  }
+  const body = {
+    // The same body as Gatehouse's own UserInfo endpoint; only the challenge omits the code (§3.1).
+    error: refusal.error ?? 'invalid_token',
+    error_description: refusal.description.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?'),
+  }
+  return new Response(JSON.stringify(body), { status: refusal.status, headers })
+}
+
+/**
+ * Creates a verifier for the access tokens of one issuer, for one API.
+ *
+ * `verify` resolves `{ ok: true, claims, scopes, token }` for a good token and
+ * `{ ok: false, error, description, response }` for anything the caller sent wrong: 400
+ * `invalid_request` (malformed header, token in the URL), 401 without an error code (no token),
+ * 401 `invalid_token` (bad signature, unknown key, wrong `typ`, issuer or audience, expired), 403
+ * `insufficient_scope`. It rejects with {@link IssuerUnavailableError} only when the issuer's
+ * metadata or keys cannot be fetched.
+ *
+ * @example
+ * import { createResourceServer } from 'gatehouse/resource-server'
+ *
+ * const api = createResourceServer({ issuer: 'https://id.example.com', audience: 'api1' })
+ *
+ * export async function GET(request: Request): Promise<Response> {
+ *   const auth = await api.verify(request, { scopes: ['api1'] })
+ *   if (!auth.ok) return auth.response
+ *   return Response.json({ hello: auth.claims.sub, client: auth.claims.client_id })
+ * }
+ *
+ * // or wrap a handler:
+ * export const POST = api.protect((request, { claims }) => Response.json({ sub: claims.sub }), {
+ *   scopes: ['api1.write'],
+ * })
+ */
+export function createResourceServer(options: ResourceServerOptions) {
+  const allowHttp = options.allowInsecureRequests === true
+  if (typeof options.issuer !== 'string') throw new TypeError('issuer: must be a string')
+  const issuerUrl = checkUrl('issuer', options.issuer, allowHttp)
+  const issuer = options.issuer
+  if (options.audience !== undefined && (typeof options.audience !== 'string' || options.audience === '')) {
+    throw new TypeError('audience: must be a non-empty string')
+  }
+  const audience = options.audience
+  const givenJwksUri = options.jwksUri !== undefined ? checkUrl('jwksUri', options.jwksUri, allowHttp) : undefined
+  const requiredScopes = checkScopes('requiredScopes', options.requiredScopes)
+  const algorithms = options.algorithms !== undefined ? [...options.algorithms] : DEFAULT_ALGS
+  if (algorithms.length === 0 || !algorithms.every((alg) => KNOWN_ALGS.includes(alg))) {
+    throw new TypeError(`algorithms: must be a non-empty list of ${KNOWN_ALGS.join(', ')}`)
+  }
+  const clockTolerance = seconds('clockTolerance', options.clockTolerance, 5)
+  const cooldown = seconds('jwksCooldown', options.jwksCooldown, 30)
+  const cacheMaxAge = seconds('jwksCacheMaxAge', options.jwksCacheMaxAge, 600)
+  const timeout = seconds('timeout', options.timeout, 5)
+  const realm = options.realm ?? audience
+  const fetchImpl: FetchFunction = options.fetch ?? ((url, init) => fetch(url, init))
+  const now = options.now
+
+  async function discoverJwksUri(): Promise<URL> {
+    const base = issuerUrl.href.endsWith('/') ? issuerUrl.href.slice(0, -1) : issuerUrl.href
+    const url = `${base}/.well-known/openid-configuration`
+    let metadata: unknown
+    try {
+      const response = await fetchImpl(url, {
+        headers: { accept: 'application/json' },
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeout * 1000),
+      })
+      if (response.status !== 200) {
+        await response.body?.cancel()
+        throw new Error(`discovery answered ${response.status}`)
+      }
+      metadata = await response.json()
+    } catch (cause) {
+      throw new IssuerUnavailableError(`the issuer's metadata could not be fetched from ${url}`, { cause })
+    }
+    const record = (typeof metadata === 'object' && metadata !== null ? metadata : {}) as Record<string, unknown>
+    if (record.issuer !== issuer) {
+      throw new IssuerUnavailableError(`the metadata at ${url} is for another issuer`)
+    }
+    if (typeof record.jwks_uri !== 'string') throw new IssuerUnavailableError(`the metadata at ${url} has no jwks_uri`)
+    try {
+      return checkUrl('jwks_uri', record.jwks_uri, allowHttp)
+    } catch (cause) {
+      throw new IssuerUnavailableError(`the metadata at ${url} has an unusable jwks_uri`, { cause })
+    }
+  }
+
+  let keySetPromise: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined
+  function keySet(): Promise<ReturnType<typeof createRemoteJWKSet>> {
+    if (!keySetPromise) {
+      const pending = (givenJwksUri ? Promise.resolve(givenJwksUri) : discoverJwksUri()).then((jwksUrl) =>
+        createRemoteJWKSet(jwksUrl, {
+          cooldownDuration: cooldown * 1000,
+          cacheMaxAge: cacheMaxAge * 1000,
+          timeoutDuration: timeout * 1000,
+          [customFetch]: (url, init) => fetchImpl(url, init),
+        }),
+      )
+      keySetPromise = pending
+      // A failed discovery is not kept: the next request tries again.
+      pending.catch(() => {
+        if (keySetPromise === pending) keySetPromise = undefined
+      })
+    }
+    return keySetPromise
+  }
+
+  const getKey: JWTVerifyGetKey = async (header, token) => {
+    const jwks = await keySet()
+    try {
+      return await jwks(header, token)
+    } catch (err) {
+      // No or several keys for the token's kid/alg, or a key jose cannot use: the token's problem.
+      if (
+        err instanceof errors.JWKSNoMatchingKey ||
+        err instanceof errors.JWKSMultipleMatchingKeys ||
+        err instanceof errors.JOSENotSupported
+      ) {
+        throw err
+      }
+      throw new IssuerUnavailableError("the issuer's keys could not be fetched", { cause: err })
+    }
+  }
+
+  async function check(token: string, required: string[]): Promise<AuthenticatedRequest | Refusal> {
+    if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token)) {
+      return new Refusal(401, 'invalid_token', 'the access token is not a JWT')
+    }
+    let claims: AccessTokenClaims
+    try {
+      const current = now?.()
+      const { payload } = await jwtVerify(token, getKey, {
+        issuer,
+        ...(audience !== undefined ? { audience } : {}),
+        typ: 'at+jwt',
+        algorithms,
+        clockTolerance,
+        ...(current !== undefined ? { currentDate: new Date(current * 1000) } : {}),
+        requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat', 'jti', 'client_id'],
+      })
+      claims = payload as AccessTokenClaims
+    } catch (err) {
+      if (err instanceof errors.JOSEError) return new Refusal(401, 'invalid_token', reason(err))
+      throw err
+    }
+    // RFC 9068 §2.2 types that jose does not check; `scope` is what Gatehouse always sends.
+    if (
+      typeof claims.sub !== 'string' ||
+      typeof claims.client_id !== 'string' ||
+      typeof claims.jti !== 'string' ||
+      typeof claims.scope !== 'string'
+    ) {
+      return new Refusal(401, 'invalid_token', 'the access token lacks a required claim')
+    }
+    const current = now?.() ?? Date.now() / 1000
+    if (claims.iat > current + clockTolerance) {
+      return new Refusal(401, 'invalid_token', 'the access token was issued in the future')
+    }
+    const scopes = claims.scope.split(' ').filter((s) => s !== '')
+    const missing = required.filter((s) => !scopes.includes(s))
+    if (missing.length > 0) {
+      return new Refusal(
+        403,
+        'insufficient_scope',
+        `the access token lacks the scope ${missing.join(' ')}`,
+        required.join(' '),
+      )
+    }
+    return { token, claims, scopes }
+  }
+
+  async function verify(input: Request | string, verifyOptions: VerifyOptions = {}): Promise<VerifyResult> {
+    const required = [...new Set([...requiredScopes, ...checkScopes('scopes', verifyOptions.scopes)])]
+    let outcome: AuthenticatedRequest | Refusal
+    if (typeof input === 'string') {
+      outcome = input === '' ? new Refusal(401, undefined, 'an access token is required') : await check(input, required)
+    } else {
+      const token = readBearer(input)
+      outcome = token instanceof Refusal ? token : await check(token, required)
+    }
+    if (outcome instanceof Refusal) {
+      return {
+        ok: false,
+        error: outcome.error,
+        description: outcome.description,
+        response: refusedResponse(outcome, realm),
+      }
+    }
+    return { ok: true, ...outcome }
+  }
+
+  return {
+    /** The issuer, as configured. */
+    issuer,
+    /**
+     * Verifies the bearer token of a request (or a token given as a string) and the scopes it
+     * needs. See {@link createResourceServer}.
+     */
+    verify,
+    /**
+     * Wraps a handler: it runs only for requests with a good token carrying `scopes`; others get
+     * the RFC 6750 error response.
+     */
+    protect(
+      handler: (request: Request, auth: AuthenticatedRequest) => Response | Promise<Response>,
+      protectOptions: VerifyOptions = {},
+    ): (request: Request) => Promise<Response> {
+      checkScopes('scopes', protectOptions.scopes)
+      return async (request) => {
+        const result = await verify(request, protectOptions)
+        if (!result.ok) return result.response
+        const { ok: _, ...auth } = result
+        return handler(request, auth)
+      }
+    },
+  }
+}
+
+export type ResourceServer = ReturnType<typeof createResourceServer>

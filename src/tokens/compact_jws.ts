@@ -1,0 +1,56 @@
+/**
+ * @module tokens/compact_jws
+ * JWTs signed either by jose (WebCrypto: asynchronous, a thread-pool hop on Node) or, when the
+ * host injected a `signer` (see `nodeSigner` in adapters/node.ts), by a synchronous raw signature
+ * function. Both produce the same compact JWS (RFC 7515 §7.1): base64url(JSON header) "."
+ * base64url(JSON payload) "." base64url(signature), with the header and payload serialised by
+ * `JSON.stringify` exactly as jose does.
+ */
+import { type CryptoKey, SignJWT, base64url } from 'jose'
+
+/**
+ * Signs a JWS signing input (the ASCII bytes of `header.payload`) and returns the raw JWS
+ * signature (RFC 7518 §3): for ECDSA the IEEE P1363 concatenation r || s, not DER.
+ */
+export type SignFunction = (signingInput: Uint8Array) => Uint8Array
+
+/** A private signing key as the service hands it to a `JwsSigner`. */
+export interface SignerKey {
+  alg: string
+  kid: string
+  /** The private JWK (RFC 7517), with `kid`, `alg` and `use` members. */
+  privateJwk: Readonly<Record<string, unknown>>
+}
+
+/**
+ * A factory the service calls once per signing key: a synchronous signature function for that
+ * key, or undefined to sign with jose (WebCrypto) instead.
+ */
+export type JwsSigner = (key: SignerKey) => SignFunction | undefined
+
+/** The key a token is signed with: jose's CryptoKey, and the injected signature function if any. */
+export interface JwtSigningKey {
+  alg: string
+  kid: string
+  key: CryptoKey
+  sign?: SignFunction
+}
+
+const encoder = new TextEncoder()
+
+/** A compact JWS of `payload` under `header`, signed by `sign`. */
+export function signCompact(
+  header: Record<string, unknown>,
+  payload: Record<string, unknown>,
+  sign: SignFunction,
+): string {
+  const input = `${base64url.encode(JSON.stringify(header))}.${base64url.encode(JSON.stringify(payload))}`
+  return `${input}.${base64url.encode(sign(encoder.encode(input)))}`
+}
+
+/** Signs a JWT with header { alg, kid, typ }: synchronously when the key has a signature function. */
+export async function signJwt(payload: Record<string, unknown>, typ: string, key: JwtSigningKey): Promise<string> {
+  const header = { alg: key.alg, kid: key.kid, typ }
+  if (key.sign) return signCompact(header, payload, key.sign)
+  return new SignJWT(payload).setProtectedHeader(header).sign(key.key)
+}

@@ -1,0 +1,228 @@
+/**
+ * The built-in pages and their theme: strict colour validation (no CSS injection), logo URLs,
+ * texts, accessibility markup (lang, labels, role=alert, autocomplete), the strict CSP, and the
+ * form markup other code relies on (field names, hidden inputs).
+ */
+import * as v from 'valibot'
+import { describe, expect, it } from 'vitest'
+import { createTokenService } from '../../src/index.ts'
+import {
+  CSS_COLOR,
+  DEFAULT_TEXTS,
+  type Theme,
+  ThemeSchema,
+  consentPage,
+  errorPage,
+  loginPage,
+  logoutConfirmPage,
+  signedOutPage,
+} from '../../src/pages.ts'
+
+const LOGIN = { action: 'https://id.example/connect/interaction', uid: 'u1', csrf: 'c1', clientName: 'Web App' }
+
+const parse = (theme: unknown) => v.safeParse(ThemeSchema, theme)
+
+describe('theme option', () => {
+  it('accepts CSS colours: hex, colour functions of numbers, names', () => {
+    for (const color of [
+      '#abc',
+      '#ABCD',
+      '#2f5bd3',
+      '#2f5bd3cc',
+      'rgb(47 91 211)',
+      'rgba(0, 0, 0, .5)',
+      'hsl(220deg 65% 50% / .9)',
+      'oklch(0.62 0.15 250)',
+      'rebeccapurple',
+      'transparent',
+    ]) {
+      expect(parse({ primaryColor: color }).success, color).toBe(true)
+      expect(CSS_COLOR.test(color), color).toBe(true)
+    }
+  })
+
+  it('rejects anything that could leave the declaration', () => {
+    for (const color of [
+      'red;}body{display:none',
+      'red; background:url(https://x.example/)',
+      'url(https://x.example/a.png)',
+      'var(--x)',
+      'expression(alert(1))',
+      'rgb(1,2,3);',
+      'rgb(calc(1 + 2) 0 0)',
+      '</style><script>alert(1)</script>',
+      'red !important',
+      '"red"',
+      'red\\;',
+      '#12345',
+      '#ggg',
+      '',
+      'rgb(1 2 3) red',
+      'red\n}',
+    ]) {
+      expect(parse({ primaryColor: color }).success, color).toBe(false)
+      expect(parse({ backgroundColor: color }).success, color).toBe(false)
+      expect(parse({ primaryTextColor: color }).success, color).toBe(false)
+    }
+  })
+
+  it('logo: https, http on loopback, data:image/ only', () => {
+    for (const ok of [
+      'https://cdn.example/logo.svg',
+      'http://localhost:3000/logo.png',
+      'data:image/png;base64,iVBORw0',
+    ]) {
+      expect(parse({ logoUrl: ok }).success, ok).toBe(true)
+    }
+    for (const bad of ['javascript:alert(1)', 'http://cdn.example/logo.png', 'data:text/html,<b>x</b>', 'logo.png']) {
+      expect(parse({ logoUrl: bad }).success, bad).toBe(false)
+    }
+  })
+
+  it('texts, lang, dir and colorScheme are validated; unknown keys are refused', () => {
+    expect(
+      parse({ texts: { signInTitle: 'Anmelden', signInButton: 'Weiter' }, lang: 'de-CH', dir: 'ltr' }).success,
+    ).toBe(true)
+    expect(parse({ texts: { signInTitel: 'x' } }).success).toBe(false)
+    expect(parse({ texts: { signInTitle: '' } }).success).toBe(false)
+    expect(parse({ lang: 'en"><script>' }).success).toBe(false)
+    expect(parse({ colorScheme: 'sepia' }).success).toBe(false)
+    expect(parse({ fontFamily: 'x' }).success).toBe(false)
+  })
+
+  it('createTokenService names the bad theme field; existing themes stay valid', () => {
+    expect(() => createTokenService({ issuer: 'https://id.example', theme: { primaryColor: 'red;}' } })).toThrow(
+      /theme\.primaryColor/,
+    )
+    expect(() =>
+      createTokenService({
+        issuer: 'https://id.example',
+        theme: { productName: 'Acme', logoUrl: 'https://cdn.example/l.png', primaryColor: '#0b6e4f' },
+      }),
+    ).not.toThrow()
+  })
+})
+
+describe('pages', () => {
+  it('sign-in: lang, labels tied to inputs, autocomplete, field names, CSP with one nonce', async () => {
+    const response = loginPage({}, LOGIN)
+    const html = await response.text()
+    expect(html).toMatch(/<html lang="en" dir="ltr">/)
+    expect(html).toContain('<meta name="viewport" content="width=device-width,initial-scale=1">')
+    expect(html).toMatch(/<label for="username">Username<\/label>\s*<input id="username" name="username"/)
+    expect(html).toMatch(/<label for="password">Password<\/label>\s*<input id="password" name="password"/)
+    expect(html).toMatch(/name="username"[^>]* autocomplete="username"/)
+    expect(html).toMatch(/name="password"[^>]* autocomplete="current-password"/)
+    expect(html).toContain('name="decision" value="login"')
+    expect(html).toContain('name="decision" value="cancel" formnovalidate')
+    expect(html).not.toMatch(/<script/i)
+    const csp = response.headers.get('content-security-policy') ?? ''
+    const nonce = /'nonce-([^']+)'/.exec(csp)?.[1]
+    expect(csp).toBe(
+      `default-src 'none'; style-src 'nonce-${nonce}'; img-src https: data:; base-uri 'none'; frame-ancestors 'none'`,
+    )
+    expect(html).toContain(`<style nonce="${nonce}">`)
+    expect(response.headers.get('x-frame-options')).toBe('DENY')
+    expect(response.headers.get('cache-control')).toBe('no-store')
+    expect(html).toContain(':focus-visible{outline:3px solid var(--ring)')
+    expect(html).toContain('@media (max-width:30rem)')
+  })
+
+  it('sign-in: the form markup test browsers and hosts scrape is unchanged', async () => {
+    const html = await loginPage({}, { ...LOGIN, username: 'alice"<x>' }).text()
+    const form = /<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/.exec(html)
+    expect(form?.[1]).toBe(LOGIN.action)
+    const hidden = [...(form?.[2] ?? '').matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [
+      m[1],
+      m[2],
+    ])
+    expect(hidden).toEqual([
+      ['uid', 'u1'],
+      ['csrf', 'c1'],
+      ['action', 'login'],
+    ])
+    expect(/name="username"[^>]* value="([^"]*)"/.exec(html)?.[1]).toBe('alice&quot;&lt;x&gt;')
+    // a known username puts the cursor on the password
+    expect(html).toMatch(/<input id="password"[^>]* autofocus/)
+    expect(html).not.toMatch(/<input id="username"[^>]* autofocus/)
+  })
+
+  it('sign-in error: announced with role=alert and tied to the inputs', async () => {
+    const html = await loginPage({}, { ...LOGIN, message: 'The username or password is incorrect.' }).text()
+    expect(html).toMatch(/<p class="error" role="alert" id="login-error">.*The username or password is incorrect\./)
+    expect(html).toMatch(/<input id="username"[^>]* aria-invalid="true" aria-describedby="login-error"/)
+    expect(html).toMatch(/<input id="password"[^>]* aria-invalid="true" aria-describedby="login-error"/)
+  })
+
+  it('texts: overridable, escaped, {client} becomes the escaped client name', async () => {
+    const theme: Theme = {
+      lang: 'de',
+      texts: {
+        signInTitle: 'Anmelden <jetzt>',
+        signInSubtitle: 'weiter zu {client}',
+        usernameLabel: 'Benutzername',
+        signInButton: 'Weiter',
+      },
+    }
+    const html = await loginPage(theme, { ...LOGIN, clientName: 'Evil <img src=x>' }).text()
+    expect(html).toContain('<html lang="de" dir="ltr">')
+    expect(html).toContain('<h1>Anmelden &lt;jetzt&gt;</h1>')
+    expect(html).toContain('<title>Anmelden &lt;jetzt&gt; · Gatehouse</title>')
+    expect(html).toContain('weiter zu <strong>Evil &lt;img src=x&gt;</strong>')
+    expect(html).toContain('<label for="username">Benutzername</label>')
+    expect(html).toContain('value="login">Weiter</button>')
+    expect(html).toContain(`<label for="password">${DEFAULT_TEXTS.passwordLabel}</label>`)
+  })
+
+  it('colours: button text contrasts with the primary colour; host values reach the style sheet verbatim', async () => {
+    const dark = await loginPage({ primaryColor: '#2f5bd3' }, LOGIN).text()
+    expect(dark).toContain('--primary:#2f5bd3;--on-primary:#fff;--ring:var(--primary)')
+    const pale = await loginPage({ primaryColor: '#ffd400' }, LOGIN).text()
+    expect(pale).toContain('--primary:#ffd400;--on-primary:#111;--ring:var(--text)')
+    const custom = await loginPage(
+      { primaryColor: 'oklch(0.6 0.2 250)', primaryTextColor: 'white', backgroundColor: '#0f172a' },
+      LOGIN,
+    ).text()
+    expect(custom).toContain('--primary:oklch(0.6 0.2 250);--on-primary:white;')
+    expect(custom).toContain(':root{--bg:#0f172a}')
+  })
+
+  it('colour scheme: auto follows the browser, light and dark force one', async () => {
+    expect(await loginPage({}, LOGIN).text()).toContain('@media (prefers-color-scheme:dark)')
+    const light = await loginPage({ colorScheme: 'light' }, LOGIN).text()
+    expect(light).not.toContain('prefers-color-scheme')
+    expect(light).toContain('color-scheme:light')
+    const dark = await loginPage({ colorScheme: 'dark' }, LOGIN).text()
+    expect(dark).toContain('color-scheme:dark')
+    expect(dark).toContain(':root{--ring:')
+  })
+
+  it('logo: decorative next to the product name; a loopback http logo is allowed by the CSP', async () => {
+    const https = await loginPage({ logoUrl: 'https://cdn.example/logo.svg', productName: 'Acme' }, LOGIN).text()
+    expect(https).toContain('<img src="https://cdn.example/logo.svg" alt="" height="48">')
+    expect(https).toContain('<p class="product">Acme</p>')
+    const local = loginPage({ logoUrl: 'http://localhost:3000/logo.png' }, LOGIN)
+    expect(local.headers.get('content-security-policy')).toContain('img-src https: data: http://localhost:3000;')
+    const none = await loginPage({ productName: 'acme' }, LOGIN).text()
+    expect(none).toContain('<span class="mark" aria-hidden="true">A</span>')
+  })
+
+  it('consent, logout, signed-out and error pages keep their texts and forms', async () => {
+    const consent = await consentPage({}, { ...LOGIN, scopes: ['openid', 'email', 'api1'] }).text()
+    expect(consent).toContain('<h1>Allow access?</h1>')
+    expect(consent).toContain('<strong>Web App</strong> asks to:')
+    expect(consent).toContain('name="decision" value="allow" autofocus>Allow</button>')
+    expect(consent).toContain('<span>Use api1</span>')
+    const logout = await logoutConfirmPage({}, LOGIN).text()
+    expect(logout).toContain('<input type="hidden" name="confirm" value="yes">')
+    expect(logout).toContain('value="no">Stay signed in</button>')
+    const out = await signedOutPage({ texts: { signedOutMessage: 'Bis bald.' } }).text()
+    expect(out).toContain('<h1>Signed out</h1>')
+    expect(out).toContain('role="status">Bis bald.</p>')
+    const error = errorPage({}, 'invalid_request', 'bad <thing>', 403)
+    expect(error.status).toBe(403)
+    const html = await error.text()
+    expect(html).toContain('Something went wrong')
+    expect(html).toMatch(/role="alert">.*<span class="code">invalid_request<\/span>: bad &lt;thing&gt;/)
+  })
+})

@@ -1,0 +1,193 @@
+/**
+ * The injected synchronous signer (`signer` option, `nodeSigner` in adapters/node.ts): tokens it
+ * signs verify against the service's JWKS for every algorithm, carry exactly what the jose path
+ * writes, and a signer that declines (undefined) leaves signing to jose.
+ */
+import { createPrivateKey, sign as nodeSign } from 'node:crypto'
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
+import { describe, expect, it } from 'vitest'
+import { nodeSigner } from '../../../adapters/node.ts'
+import type { SigningAlg } from '../../../src/config.ts'
+import { createTokenService } from '../../../src/index.ts'
+import { createKeyring } from '../../../src/keys/keyring.ts'
+import { createMemoryStore } from '../../../src/storage/memory.ts'
+import { issueAccessToken } from '../../../src/tokens/access_token.ts'
+import { type JwsSigner, signCompact, signJwt } from '../../../src/tokens/compact_jws.ts'
+import { issueIdToken } from '../../../src/tokens/id_token.ts'
+
+const NOW = 1_800_000_000
+const ISSUER = 'https://auth.example.test'
+const ALGS: SigningAlg[] = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA']
+
+/** One store for the file (RSA generation is slow): every keyring on it converges on the same keys. */
+const store = createMemoryStore({ now: () => NOW })
+
+/** The node signer, counting the signatures it makes and the keys it was asked for. */
+function counting(inner: JwsSigner = nodeSigner()) {
+  const counts = { keys: 0, signatures: 0 }
+  const signer: JwsSigner = (key) => {
+    counts.keys++
+    const sign = inner(key)
+    if (!sign) return undefined
+    return (input) => {
+      counts.signatures++
+      return sign(input)
+    }
+  }
+  return { signer, counts }
+}
+
+function keyrings(signer: JwsSigner) {
+  const options = { store, now: () => NOW, algorithms: ALGS }
+  return { jose: createKeyring(options), injected: createKeyring({ ...options, signer }) }
+}
+
+const accessInput = {
+  issuer: ISSUER,
+  sub: 'svc',
+  audience: ['api1', 'api2'],
+  clientId: 'svc',
+  scope: 'api1 api2',
+  now: NOW,
+  ttl: 600,
+  familyId: 'family-1',
+  authTime: NOW - 60,
+  sid: 'sid-1',
+}
+
+const idInput = {
+  issuer: ISSUER,
+  sub: 'user-1',
+  clientId: 'web',
+  now: NOW,
+  ttl: 300,
+  authTime: NOW - 60,
+  nonce: 'n-0S6_WzA2Mj',
+  sid: 'sid-1',
+  amr: ['pwd'],
+  accessToken: 'an-access-token',
+  claims: { email: 'alice@example.com', email_verified: true, address: { country: 'FR' } },
+}
+
+/** The first two segments (header and payload), as they are signed. */
+const signed = (token: string) => token.split('.').slice(0, 2).join('.')
+
+describe('injected node signer', () => {
+  const { signer, counts } = counting()
+  const rings = keyrings(signer)
+
+  it.each(ALGS)('%s: access and ID tokens verify with jose against the JWKS', async (alg) => {
+    const key = await rings.injected.signingKey(alg)
+    expect(key.sign).toBeTypeOf('function')
+    const before = counts.signatures
+    const { token, claims } = await issueAccessToken(accessInput, key)
+    const idToken = await issueIdToken(idInput, key)
+    expect(counts.signatures).toBe(before + 2)
+
+    const jwks = createLocalJWKSet((await rings.injected.jwks()) as never)
+    const at = await jwtVerify(token, jwks, {
+      issuer: ISSUER,
+      audience: 'api1',
+      typ: 'at+jwt',
+      algorithms: [alg],
+      currentDate: new Date(NOW * 1000),
+    })
+    expect(at.protectedHeader).toEqual({ alg, kid: key.kid, typ: 'at+jwt' })
+    expect(at.payload).toEqual(claims)
+    const id = await jwtVerify(idToken, jwks, {
+      issuer: ISSUER,
+      audience: 'web',
+      typ: 'JWT',
+      algorithms: [alg],
+      currentDate: new Date(NOW * 1000),
+    })
+    expect(id.payload.nonce).toBe(idInput.nonce)
+  })
+
+  it.each(ALGS)('%s: header and payload are byte for byte what the jose path signs', async (alg) => {
+    const injected = await rings.injected.signingKey(alg)
+    const jose = await rings.jose.signingKey(alg)
+    expect(jose.sign).toBeUndefined()
+    expect(jose.kid).toBe(injected.kid)
+
+    // ID tokens have no random member: the same inputs give the same signed bytes.
+    const viaSigner = await issueIdToken(idInput, injected)
+    const viaJose = await issueIdToken(idInput, jose)
+    expect(signed(viaSigner)).toBe(signed(viaJose))
+    // RSASSA-PKCS1-v1_5 and Ed25519 are deterministic: the whole token is the same. ECDSA and PSS
+    // signatures are randomised: a different token proves the two paths really differ.
+    if (alg === 'RS256' || alg === 'EdDSA') expect(viaSigner).toBe(viaJose)
+    else expect(viaSigner).not.toBe(viaJose)
+
+    // Access tokens differ only by their random jti.
+    const a = await issueAccessToken(accessInput, injected)
+    const b = await issueAccessToken(accessInput, jose)
+    expect(decodeProtectedHeader(a.token)).toEqual(decodeProtectedHeader(b.token))
+    expect(decodeProtectedHeader(a.token)).toEqual({ alg, kid: injected.kid, typ: 'at+jwt' })
+    expect({ ...decodeJwt(a.token), jti: 'x' }).toEqual({ ...decodeJwt(b.token), jti: 'x' })
+    expect(Object.keys(decodeJwt(a.token))).toEqual(Object.keys(decodeJwt(b.token)))
+
+    // And the same claims through signJwt directly.
+    const payload = { ...a.claims }
+    expect(signed(await signJwt(payload, 'at+jwt', injected))).toBe(signed(await signJwt(payload, 'at+jwt', jose)))
+  })
+
+  it('asks the factory once per key, whatever the number of tokens', async () => {
+    const { signer: once, counts: c } = counting()
+    const ring = createKeyring({ store, now: () => NOW, algorithms: ALGS, signer: once })
+    for (let i = 0; i < 5; i++) await issueAccessToken(accessInput, await ring.signingKey('ES256'))
+    await ring.signingKey('RS256')
+    // One probe signature per key (checked against its public key), then one per token.
+    expect(c).toEqual({ keys: 2, signatures: 2 + 5 })
+  })
+})
+
+describe('fallback to jose', () => {
+  it('a signer returning undefined leaves the key to jose, and tokens still verify', async () => {
+    const asked: string[] = []
+    const ring = createKeyring({
+      store,
+      now: () => NOW,
+      algorithms: ALGS,
+      signer: ({ alg }) => {
+        asked.push(alg)
+        return undefined
+      },
+    })
+    const key = await ring.signingKey('ES256')
+    expect(key.sign).toBeUndefined()
+    const { token } = await issueAccessToken(accessInput, key)
+    await ring.signingKey('ES256')
+    expect(asked).toEqual(['ES256'])
+    const jwks = createLocalJWKSet((await ring.jwks()) as never)
+    await expect(jwtVerify(token, jwks, { typ: 'at+jwt', currentDate: new Date(NOW * 1000) })).resolves.toBeTruthy()
+  })
+
+  it('per algorithm: the node signer declines an algorithm it does not know', () => {
+    const sign = nodeSigner()({ alg: 'HS256', kid: 'k', privateJwk: { kty: 'oct', k: 'AAAA' } })
+    expect(sign).toBeUndefined()
+  })
+
+  it('a signer whose signatures do not verify (DER-encoded ECDSA) fails loudly, not in clients', async () => {
+    const der: JwsSigner = ({ privateJwk }) => {
+      const key = createPrivateKey({ key: privateJwk as never, format: 'jwk' })
+      return (input) => nodeSign('sha256', input, { key, dsaEncoding: 'der' })
+    }
+    const ring = createKeyring({ store, now: () => NOW, algorithms: ALGS, signer: der })
+    await expect(ring.signingKey('ES256')).rejects.toThrow(/does not verify/)
+  })
+
+  it('signCompact joins base64url(header), base64url(payload) and base64url(signature)', () => {
+    const token = signCompact({ alg: 'X', kid: 'k' }, { a: 1 }, (input) => {
+      expect(new TextDecoder().decode(input)).toBe('eyJhbGciOiJYIiwia2lkIjoiayJ9.eyJhIjoxfQ')
+      return new Uint8Array([0xfb, 0xff])
+    })
+    expect(token).toBe('eyJhbGciOiJYIiwia2lkIjoiayJ9.eyJhIjoxfQ.-_8')
+  })
+})
+
+describe('signer option', () => {
+  it('must be a function', () => {
+    expect(() => createTokenService({ issuer: ISSUER, signer: 'node' as never })).toThrow(/signer: must be a function/)
+  })
+})
