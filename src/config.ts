@@ -138,6 +138,16 @@ const attemptLimits = (pair: number, identity: number, address: number) =>
     perAddress: count(address),
   })
 
+/** Throttling settings that a configuration file can hold too (everything but the limiter). */
+export const throttleSettings = {
+  /** Window of the counters, seconds. Default 900 (15 minutes). */
+  window: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 900),
+  /** Failed client authentications (token, introspection, revocation endpoints). Defaults 10, 100, 100. */
+  clientAuthentication: v.optional(attemptLimits(10, 100, 100), {}),
+  /** Failed sign-ins on the built-in sign-in page. Defaults 5, 50, 100. */
+  signIn: v.optional(attemptLimits(5, 50, 100), {}),
+}
+
 const fn = <T>(message: string) => v.custom<T>((value) => typeof value === 'function', message)
 const obj = <T>(message: string) => v.custom<T>((value) => typeof value === 'object' && value !== null, message)
 
@@ -249,12 +259,7 @@ export const OptionsSchema = v.strictObject({
     v.union([
       v.literal(false),
       v.strictObject({
-        /** Window of the counters, seconds. Default 900 (15 minutes). */
-        window: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 900),
-        /** Failed client authentications (token, introspection, revocation endpoints). */
-        clientAuthentication: v.optional(attemptLimits(10, 100, 100), {}),
-        /** Failed sign-ins on the built-in sign-in page. */
-        signIn: v.optional(attemptLimits(5, 50, 100), {}),
+        ...throttleSettings,
         /** A limiter of the host's instead of the store's counters. */
         limiter: v.optional(obj<Limiter>('must be an object with retryAfter() and fail()')),
       }),

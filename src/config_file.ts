@@ -4,7 +4,14 @@
  * register (plain-text secrets, hashed on load), built-in users, extra scopes and service settings.
  */
 import * as v from 'valibot'
-import { ClientRegistrationSchema, OptionsSchema, ScopeSchema, UserSchema, formatIssues } from './config.ts'
+import {
+  ClientRegistrationSchema,
+  OptionsSchema,
+  ScopeSchema,
+  UserSchema,
+  formatIssues,
+  throttleSettings,
+} from './config.ts'
 
 const settings = OptionsSchema.entries
 
@@ -49,6 +56,7 @@ export const ConfigFileSchema = v.strictObject({
   secretHashIterations: settings.secretHashIterations,
   limits: settings.limits,
   theme: settings.theme,
+  throttle: v.optional(v.union([v.literal(false), v.strictObject(throttleSettings)]), {}),
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

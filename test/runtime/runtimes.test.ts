@@ -76,6 +76,20 @@ describe.each(runtimes)('$name', ({ command }) => {
     expect(as.jwks_uri).toBe(`${issuer}/.well-known/jwks.json`)
   })
 
+  it('passes the peer address: allowedNetworks admits loopback, refuses others; failures are throttled', async () => {
+    const grant = (clientId: string, secret: string) =>
+      oauth.clientCredentialsGrantRequest(as, { client_id: clientId }, oauth.ClientSecretBasic(secret), {}, options)
+    expect((await grant('rt-loopback', 'rt-loopback-secret')).status).toBe(200)
+    const refused = await grant('rt-internal', 'rt-internal-secret')
+    expect(refused.status).toBe(401)
+    expect(await refused.json()).toMatchObject({ error: 'invalid_client' })
+    // Nine more failures from this address for rt-internal: the next is throttled (429 + Retry-After).
+    for (let i = 0; i < 9; i++) expect((await grant('rt-internal', `guess-${i}`)).status).toBe(401)
+    const throttled = await grant('rt-internal', 'rt-internal-secret')
+    expect(throttled.status).toBe(429)
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0)
+  })
+
   it.each([
     ['client_secret_basic', oauth.ClientSecretBasic('rt-service-secret')],
     ['client_secret_post', oauth.ClientSecretPost('rt-service-secret')],

@@ -26,6 +26,19 @@ export const CONFIG = {
     },
     /** A resource server: introspects tokens whose audience is `api1`. */
     { clientId: 'api1', clientSecret: 'api1-secret', permissions: ['ept:introspection'] },
+    /** Service clients restricted to source networks: loopback (the tests' own) and elsewhere. */
+    {
+      clientId: 'rt-loopback',
+      clientSecret: 'rt-loopback-secret',
+      permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+      allowedNetworks: ['127.0.0.0/8', '::1'],
+    },
+    {
+      clientId: 'rt-internal',
+      clientSecret: 'rt-internal-secret',
+      permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+      allowedNetworks: ['10.0.0.0/8'],
+    },
     {
       clientId: 'rt-web',
       clientSecret: 'rt-web-secret',
