@@ -20,7 +20,7 @@ try {
           ...(config.schema ? { schema: config.schema } : {}),
         })
       : (await import('../src/storage/pglite.ts')).createPgliteStore({ dataDir: config.dataDir })
-  if ('connect' in store) await store.connect()
+  if ('connect' in store && typeof store.connect === 'function') await store.connect()
   const applied = await store.migrate()
   console.log(
     `${describeStore(config)}: ${applied.length === 0 ? 'up to date' : `applied migration(s) ${applied.join(', ')}`}`,
