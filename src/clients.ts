@@ -3,7 +3,7 @@
  * Host-side client registration (ensure, find, update, delete, list) and the per-instance client
  * cache the endpoints read through. Secrets are hashed before they reach the store.
  */
-import { type ClientRegistration, formatIssues, parseClientRegistration } from './config.ts'
+import { type ClientRegistration, formatIssues, parseClientRegistration, withoutInputs } from './config.ts'
 import { hashSecret, isSecretHash } from './secrets.ts'
 import { base64url } from 'jose'
 import * as v from 'valibot'
@@ -18,7 +18,7 @@ const RetireSecretSchema = v.strictObject({ at: v.optional(v.pipe(v.number(), v.
 function parseInput<S extends v.GenericSchema>(schema: S, input: unknown, what: string): v.InferOutput<S> {
   const result = v.safeParse(schema, input)
   if (result.success) return result.output
-  throw new TypeError(`${what}\n${formatIssues(result.issues)}`, { cause: result.issues })
+  throw new TypeError(`${what}\n${formatIssues(result.issues)}`, { cause: withoutInputs(result.issues) })
 }
 
 /** A client as the host sees it: everything but the secret hashes. */
@@ -273,7 +273,11 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       const secrets = existing.secrets
         .map((record) => (record === target ? retired : record))
         .filter((record) => record.expiresAt === undefined || record.expiresAt > current - 86_400)
-      if (!secrets.some((record) => record.expiresAt === undefined || record.expiresAt > current)) {
+      // Another secret must outlive the retirement, or the client would be locked out at `at`.
+      const after = Math.max(at, current)
+      if (
+        !secrets.some((record) => record !== retired && (record.expiresAt === undefined || record.expiresAt > after))
+      ) {
         throw new TypeError('cannot retire the last valid secret: add its successor first')
       }
       const record = { ...existing, secrets, updatedAt: current }

@@ -291,12 +291,20 @@ export function formatIssues(issues: readonly v.BaseIssue<unknown>[]): string {
   return issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`).join('\n')
 }
 
+/**
+ * Issues as paths and messages only: valibot's issues carry the rejected input, which may be a
+ * secret or a password, and an error's cause tends to end up in logs.
+ */
+export function withoutInputs(issues: readonly v.BaseIssue<unknown>[]): Array<{ path: string; message: string }> {
+  return issues.map((issue) => ({ path: v.getDotPath(issue) ?? '(root)', message: issue.message }))
+}
+
 /** Validates options; throws a TypeError naming every bad field. */
 export function parseOptions(input: unknown): Config {
   const result = v.safeParse(OptionsSchema, input)
   if (result.success) return result.output
   throw new TypeError(`invalid token service options\n${formatIssues(result.issues)}`, {
-    cause: result.issues,
+    cause: withoutInputs(result.issues),
   })
 }
 
@@ -305,7 +313,7 @@ export function parseClientRegistration(input: unknown): ParsedClientRegistratio
   const result = v.safeParse(ClientRegistrationSchema, input)
   if (!result.success) {
     throw new TypeError(`invalid client registration\n${formatIssues(result.issues)}`, {
-      cause: result.issues,
+      cause: withoutInputs(result.issues),
     })
   }
   const reg = result.output

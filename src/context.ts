@@ -57,7 +57,14 @@ export interface Context {
   /** Whether cookies get `Secure` (https issuer). */
   secureCookies: boolean
   /** Throttling of failed attempts; undefined when turned off. */
-  throttle?: { limiter: Limiter; window: number; clientAuthentication: AttemptLimits; signIn: AttemptLimits }
+  throttle?: {
+    limiter: Limiter
+    window: number
+    clientAuthentication: AttemptLimits
+    signIn: AttemptLimits
+    /** Runs slow verifications one at a time per key (see `createExclusiveRunner`). */
+    exclusive: <T>(key: string, fn: () => Promise<T>) => Promise<T>
+  }
   /** Emits an audit event to the host's `onEvent` hook (no-op without one). */
   emit: Emitter
 }

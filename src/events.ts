@@ -47,8 +47,8 @@ export type GatehouseEvent = EventBase &
     | {
         type: 'signin.failed'
         clientId: string
-        /** The username typed (not secret; useful to spot credential stuffing). */
-        username: string
+        /** The username typed, only when it names a user (a mistyped one may be a password). */
+        username?: string
         reason: 'invalid_credentials' | 'throttled'
       }
     | { type: 'session.ended'; sub: string; sid: string; clientId?: string }

@@ -32,8 +32,8 @@ interface Route {
 /** CORS of the endpoints: what a browser app may send (header names spelled out, never `*`). */
 const CORS = {
   document: { methods: 'GET, HEAD', headers: 'accept' },
-  token: { methods: 'POST', headers: 'authorization, content-type, dpop' },
-  userinfo: { methods: 'GET, POST', headers: 'authorization, content-type, dpop' },
+  token: { methods: 'POST', headers: 'authorization, content-type' },
+  userinfo: { methods: 'GET, POST', headers: 'authorization, content-type' },
   revocation: { methods: 'POST', headers: 'authorization, content-type' },
 } as const satisfies Record<string, CorsRoute>
 

@@ -17,8 +17,9 @@ import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
 import { createMemoryStore } from './storage/memory.ts'
 import { createUserDirectory } from './users.ts'
 import { createEmitter } from './events.ts'
+import { canonicalAddress } from './networks.ts'
 import { bindRequest } from './request_meta.ts'
-import { storeLimiter } from './throttle.ts'
+import { createExclusiveRunner, storeLimiter } from './throttle.ts'
 
 /** What the runtime adapter knows about a request beyond the Request itself. */
 export interface RequestInfo {
@@ -139,12 +140,26 @@ export function createTokenService(options: TokenServiceOptions) {
             window: config.throttle.window,
             clientAuthentication: config.throttle.clientAuthentication,
             signIn: config.throttle.signIn,
+            exclusive: createExclusiveRunner(),
           },
         }),
     emit,
   }
   const handler = createHandler(ctx)
   const clientAddress = config.clientAddress
+  /** The host's `clientAddress`; one that throws counts as no address (logged, never a 500). */
+  function hostAddress(
+    hook: NonNullable<typeof clientAddress>,
+    request: Request,
+    info: RequestInfo | undefined,
+  ): string | undefined {
+    try {
+      return hook(request, info?.address)
+    } catch (err) {
+      ctx.logger.error('clientAddress failed', { error: err instanceof Error ? err.name : typeof err })
+      return undefined
+    }
+  }
 
   return {
     /**
@@ -152,7 +167,7 @@ export function createTokenService(options: TokenServiceOptions) {
      * `info.address` (throttling, `allowedNetworks` and audit events use it).
      */
     fetch: (request: Request, info?: RequestInfo): Promise<Response> => {
-      const address = clientAddress ? clientAddress(request, info?.address) : info?.address
+      const address = canonicalAddress(clientAddress ? hostAddress(clientAddress, request, info) : info?.address)
       if (address !== undefined) bindRequest(request, address)
       return handler(request)
     },

@@ -52,6 +52,26 @@ export function networkMatcher(ranges: readonly string[]): (address: string | un
   }
 }
 
+/**
+ * The canonical text of an IP address (IPv4-mapped IPv6 as IPv4, IPv6 compressed), or undefined
+ * when `value` is not an address: what the service keeps as a request's source address.
+ */
+export function canonicalAddress(value: string | undefined): string | undefined {
+  if (value === undefined || value.length > 64) return undefined
+  return parseAddress(value)?.toString()
+}
+
+/**
+ * The unit that throttling counts for an address: the address for IPv4, its /64 for IPv6 (one
+ * host commonly holds a whole /64, so single IPv6 addresses would give an attacker endless keys).
+ */
+export function addressBucket(address: string): string {
+  const ip = parseAddress(address)
+  if (!ip || ip.kind() === 'ipv4') return address
+  const parts = (ip as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16))
+  return `${parts.join(':')}::/64`
+}
+
 const matchers = new Map<string, (address: string | undefined) => boolean>()
 
 /** Whether `address` lies in one of `ranges`; an unknown address never does. Matchers are cached. */

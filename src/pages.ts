@@ -204,7 +204,7 @@ function textsOf(theme: Theme): PageTexts {
 
 /** Escapes `template` and puts the escaped client name in bold where it says `{client}`. */
 function withClient(template: string, clientName: string): string {
-  return e(template).replaceAll('{client}', `<strong>${e(clientName)}</strong>`)
+  return e(template).replaceAll('{client}', () => `<strong>${e(clientName)}</strong>`)
 }
 
 const ALERT_ICON =

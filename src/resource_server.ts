@@ -30,10 +30,10 @@ export interface ResourceServerOptions {
   issuer: string
   /**
    * This API's identifier: the token's `aud` must be or contain it (RFC 9068 §4). Gatehouse puts
-   * the audience of each API scope there (by default the scope's name). Without it any audience
-   * is accepted, which lets a token meant for another API in: set it.
+   * the audience of each API scope there (by default the scope's name). Required: without it a
+   * token meant for another API would get in.
    */
-  audience?: string
+  audience: string
   /** The JWKS URL; default: `jwks_uri` from `<issuer>/.well-known/openid-configuration`. */
   jwksUri?: string
   /** Scopes every request must carry (403 insufficient_scope otherwise). */
@@ -42,7 +42,7 @@ export interface ResourceServerOptions {
   algorithms?: readonly string[]
   /** Seconds of clock skew allowed for `exp`, `nbf` and `iat`. Default 5. */
   clockTolerance?: number
-  /** The `realm` of the `WWW-Authenticate` challenge. Default: `audience`, if set. */
+  /** The `realm` of the `WWW-Authenticate` challenge. Default: `audience`. */
   realm?: string
   /** Fetch used for discovery and the JWKS. Default: the global `fetch`. */
   fetch?: FetchFunction
@@ -247,8 +247,8 @@ export function createResourceServer(options: ResourceServerOptions) {
   if (typeof options.issuer !== 'string') throw new TypeError('issuer: must be a string')
   const issuerUrl = checkUrl('issuer', options.issuer, allowHttp)
   const issuer = options.issuer
-  if (options.audience !== undefined && (typeof options.audience !== 'string' || options.audience === '')) {
-    throw new TypeError('audience: must be a non-empty string')
+  if (typeof options.audience !== 'string' || options.audience === '') {
+    throw new TypeError('audience: must be a non-empty string (RFC 9068 §4: the API checks aud)')
   }
   const audience = options.audience
   const givenJwksUri = options.jwksUri !== undefined ? checkUrl('jwksUri', options.jwksUri, allowHttp) : undefined
@@ -341,7 +341,7 @@ export function createResourceServer(options: ResourceServerOptions) {
       const current = now?.()
       const { payload } = await jwtVerify(token, getKey, {
         issuer,
-        ...(audience !== undefined ? { audience } : {}),
+        audience,
         typ: 'at+jwt',
         algorithms,
         clockTolerance,
@@ -417,7 +417,17 @@ export function createResourceServer(options: ResourceServerOptions) {
     ): (request: Request) => Promise<Response> {
       checkScopes('scopes', protectOptions.scopes)
       return async (request) => {
-        const result = await verify(request, protectOptions)
+        let result: Awaited<ReturnType<typeof verify>>
+        try {
+          result = await verify(request, protectOptions)
+        } catch (err) {
+          // The issuer's keys could not be read: the request may be fine, so 503, never a 500.
+          if (!(err instanceof IssuerUnavailableError)) throw err
+          return Response.json(
+            { error: 'temporarily_unavailable', error_description: 'the token cannot be verified right now' },
+            { status: 503, headers: { 'cache-control': 'no-store', 'retry-after': '5' } },
+          )
+        }
         if (!result.ok) return result.response
         const { ok: _, ...auth } = result
         return handler(request, auth)

@@ -83,6 +83,12 @@ export function createVerificationCache(options: {
   const mac = options.digest ? async (secret: string) => (options.digest as SecretDigest)(secret) : webMac
 
   return {
+    /** Whether `secret` was verified against `stored` recently (a cache hit; never hashes). */
+    async isCached(secret: string, stored: string): Promise<boolean> {
+      const entry = entries.get(stored)
+      return entry !== undefined && entry.expiresAt > options.now() && timingSafeEqual(await mac(secret), entry.mac)
+    },
+
     /** Verifies `secret` against `stored`, using and filling the cache. */
     async verify(secret: string, stored: string): Promise<boolean> {
       const entry = entries.get(stored)

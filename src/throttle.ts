@@ -7,6 +7,7 @@
  * success never resets a counter (it cannot unlock an attacker). Only failures are counted.
  * Counters live in the store (`Store.attempts`), so every instance shares them.
  */
+import { addressBucket } from './networks.ts'
 import type { Store } from './storage/types.ts'
 
 /** One counter: at most `limit` failures per `window` seconds under `key`. */
@@ -52,24 +53,73 @@ export interface AttemptLimits {
   perAddress: number
 }
 
+/** The rules of one attempt, by what they count. */
+export interface AttemptRules {
+  /** Every rule (checked, and counted on a failed secret or password). */
+  all: ThrottleRule[]
+  /** The address-only rule(s): all that a failure unrelated to the identity's secret counts. */
+  address: ThrottleRule[]
+  /** The key under which slow verifications of this attempt run one at a time per process. */
+  exclusive: string
+}
+
+const encoder = new TextEncoder()
+const PLAIN_IDENTITY = /^[\x21-\x7e]{1,128}$/
+
+/** A store key part for an identity: as is when short and printable, else its SHA-256. */
+async function identityKey(identity: string): Promise<string> {
+  if (PLAIN_IDENTITY.test(identity)) return identity
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(identity)))
+  return `#${Array.from(digest, (byte) => byte.toString(16).padStart(2, '0')).join('')}`
+}
+
 /**
- * The rules for an attempt. Keys put the address (which has no spaces) first, so identities with
- * any characters cannot collide; `kind` separates client authentication from sign-in.
+ * The rules for an attempt. Keys put the address bucket (which has no spaces) first, so identities
+ * cannot collide; odd or long identities are hashed, so keys stay short; `kind` separates client
+ * authentication from sign-in.
  */
-export function attemptRules(
+export async function attemptRules(
   kind: 'client' | 'user',
-  identity: string | undefined,
+  identity: string,
   address: string | undefined,
   limits: AttemptLimits,
   window: number,
-): ThrottleRule[] {
-  const rules: ThrottleRule[] = []
-  if (identity !== undefined) {
-    rules.push({ key: `${kind}:${identity}`, limit: limits.perIdentity, window })
-    if (address !== undefined) {
-      rules.push({ key: `${kind}+address:${address} ${identity}`, limit: limits.perIdentityAndAddress, window })
-    }
+): Promise<AttemptRules> {
+  const id = await identityKey(identity)
+  const bucket = address === undefined ? undefined : addressBucket(address)
+  const all: ThrottleRule[] = [{ key: `${kind}:${id}`, limit: limits.perIdentity, window }]
+  const addressRules: ThrottleRule[] = []
+  if (bucket !== undefined) {
+    all.push({ key: `${kind}+address:${bucket} ${id}`, limit: limits.perIdentityAndAddress, window })
+    addressRules.push({ key: `${kind}-address:${bucket}`, limit: limits.perAddress, window })
+    all.push(...addressRules)
   }
-  if (address !== undefined) rules.push({ key: `${kind}-address:${address}`, limit: limits.perAddress, window })
-  return rules
+  return { all, address: addressRules, exclusive: `${kind}:${bucket ?? ''} ${id}` }
+}
+
+/**
+ * Runs functions one at a time per key in this process. Throttling counts a failure only after the
+ * slow hash said so; without this, a burst of parallel guesses would all pass the check before the
+ * first failure is counted. Queued attempts re-check the counters when their turn comes.
+ */
+export function createExclusiveRunner() {
+  const tails = new Map<string, Promise<unknown>>()
+  return function exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const previous = tails.get(key) ?? Promise.resolve()
+    const run = previous.then(fn, fn)
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    )
+    tails.set(key, tail)
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key)
+    })
+    return run
+  }
+}
+
+/** The error of a throttled client authentication: 429 with Retry-After. */
+export function throttledAfter(wait: number): { status: number; headers: Record<string, string> } {
+  return { status: 429, headers: { 'retry-after': String(Math.max(1, Math.ceil(wait))) } }
 }

@@ -43,6 +43,10 @@ export function createUserDirectory(users: readonly UserConfig[], iterations: nu
   return {
     ready,
     /** The user's claims when username and password match, else undefined. */
+    /** Whether a built-in user has this username (case-insensitive). */
+    exists(username: string): boolean {
+      return byUsername.has(username.toLowerCase())
+    },
     async authenticate(username: string, password: string): Promise<Record<string, unknown> | undefined> {
       await ready
       const user = byUsername.get(username.toLowerCase())

@@ -17,7 +17,8 @@ import { OAuthError } from '../errors.ts'
 import type { Params } from '../http.ts'
 import { inNetworks } from '../networks.ts'
 import { metaOf } from '../request_meta.ts'
-import { attemptRules } from '../throttle.ts'
+import type { GatehouseEvent, RequestMeta } from '../events.ts'
+import { type ThrottleRule, attemptRules, throttledAfter } from '../throttle.ts'
 import type { ClientRecord } from '../storage/types.ts'
 
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
@@ -93,49 +94,79 @@ export async function authenticateClient(
 
   const meta = metaOf(request)
   const throttle = ctx.throttle
-  const rules =
-    throttle && method !== 'none'
-      ? attemptRules('client', clientId, meta.address, throttle.clientAuthentication, throttle.window)
-      : undefined
-  // Checked before the secret is: a throttled caller learns nothing, even from a correct guess.
-  if (throttle && rules) {
-    const wait = await throttle.limiter.retryAfter(rules, ctx.now())
-    if (wait > 0) {
-      ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason: 'throttled' })
-      throw new OAuthError('invalid_client', 'too many failed client authentications; retry later', {
-        status: 429,
-        headers: { 'retry-after': String(wait) },
-      })
-    }
-  }
-  const fail = async (reason: FailureReason, description: string): Promise<OAuthError> => {
-    ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason })
-    if (throttle && rules) await throttle.limiter.fail(rules, ctx.now())
-    return invalidClient(description)
-  }
+  const fail = (reason: FailureReason, description: string, count?: ThrottleRule[]): Promise<OAuthError> =>
+    failure(ctx, meta, clientId, reason, description, count)
 
   const client = await ctx.clients.get(clientId)
-  if (!client) throw await fail('unknown_client', 'client authentication failed')
-  if (client.allowedNetworks && !inNetworks(meta.address, client.allowedNetworks)) {
-    throw await fail('network_not_allowed', 'the client may not authenticate from this network')
+  // Anyone can send a request from outside a client's networks, so such failures count against
+  // the address only: they must not let outsiders use up the client's own counter.
+  const rules =
+    throttle && (method !== 'none' || client?.allowedNetworks)
+      ? await attemptRules('client', clientId, meta.address, throttle.clientAuthentication, throttle.window)
+      : undefined
+  if (client?.allowedNetworks && !inNetworks(meta.address, client.allowedNetworks)) {
+    throw await fail('network_not_allowed', 'the client may not authenticate from this network', rules?.address)
   }
-  if (isConfidential(client)) {
-    if (secret === undefined) throw await fail('missing_secret', 'client authentication is required')
-    if (!(await checkSecret(client, secret, ctx))) throw await fail('invalid_secret', 'client authentication failed')
-  } else {
-    if (secret !== undefined) throw await fail('invalid_secret', 'client authentication failed')
+  if (method === 'none') {
+    if (!client) throw invalidClient('client authentication failed')
+    if (isConfidential(client)) throw await fail('missing_secret', 'client authentication is required')
     if (!options.allowPublic) throw invalidClient('public clients cannot use this endpoint')
+    return { client, method, request }
   }
+  // Checked before the secret is: a throttled caller learns nothing, even from a correct guess.
+  if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all)
+  if (!client) throw await fail('unknown_client', 'client authentication failed', rules?.all)
+  if (!isConfidential(client)) throw await fail('invalid_secret', 'client authentication failed', rules?.all)
+  const presented = secret as string
+  // A secret verified recently (the in-memory cache) is the fast path; the slow hash runs one at a
+  // time per client and address, re-checking the counters first, so a burst cannot outrun them.
+  if (await checkSecret(client, presented, ctx, { cachedOnly: true })) return { client, method, request }
+  const verify = async (): Promise<boolean> => {
+    if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all)
+    if (await checkSecret(client, presented, ctx)) return true
+    throw await fail('invalid_secret', 'client authentication failed', rules?.all)
+  }
+  await (throttle && rules ? throttle.exclusive(rules.exclusive, verify) : verify())
   return { client, method, request }
 }
 
-type FailureReason = 'unknown_client' | 'invalid_secret' | 'missing_secret' | 'network_not_allowed'
+type FailureReason = Extract<GatehouseEvent, { type: 'client.authentication_failed' }>['reason']
 
-async function checkSecret(client: ClientRecord, secret: string, ctx: Context): Promise<boolean> {
+/** Emits the failure, counts it against `rules`, and returns the invalid_client error to throw. */
+async function failure(
+  ctx: Context,
+  meta: RequestMeta,
+  clientId: string,
+  reason: FailureReason,
+  description: string,
+  rules: ThrottleRule[] | undefined,
+): Promise<OAuthError> {
+  ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason })
+  if (ctx.throttle && rules && rules.length > 0) await ctx.throttle.limiter.fail(rules, ctx.now())
+  return invalidClient(description)
+}
+
+/** Throws 429 when a counter of the attempt is exhausted. */
+async function refuseIfThrottled(ctx: Context, meta: RequestMeta, clientId: string, rules: ThrottleRule[]) {
+  const wait = ctx.throttle ? await ctx.throttle.limiter.retryAfter(rules, ctx.now()) : 0
+  if (wait <= 0) return
+  ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason: 'throttled' })
+  throw new OAuthError('invalid_client', 'too many failed client authentications; retry later', throttledAfter(wait))
+}
+
+async function checkSecret(
+  client: ClientRecord,
+  secret: string,
+  ctx: Context,
+  options: { cachedOnly?: boolean } = {},
+): Promise<boolean> {
   const now = ctx.now()
   for (const record of client.secrets) {
     if (record.expiresAt !== undefined && record.expiresAt <= now) continue
-    if (await ctx.secretCache.verify(secret, record.hash)) return true
+    const ok = options.cachedOnly
+      ? await ctx.secretCache.isCached(secret, record.hash)
+      : await ctx.secretCache.verify(secret, record.hash)
+    if (ok) return true
   }
   return false
 }

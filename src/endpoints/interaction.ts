@@ -14,7 +14,7 @@ import { readForm } from '../http.ts'
 import { type AuthorizationRequest, completeInteraction, loadSession } from '../interaction/flow.ts'
 import { consentPage, errorPage, loginPage } from '../pages.ts'
 import { metaOf } from '../request_meta.ts'
-import { attemptRules } from '../throttle.ts'
+import { attemptRules, throttledAfter } from '../throttle.ts'
 import type { InteractionRecord } from '../storage/types.ts'
 import { sha256, timingSafeEqual } from '../tokens/opaque.ts'
 
@@ -108,31 +108,40 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
   const clientId = String((record.request as { clientId?: unknown }).clientId)
   const meta = metaOf(request)
   const throttle = ctx.throttle
-  // Usernames match case-insensitively, so they are counted that way.
+  // Usernames match case-insensitively, so they are counted that way. Events name the username
+  // only when it exists: people type passwords into the username field.
   const rules = throttle
-    ? attemptRules('user', username.toLowerCase(), meta.address, throttle.signIn, throttle.window)
+    ? await attemptRules('user', username.toLowerCase(), meta.address, throttle.signIn, throttle.window)
     : undefined
-  // Checked before the password is: a throttled attempt learns nothing, even from a right guess.
-  if (throttle && rules) {
-    const wait = await throttle.limiter.retryAfter(rules, ctx.now())
-    if (wait > 0) {
-      ctx.emit(meta, { type: 'signin.failed', clientId, username, reason: 'throttled' })
-      const minutes = Math.ceil(wait / 60)
-      return render(
-        record,
-        ctx,
-        `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-        username,
-        { status: 429, headers: new Headers({ 'retry-after': String(wait) }) },
-      )
-    }
+  const named = ctx.users.exists(username) ? { username } : {}
+  const throttled = async (): Promise<Response | undefined> => {
+    const wait = throttle && rules ? await throttle.limiter.retryAfter(rules.all, ctx.now()) : 0
+    if (wait <= 0) return undefined
+    ctx.emit(meta, { type: 'signin.failed', clientId, ...named, reason: 'throttled' })
+    const minutes = Math.ceil(wait / 60)
+    const { status, headers } = throttledAfter(wait)
+    return render(
+      record,
+      ctx,
+      `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      username,
+      { status, headers: new Headers(headers) },
+    )
   }
-  const account = await ctx.users.authenticate(username, password)
-  if (!account) {
-    ctx.emit(meta, { type: 'signin.failed', clientId, username, reason: 'invalid_credentials' })
-    if (throttle && rules) await throttle.limiter.fail(rules, ctx.now())
+  // Checked before the password is: a throttled attempt learns nothing, even from a right guess.
+  // The slow hash runs one at a time per username and address, re-checking first.
+  const attempt = async (): Promise<Response | Record<string, unknown>> => {
+    const refused = await throttled()
+    if (refused) return refused
+    const found = await ctx.users.authenticate(username, password)
+    if (found) return found
+    ctx.emit(meta, { type: 'signin.failed', clientId, ...named, reason: 'invalid_credentials' })
+    if (throttle && rules) await throttle.limiter.fail(rules.all, ctx.now())
     return render(record, ctx, 'The username or password is incorrect.', username)
   }
+  const outcome = throttle && rules ? await throttle.exclusive(rules.exclusive, attempt) : await attempt()
+  if (outcome instanceof Response) return outcome
+  const account = outcome
   ctx.emit(meta, { type: 'signin.succeeded', clientId, sub: String(account.sub) })
   const login = { sub: String(account.sub), authTime: ctx.now(), amr: ['pwd'] }
   if (await needsConsent({ ...record, login }, request, ctx)) {

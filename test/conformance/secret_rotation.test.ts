@@ -70,12 +70,24 @@ describe('client secret rotation', () => {
     const [only] = (await service.clients.find('service'))?.secrets ?? []
     await expect(service.clients.retireSecret('service', only?.id ?? '')).rejects.toThrow(/last valid secret/)
     await expect(service.clients.retireSecret('service', 'nope')).rejects.toThrow(/has no secret "nope"/)
+    // Retiring the only secret later would lock the client out then: refused too.
+    await expect(service.clients.retireSecret('service', only?.id ?? '', { at: clock.now() + 60 })).rejects.toThrow(
+      /last valid secret/,
+    )
+    const short = await service.clients.addSecret('service', { expiresAt: clock.now() + 30 })
+    await expect(service.clients.retireSecret('service', only?.id ?? '', { at: clock.now() + 60 })).rejects.toThrow(
+      /last valid secret/,
+    )
+    await service.clients.retireSecret('service', short.id)
     await expect(service.clients.addSecret('ghost')).rejects.toThrow(/does not exist/)
     await expect(service.clients.addSecret('spa')).rejects.toThrow(/public/)
     await expect(service.clients.addSecret('service', { secret: 'short' })).rejects.toThrow(
       /secret: must be at least 16/,
     )
     await expect(service.clients.addSecret('service', { expiresAt: clock.now() - 1 })).rejects.toThrow(/expiresAt/)
+    const invalid = await service.clients.addSecret('service', { secret: 'tiny-secret' }).catch((err) => err)
+    expect(invalid).toBeInstanceOf(TypeError)
+    expect(JSON.stringify(invalid.cause)).not.toContain('tiny-secret') // causes carry no input
     await expect(service.clients.addSecret('service', { extra: 1 } as never)).rejects.toThrow(/invalid secret/)
   })
 

@@ -64,6 +64,57 @@ describe('throttling failed client authentication', () => {
     expect((await tokenRequest(service, 'wrong', ATTACKER)).status).toBe(401)
   })
 
+  it('a parallel burst of wrong secrets cannot outrun the counter (slow hashes run one at a time)', async () => {
+    const { service } = await makeService()
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => tokenRequest(service, `burst-${i}`, ATTACKER).then((r) => r.status)),
+    )
+    expect(statuses.filter((status) => status === 401)).toHaveLength(10)
+    expect(statuses.filter((status) => status === 429)).toHaveLength(30)
+  })
+
+  it('IPv6 addresses count by /64: rotating through one prefix does not give new attempts', async () => {
+    const { service } = await makeService()
+    for (let i = 1; i <= 10; i++) {
+      expect((await tokenRequest(service, `guess-${i}`, `2001:db8:1:2::${i.toString(16)}`)).status).toBe(401)
+    }
+    expect((await tokenRequest(service, 'service-secret', '2001:db8:1:2:ffff::1')).status).toBe(429)
+    expect((await tokenRequest(service, 'service-secret', '2001:db8:1:3::1')).status).toBe(200)
+  })
+
+  it('odd identities and addresses never break it: a 5,000-character client id, a bad clientAddress', async () => {
+    const { service } = await makeService()
+    const long = 'x'.repeat(5000)
+    for (let i = 0; i < 11; i++) {
+      const response = await service.fetch(
+        form(TOKEN, { grant_type: 'client_credentials' }, { authorization: basic(long, 'guess') }),
+        { address: ATTACKER },
+      )
+      expect(response.status).toBe(i < 10 ? 401 : 429)
+    }
+    const errors: string[] = []
+    const hostile = await makeService({
+      clientAddress: (request) => {
+        const value = request.headers.get('x-forwarded-for')
+        if (value === 'throw') throw new Error('boom')
+        return value ?? undefined
+      },
+      logger: { warn() {}, error: (message) => void errors.push(message) },
+    })
+    for (const header of ['throw', 'not an address', '1.2.3.4 5.6.7.8', '203.0.113.9']) {
+      const request = form(
+        TOKEN,
+        { grant_type: 'client_credentials' },
+        {
+          authorization: basic('service', 'service-secret'),
+          'x-forwarded-for': header,
+        },
+      )
+      expect((await hostile.service.fetch(request)).status, header).toBe(200)
+    }
+    expect(errors).toEqual(['clientAddress failed'])
+  })
+
   it('distributed guessing: 100 failures for one client from many addresses throttle that client', async () => {
     const { service } = await makeService()
     for (let i = 0; i < 100; i++) {
@@ -187,9 +238,23 @@ describe('source networks per client (allowedNetworks)', () => {
       expect(response.status, String(address)).toBe(401)
       expect(await response.json()).toMatchObject({ error: 'invalid_client' })
     }
-    for (let i = 0; i < 10; i++) await request(service, '172.16.0.1')
-    // Ten failures from one outside address: throttled, even with the right secret.
-    expect((await request(service, '172.16.0.1')).status).toBe(429)
+  })
+
+  it('failures from outside count against the address only: outsiders cannot lock the client out', async () => {
+    const { service } = await makeService({ throttle: { clientAuthentication: { perAddress: 20 } } })
+    await service.clients.ensure({
+      clientId: 'internal-job',
+      clientSecret: 'internal-job-secret',
+      permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+      allowedNetworks: ['10.0.0.0/8'],
+    })
+    for (let i = 0; i < 150; i++) {
+      expect((await request(service, `172.16.${i}.1`)).status).toBe(401) // 150 outside addresses
+    }
+    expect((await request(service, '10.0.0.1')).status).toBe(200) // the client is not locked out
+    for (let i = 0; i < 19; i++) await request(service, '172.16.0.1')
+    // The outside address did reach its own limit (20), now even for a well-formed request.
+    expect((await tokenRequest(service, 'service-secret', '172.16.0.1')).status).toBe(429)
   })
 
   it('registration rejects malformed ranges, naming the field', async () => {

@@ -238,13 +238,14 @@ describe('resource server against a running Gatehouse', () => {
 
   it('rejects (IssuerUnavailableError) when the issuer cannot be discovered, and tries again later', async () => {
     const token = await gh.token()
-    const wrongIssuer = createResourceServer({ issuer: `${gh.issuer}/`, allowInsecureRequests: true })
+    const wrongIssuer = createResourceServer({ issuer: `${gh.issuer}/`, audience: 'api1', allowInsecureRequests: true })
     await expect(wrongIssuer.verify(bearer(token))).rejects.toBeInstanceOf(IssuerUnavailableError)
     const flaky = make()
     gh.failNext(DISCOVERY, () => new Response('down', { status: 503 }))
     await expect(flaky.verify(bearer(token))).rejects.toThrow(/metadata could not be fetched/)
     expect((await flaky.verify(bearer(token))).ok).toBe(true)
-    expect(() => createResourceServer({ issuer: gh.issuer })).toThrow(/https/)
+    expect(() => createResourceServer({ issuer: gh.issuer, audience: 'api1' })).toThrow(/https/)
+    expect(() => createResourceServer({ issuer: 'https://id.example.test' } as never)).toThrow(/audience/)
   })
 })
 
@@ -273,5 +274,33 @@ describe('JWKS-06 key rotation', () => {
     } finally {
       await gh.close()
     }
+  })
+})
+
+describe('protect() when the issuer cannot be reached', () => {
+  it('answers 503 temporarily_unavailable with Retry-After, never a 500', async () => {
+    const rs = createResourceServer({
+      issuer: 'http://127.0.0.1:9',
+      audience: 'api1',
+      allowInsecureRequests: true,
+      timeout: 1,
+    })
+    const { privateKey } = await generateKeyPair('ES256')
+    const token = await new SignJWT({ client_id: 'c', scope: 'api1' })
+      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'k1' })
+      .setIssuer('http://127.0.0.1:9')
+      .setAudience('api1')
+      .setSubject('c')
+      .setJti('j')
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(privateKey)
+    const handler = rs.protect(() => new Response('secret data'))
+    const response = await handler(
+      new Request('http://api.test/data', { headers: { authorization: `Bearer ${token}` } }),
+    )
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('5')
+    expect(await response.json()).toMatchObject({ error: 'temporarily_unavailable' })
   })
 })
