@@ -83,9 +83,10 @@ describe.each(runtimes)('$name', ({ command }) => {
     const refused = await grant('rt-internal', 'rt-internal-secret')
     expect(refused.status).toBe(401)
     expect(await refused.json()).toMatchObject({ error: 'invalid_client' })
-    // Nine more failures from this address for rt-internal: the next is throttled (429 + Retry-After).
-    for (let i = 0; i < 9; i++) expect((await grant('rt-internal', `guess-${i}`)).status).toBe(401)
-    const throttled = await grant('rt-internal', 'rt-internal-secret')
+    // Ten wrong secrets for rt-loopback from this address: the next attempt is throttled (429 +
+    // Retry-After), even with the right secret.
+    for (let i = 0; i < 10; i++) expect((await grant('rt-loopback', `guess-${i}`)).status).toBe(401)
+    const throttled = await grant('rt-loopback', 'rt-loopback-secret')
     expect(throttled.status).toBe(429)
     expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0)
   })
