@@ -58,14 +58,19 @@ export function networkMatcher(ranges: readonly string[]): (address: string | un
  */
 export function canonicalAddress(value: string | undefined): string | undefined {
   if (value === undefined || value.length > 64) return undefined
+  if (DOTTED_QUAD.test(value)) return value // already canonical: the common case, without parsing
   return parseAddress(value)?.toString()
 }
+
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)'
+const DOTTED_QUAD = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`)
 
 /**
  * The unit that throttling counts for an address: the address for IPv4, its /64 for IPv6 (one
  * host commonly holds a whole /64, so single IPv6 addresses would give an attacker endless keys).
  */
 export function addressBucket(address: string): string {
+  if (DOTTED_QUAD.test(address)) return address
   const ip = parseAddress(address)
   if (!ip || ip.kind() === 'ipv4') return address
   const parts = (ip as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16))

@@ -8,7 +8,7 @@
  * Counters live in the store (`Store.attempts`), so every instance shares them.
  */
 import { addressBucket } from './networks.ts'
-import type { Store } from './storage/types.ts'
+import type { AttemptCounter, Store } from './storage/types.ts'
 
 /** One counter: at most `limit` failures per `window` seconds under `key`. */
 export interface ThrottleRule {
@@ -19,26 +19,55 @@ export interface ThrottleRule {
 
 /** Pluggable limiter (the `throttle.limiter` option). */
 export interface Limiter {
-  /** Seconds until every rule allows another attempt; 0 when none is exhausted. */
-  retryAfter(rules: readonly ThrottleRule[], now: number): Promise<number>
+  /**
+   * Seconds until every rule allows another attempt; 0 when none is exhausted. `fresh` asks for
+   * the store's current counts (the re-check before a slow hash); otherwise a read up to about a
+   * second old may answer (the check on every request).
+   */
+  retryAfter(rules: readonly ThrottleRule[], now: number, options?: { fresh?: boolean }): Promise<number>
   /** Counts one failure against each rule. */
   fail(rules: readonly ThrottleRule[], now: number): Promise<void>
 }
 
-/** The default limiter: fixed-window counters in the service's store. */
-export function storeLimiter(store: Store): Limiter {
+/**
+ * The default limiter: fixed-window counters in the service's store. Reads are remembered for a
+ * second per key (so a busy client costs no store round trip per request on PostgreSQL or Redis);
+ * a fresh read is made before every slow hash and every failure updates the local copy, so the
+ * second of staleness only ever lets a request through that knows a secret verified recently.
+ */
+export function storeLimiter(store: Store, options: { readTtl?: number; maxKeys?: number } = {}): Limiter {
+  const readTtl = options.readTtl ?? 1
+  const maxKeys = options.maxKeys ?? 10_000
+  const reads = new Map<string, { counter: AttemptCounter | undefined; until: number }>()
+
+  function remember(key: string, counter: AttemptCounter | undefined, now: number) {
+    if (readTtl <= 0) return
+    if (reads.size >= maxKeys) reads.clear()
+    reads.set(key, { counter, until: now + readTtl })
+  }
+
+  async function read(key: string, now: number, fresh: boolean): Promise<AttemptCounter | undefined> {
+    const cached = fresh ? undefined : reads.get(key)
+    if (cached && cached.until > now) return cached.counter
+    const counter = await store.attempts.get(key, now)
+    remember(key, counter, now)
+    return counter
+  }
+
   return {
-    async retryAfter(rules, now) {
-      const counters = await Promise.all(rules.map((rule) => store.attempts.get(rule.key, now)))
+    async retryAfter(rules, now, options = {}) {
+      const counters = await Promise.all(rules.map((rule) => read(rule.key, now, options.fresh === true)))
       let wait = 0
       rules.forEach((rule, i) => {
         const counter = counters[i]
-        if (counter && counter.count >= rule.limit) wait = Math.max(wait, counter.resetAt - now)
+        if (counter && counter.resetAt > now && counter.count >= rule.limit)
+          wait = Math.max(wait, counter.resetAt - now)
       })
       return wait
     },
     async fail(rules, now) {
-      await Promise.all(rules.map((rule) => store.attempts.hit(rule.key, rule.window, now)))
+      const counters = await Promise.all(rules.map((rule) => store.attempts.hit(rule.key, rule.window, now)))
+      rules.forEach((rule, i) => remember(rule.key, counters[i], now))
     },
   }
 }

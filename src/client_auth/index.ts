@@ -122,7 +122,7 @@ export async function authenticateClient(
   // time per client and address, re-checking the counters first, so a burst cannot outrun them.
   if (await checkSecret(client, presented, ctx, { cachedOnly: true })) return { client, method, request }
   const verify = async (): Promise<boolean> => {
-    if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all)
+    if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all, { fresh: true })
     if (await checkSecret(client, presented, ctx)) return true
     throw await fail('invalid_secret', 'client authentication failed', rules?.all)
   }
@@ -147,8 +147,14 @@ async function failure(
 }
 
 /** Throws 429 when a counter of the attempt is exhausted. */
-async function refuseIfThrottled(ctx: Context, meta: RequestMeta, clientId: string, rules: ThrottleRule[]) {
-  const wait = ctx.throttle ? await ctx.throttle.limiter.retryAfter(rules, ctx.now()) : 0
+async function refuseIfThrottled(
+  ctx: Context,
+  meta: RequestMeta,
+  clientId: string,
+  rules: ThrottleRule[],
+  options: { fresh?: boolean } = {},
+) {
+  const wait = ctx.throttle ? await ctx.throttle.limiter.retryAfter(rules, ctx.now(), options) : 0
   if (wait <= 0) return
   ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason: 'throttled' })
   throw new OAuthError('invalid_client', 'too many failed client authentications; retry later', throttledAfter(wait))

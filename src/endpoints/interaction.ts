@@ -115,7 +115,7 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
     : undefined
   const named = ctx.users.exists(username) ? { username } : {}
   const throttled = async (): Promise<Response | undefined> => {
-    const wait = throttle && rules ? await throttle.limiter.retryAfter(rules.all, ctx.now()) : 0
+    const wait = throttle && rules ? await throttle.limiter.retryAfter(rules.all, ctx.now(), { fresh: true }) : 0
     if (wait <= 0) return undefined
     ctx.emit(meta, { type: 'signin.failed', clientId, ...named, reason: 'throttled' })
     const minutes = Math.ceil(wait / 60)

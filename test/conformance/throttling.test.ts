@@ -160,6 +160,23 @@ describe('throttling failed client authentication', () => {
     expect((await tokenRequest(b.service, 'service-secret', ATTACKER)).status).toBe(429)
   })
 
+  it('successful requests do not read the counters from the store on every request', async () => {
+    const time = clock()
+    const store = createMemoryStore({ now: time.now })
+    let reads = 0
+    const get = store.attempts.get
+    store.attempts.get = (...args) => {
+      reads++
+      return get(...args)
+    }
+    const { service } = await makeService({ store, now: time.now })
+    for (let i = 0; i < 50; i++) expect((await tokenRequest(service, 'service-secret', OFFICE)).status).toBe(200)
+    expect(reads).toBeLessThanOrEqual(3 * 2) // the first (cold) check and the slow path's fresh re-check
+    time.advance(1)
+    await tokenRequest(service, 'service-secret', OFFICE)
+    expect(reads).toBeLessThanOrEqual(3 * 3) // one more round after a second
+  })
+
   it('limits are configurable, throttle: false turns it off', async () => {
     const strict = await makeService({ throttle: { window: 60, clientAuthentication: { perIdentityAndAddress: 2 } } })
     await tokenRequest(strict.service, 'a', ATTACKER)

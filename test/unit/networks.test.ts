@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { inNetworks, isCidr, networkMatcher } from '../../src/networks.ts'
+import { addressBucket, canonicalAddress, inNetworks, isCidr, networkMatcher } from '../../src/networks.ts'
 
 describe('networks', () => {
   it.each([
@@ -45,5 +45,24 @@ describe('networks', () => {
   it('an IPv4 range never matches an IPv6 address outside the mapped space', () => {
     expect(inNetworks('::a00:1', ['10.0.0.0/8'])).toBe(false)
     expect(inNetworks('::ffff:a00:1', ['10.0.0.0/8'])).toBe(true)
+  })
+})
+
+describe('canonical addresses and throttling buckets', () => {
+  it.each([
+    ['10.0.0.1', '10.0.0.1'],
+    ['::ffff:10.0.0.1', '10.0.0.1'],
+    ['2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8::1'],
+    ['[::1]', '::1'],
+    ['010.0.0.1', undefined],
+    ['256.1.1.1', undefined],
+    ['1.2.3.4 5.6.7.8', undefined],
+    ['not an address', undefined],
+  ])('canonicalAddress(%j) is %j', (input, expected) => expect(canonicalAddress(input)).toBe(expected))
+
+  it('buckets IPv6 by /64 and keeps IPv4 whole', () => {
+    expect(addressBucket('192.0.2.7')).toBe('192.0.2.7')
+    expect(addressBucket('2001:db8:1:2::5')).toBe('2001:db8:1:2::/64')
+    expect(addressBucket('2001:db8:1:2:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::/64')
   })
 })
