@@ -450,7 +450,7 @@ A generated secret is printed once, on stdout: only its hash is stored.
 Options:
   --id ID                          client id (required)
   --permission P                   ept:token, gt:client_credentials, scp:api1, ... (required, repeatable)
-  --secret S                       the client's secret ("-": read it from stdin)
+  --secret S                       the client's secret ("-": read it from stdin; prefer "-": a value here shows in ps and shell history)
   --generate-secret                generate a random 256-bit secret and print it
                                    (neither: a public client, which must use PKCE)
   --name NAME                      display name (default: the id)
@@ -622,7 +622,7 @@ Deploy the new secret to the client within that time. Running servers see the ch
 
 Options:
   --grace SECONDS   how long the old secrets keep working (default 86400; 0: stop now)
-  --secret S        the new secret, at least 16 characters ("-": read it from stdin)
+  --secret S        the new secret, at least 16 characters ("-": read it from stdin; prefer it to a value in argv)
   --json            print {clientId, added, retired} as JSON
 
 With the in-memory store the file's secret is replaced by the new one (hashed); a running server

@@ -102,8 +102,10 @@ export async function readForm(request: Request, limits: FormLimits): Promise<Pa
     })
   }
   const bytes = await readBody(request, limits.maxBodyBytes, limits.trustContentLength)
-  return parseParams(new TextDecoder().decode(bytes), limits.maxParameterLength)
+  return parseParams(UTF8.decode(bytes), limits.maxParameterLength)
 }
+
+const UTF8 = new TextDecoder()
 
 /** The media type of a Content-Type value, lower-cased, without parameters. */
 export function mediaType(contentType: string): string {

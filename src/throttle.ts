@@ -67,7 +67,7 @@ export function storeLimiter(store: Store, options: { readTtl?: number; maxKeys?
     },
     async fail(rules, now) {
       const counters = await Promise.all(rules.map((rule) => store.attempts.hit(rule.key, rule.window, now)))
-      rules.forEach((rule, i) => remember(rule.key, counters[i], now))
+      for (const [i, rule] of rules.entries()) remember(rule.key, counters[i], now)
     },
   }
 }
