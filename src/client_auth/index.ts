@@ -38,13 +38,15 @@ function formDecode(value: string): string {
   return decodeURIComponent(value.replace(/\+/g, ' '))
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
+
 /** Parses `Authorization: Basic …` into client_id and client_secret. */
 export function parseBasic(header: string): { clientId: string; clientSecret: string } {
   const match = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header)
   if (!match?.[1]) throw invalidClient('malformed Basic credentials')
   let decoded: string
   try {
-    decoded = new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(atob(match[1]), (c) => c.charCodeAt(0)))
+    decoded = STRICT_UTF8.decode(Uint8Array.from(atob(match[1]), (c) => c.charCodeAt(0)))
   } catch (cause) {
     throw invalidClient('malformed Basic credentials', cause)
   }
