@@ -17,6 +17,7 @@ import { type Browser, type Page, chromium } from 'playwright-core'
 import { afterAll, describe, expect, it } from 'vitest'
 import { serveNode } from '../../adapters/node.ts'
 import { createTokenService } from '../../src/index.ts'
+import { CLIENTS } from '../helpers/service.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -125,18 +126,7 @@ describe('browser: a single-page app with oidc-client-ts on another origin', () 
     await service.clients.ensure({
       clientId: CLIENT_ID,
       displayName: 'Browser SPA',
-      permissions: [
-        'ept:authorization',
-        'ept:token',
-        'ept:logout',
-        'ept:revocation',
-        'gt:authorization_code',
-        'gt:refresh_token',
-        'rst:code',
-        'scp:openid',
-        'scp:profile',
-        'scp:email',
-      ],
+      permissions: (CLIENTS.spa as (typeof CLIENTS)[string]).permissions, // the fixture public SPA client's
       redirectUris: [`${spaOrigin}/callback`],
       postLogoutRedirectUris: [`${spaOrigin}/signed-out`],
     })

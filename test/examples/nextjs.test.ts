@@ -8,13 +8,14 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Browser, type Page } from '../helpers/browser.ts'
+import { authorizationUrl } from '../helpers/flow.ts'
+import { freePort } from '../runtime/server.ts'
 
 const APP = fileURLToPath(new URL('../../examples/nextjs/', import.meta.url))
 const NEXT = `${APP}node_modules/next/dist/bin/next`
@@ -31,17 +32,6 @@ const RU = 'http://127.0.0.1:8081/nextjs-test/callback'
 const opts = { [oauth.allowInsecureRequests]: true } as const
 const service = { client_id: 'demo-service' }
 const web = { client_id: 'demo-web' }
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 /** Environment of the Next processes (vitest sets NODE_ENV=test, which Next must not see). */
 function nextEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -190,20 +180,7 @@ describe.skipIf(!enabled)(title, () => {
 
   it('code flow with PKCE through the app’s own sign-in page, then single sign-on', async () => {
     const browser = new Browser((request) => fetch(request), [RU])
-    const verifier = oauth.generateRandomCodeVerifier()
-    const state = oauth.generateRandomState()
-    const nonce = oauth.generateRandomNonce()
-    const url = new URL(as.authorization_endpoint as string)
-    url.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: web.client_id,
-      redirect_uri: RU,
-      scope: 'openid profile email',
-      state,
-      nonce,
-      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    }).toString()
+    const { url, verifier, state, nonce } = await authorizationUrl(as, { clientId: web.client_id, redirectUri: RU })
 
     // authorize → the interaction hook's 303 → the app's /signin page
     const first = await browser.navigate(url.href)

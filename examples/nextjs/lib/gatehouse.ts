@@ -77,3 +77,15 @@ export function gatehouse(): Promise<TokenService> {
 export async function gatehouseRoute(request: Request): Promise<Response> {
   return (await gatehouse()).fetch(request)
 }
+
+// The method exports every Gatehouse route file re-exports. Gatehouse answers PUT, PATCH and DELETE
+// with its JSON 405 and Allow, like any other endpoint.
+export {
+  gatehouseRoute as GET,
+  gatehouseRoute as HEAD,
+  gatehouseRoute as POST,
+  gatehouseRoute as OPTIONS,
+  gatehouseRoute as PUT,
+  gatehouseRoute as PATCH,
+  gatehouseRoute as DELETE,
+}
