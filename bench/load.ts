@@ -13,13 +13,14 @@ import { readFile } from 'node:fs/promises'
 import autocannon from 'autocannon'
 import { API_RESOURCE, API_SCOPE, PKCE, SERVICE_CLIENT, WEB_CLIENT, basicAuth, seedTokenValue } from './fixtures.ts'
 
-export type Flavor = 'gatehouse' | 'oidc-provider' | 'ceiling'
+export type Flavor = 'gatehouse' | 'oidc-provider' | 'ceiling' | 'bridge'
 export type Scenario =
   | 'client_credentials'
   | 'introspection'
   | 'authorization_code'
   | 'refresh_token'
   | 'introspection_store'
+  | 'trivial'
 
 export interface LoadSpec {
   baseUrl: string
@@ -57,6 +58,7 @@ const PATHS: Record<Flavor, { token: string; introspect: string }> = {
   gatehouse: { token: '/connect/token', introspect: '/connect/introspect' },
   'oidc-provider': { token: '/token', introspect: '/token/introspection' },
   ceiling: { token: '/token', introspect: '/introspect' },
+  bridge: { token: '/token', introspect: '/introspect' },
 }
 const paths = PATHS[spec.flavor]
 const form = (params: Record<string, string>) => new URLSearchParams(params).toString()
@@ -119,6 +121,14 @@ async function plan(): Promise<Plan> {
       return {
         request: { method: 'POST', path: paths.token, headers: serviceHeaders, body: clientCredentialsBody(true) },
       }
+
+    case 'trivial': {
+      // The bridge servers answer the form's grant_type and scope back: check that they do.
+      const body = clientCredentialsBody(false)
+      const echoed = await post(paths.token, serviceHeaders, body)
+      if (echoed.grant_type !== 'client_credentials') throw new Error(`unexpected answer ${JSON.stringify(echoed)}`)
+      return { request: { method: 'POST', path: paths.token, headers: serviceHeaders, body } }
+    }
 
     case 'introspection': {
       // node-oidc-provider cannot introspect its JWT access tokens: it gets an opaque one.

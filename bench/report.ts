@@ -79,6 +79,8 @@ export interface ReportInput {
   /** The store-size scenarios and the number of seeded tokens of each. */
   stores: { scenario: string; tokens: number }[]
   storeServer: string
+  /** The bridge scenario: each bridge's throughput against the bare server's. */
+  bridges?: { scenario: string; bare: string; servers: string[] }
 }
 
 function findCell(input: ReportInput, scenario: string, server: string): Cell | undefined {
@@ -151,6 +153,23 @@ export function ratioTable(input: ReportInput): string {
     }
   }
   return lines.join('\n')
+}
+
+/** Node bridges on a trivial handler: requests/s, latencies and the share of bare node:http kept. */
+export function bridgeTable(input: ReportInput): string {
+  const bridges = input.bridges
+  if (!bridges) return ''
+  const label = (id: string) => input.servers.find((s) => s.id === id)?.label ?? id
+  const bare = findCell(input, bridges.scenario, bridges.bare)
+  const bareRps = bare ? summarize(bare)?.rps : undefined
+  const lines = ['| Node bridge | req/s | p50 ms | p99 ms | ÷ bare node:http |', '|---|--:|--:|--:|--:|']
+  for (const server of [bridges.bare, ...bridges.servers]) {
+    const cell = findCell(input, bridges.scenario, server)
+    const s = cell ? summarize(cell) : undefined
+    if (!s) continue
+    lines.push(`| ${label(server)} | ${int(s.rps)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ratio(s.rps, bareRps)} |`)
+  }
+  return lines.length > 2 ? lines.join('\n') : ''
 }
 
 /** Introspection cost against store size, and the memory each seeded refresh token takes. */

@@ -18,7 +18,16 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import type { Flavor, LoadResult, LoadSpec, Scenario } from './load.ts'
-import { type Cell, type ReportInput, type Sample, mainTable, ratioTable, storeTable, summarize } from './report.ts'
+import {
+  type Cell,
+  type ReportInput,
+  type Sample,
+  bridgeTable,
+  mainTable,
+  ratioTable,
+  storeTable,
+  summarize,
+} from './report.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
@@ -60,6 +69,7 @@ const SCENARIOS: ScenarioDef[] = [
   { id: 'introspection', label: 'introspection, valid access token', load: 'introspection' },
   { id: 'authorization_code', label: 'code redemption (PKCE)', load: 'authorization_code' },
   { id: 'refresh_token', label: 'refresh (rotation)', load: 'refresh_token' },
+  { id: 'bridge', label: 'trivial form → JSON handler (Node bridges)', load: 'trivial' },
   { id: 'store_1k', label: 'introspection, 1,000 refresh tokens in store', load: 'introspection_store', seed: 1000 },
   {
     id: 'store_big',
@@ -161,6 +171,21 @@ const SERVERS: ServerDef[] = [
     env: { SIGNER: 'crypto' },
     scenarios: ['client_credentials', 'introspection'],
   },
+  ...(['bare', 'gatehouse', 'hattip', 'hattip-buffered'] as const).map(
+    (bridge): ServerDef => ({
+      id: `bridge-${bridge}`,
+      label: {
+        bare: 'bare node:http',
+        gatehouse: 'adapters/node.ts (@hono/node-server)',
+        hattip: '@hattip/adapter-node',
+        'hattip-buffered': '@hattip/adapter-node, fast-fetch + buffered rawBody',
+      }[bridge],
+      flavor: 'bridge',
+      command: [...node, 'bench/servers/bridge_node.ts'],
+      env: { BRIDGE: bridge },
+      scenarios: ['bridge'],
+    }),
+  ),
 ]
 
 const onlyServers = listFlag('--only')
@@ -434,7 +459,14 @@ const report: ReportInput = {
   ceilings: ['ceiling-jose', 'ceiling-crypto'],
   stores: scenarios.filter((s) => s.seed).map((s) => ({ scenario: s.id, tokens: s.seed as number })),
   storeServer: 'gatehouse-node',
+  bridges: {
+    scenario: 'bridge',
+    bare: 'bridge-bare',
+    servers: ['bridge-gatehouse', 'bridge-hattip', 'bridge-hattip-buffered'],
+  },
 }
+const bridges = bridgeTable(report)
+const ratios = ratioTable(report)
 const anyStore = report.stores.some(({ scenario }) =>
   cells.some((c) => c.scenario === scenario && c.samples.length > 0),
 )
@@ -458,12 +490,11 @@ const markdown = [
   '',
   mainTable(report),
   '',
-  '## Ratios (requests/s)',
-  '',
-  ratioTable(report),
+  ...(ratios.split('\n').length > 2 ? ['## Ratios (requests/s)', '', ratios] : []),
   ...(anyStore
     ? ['', '## Store size: flat cost and memory per refresh token (Gatehouse · Node · memory)', '', storeTable(report)]
     : []),
+  ...(bridges ? ['', '## Node bridges: a trivial fetch handler against bare node:http', '', bridges] : []),
   '',
 ].join('\n')
 

@@ -35,10 +35,18 @@ function invalidClient(description: string, cause?: unknown): OAuthError {
 }
 
 function formDecode(value: string): string {
-  return decodeURIComponent(value.replace(/\+/g, ' '))
+  return /[%+]/.test(value) ? decodeURIComponent(value.replace(/\+/g, ' ')) : value
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
+
+/** The strict UTF-8 reading of `atob`'s one-char-per-byte string (ASCII, the usual case, as is). */
+function utf8FromBinary(binary: string): string {
+  if (!/[^\x00-\x7f]/.test(binary)) return binary
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return STRICT_UTF8.decode(bytes)
+}
 
 /** Parses `Authorization: Basic …` into client_id and client_secret. */
 export function parseBasic(header: string): { clientId: string; clientSecret: string } {
@@ -46,7 +54,7 @@ export function parseBasic(header: string): { clientId: string; clientSecret: st
   if (!match?.[1]) throw invalidClient('malformed Basic credentials')
   let decoded: string
   try {
-    decoded = STRICT_UTF8.decode(Uint8Array.from(atob(match[1]), (c) => c.charCodeAt(0)))
+    decoded = utf8FromBinary(atob(match[1]))
   } catch (cause) {
     throw invalidClient('malformed Basic credentials', cause)
   }

@@ -10,7 +10,7 @@
 import { type CryptoKey, type JWK, compactVerify, exportJWK, generateKeyPair, importJWK } from 'jose'
 import type { SigningAlg } from '../config.ts'
 import type { KeyRecord, Store } from '../storage/types.ts'
-import { type JwsSigner, type SignFunction, signCompact } from '../tokens/compact_jws.ts'
+import { type JwsSigner, type SignFunction, headerSegment, signCompact } from '../tokens/compact_jws.ts'
 import { randomToken } from '../tokens/opaque.ts'
 
 /** A key ready to sign. */
@@ -73,6 +73,7 @@ export function createKeyring(options: KeyringOptions) {
   const cacheTtl = options.cacheTtl ?? 60
   const imported = new Map<string, Promise<CryptoKey>>()
   const signers = new Map<string, Promise<SignFunction | undefined>>()
+  const signingKeys = new Map<string, Promise<SigningKey>>()
   let loaded: { records: KeyRecord[]; loadedAt: number } | undefined
   let loading: Promise<KeyRecord[]> | undefined
   /** Whether the last load generated keys, and the one before the next reload is due sooner. */
@@ -102,7 +103,7 @@ export function createKeyring(options: KeyringOptions) {
         const sign = options.signer?.({ alg: record.alg, kid: record.kid, privateJwk: record.privateJwk })
         if (sign === undefined) return undefined
         if (typeof sign !== 'function') throw new TypeError(`signer: not a function for key ${record.kid}`)
-        const probe = signCompact({ alg: record.alg, kid: record.kid }, { probe: record.kid }, sign)
+        const probe = signCompact(headerSegment({ alg: record.alg, kid: record.kid }), { probe: record.kid }, sign)
         try {
           await compactVerify(probe, await importKey(record, 'public'), { algorithms: [record.alg] })
         } catch (cause) {
@@ -111,6 +112,23 @@ export function createKeyring(options: KeyringOptions) {
         return sign
       })()
       signers.set(record.kid, found)
+    }
+    return found
+  }
+
+  /** One SigningKey object per kid for the key's life (compact_jws caches its encoded headers on it). */
+  function signingKeyOf(record: KeyRecord): Promise<SigningKey> {
+    let found = signingKeys.get(record.kid)
+    if (!found) {
+      found = (async (): Promise<SigningKey> => {
+        const key = await importKey(record, 'private')
+        const sign = options.signer ? await signerFor(record) : undefined
+        const alg = record.alg as SigningAlg
+        return sign ? { kid: record.kid, alg, key, sign } : { kid: record.kid, alg, key }
+      })()
+      // A failed import or signer check is not remembered here: signerFor remembers its own outcome.
+      found.catch(() => signingKeys.delete(record.kid))
+      signingKeys.set(record.kid, found)
     }
     return found
   }
@@ -204,9 +222,7 @@ export function createKeyring(options: KeyringOptions) {
         record = pick(list, alg, now)
       }
       if (!record) throw new Error(`no signing key for ${alg}`)
-      const key = await importKey(record, 'private')
-      const sign = options.signer ? await signerFor(record) : undefined
-      return sign ? { kid: record.kid, alg, key, sign } : { kid: record.kid, alg, key }
+      return signingKeyOf(record)
     },
 
     /** The public key with this `kid`, reloading once when it is unknown (another instance rotated). */

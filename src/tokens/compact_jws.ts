@@ -38,19 +38,36 @@ export interface JwtSigningKey {
 
 const encoder = new TextEncoder()
 
-/** A compact JWS of `payload` under `header`, signed by `sign`. */
-export function signCompact(
-  header: Record<string, unknown>,
-  payload: Record<string, unknown>,
-  sign: SignFunction,
-): string {
-  const input = `${base64url.encode(JSON.stringify(header))}.${base64url.encode(JSON.stringify(payload))}`
+/** base64url(JSON header), the first segment of a compact JWS. */
+export function headerSegment(header: Record<string, unknown>): string {
+  return base64url.encode(JSON.stringify(header))
+}
+
+/** A compact JWS of `payload` under the encoded header `segment`, signed by `sign`. */
+export function signCompact(segment: string, payload: Record<string, unknown>, sign: SignFunction): string {
+  const input = `${segment}.${base64url.encode(JSON.stringify(payload))}`
   return `${input}.${base64url.encode(sign(encoder.encode(input)))}`
+}
+
+/** Encoded headers per signing key and `typ`: a key signs with the same few headers all its life. */
+const segments = new WeakMap<JwtSigningKey, Map<string, string>>()
+
+function cachedHeaderSegment(key: JwtSigningKey, typ: string): string {
+  let byTyp = segments.get(key)
+  if (!byTyp) {
+    byTyp = new Map()
+    segments.set(key, byTyp)
+  }
+  let segment = byTyp.get(typ)
+  if (segment === undefined) {
+    segment = headerSegment({ alg: key.alg, kid: key.kid, typ })
+    byTyp.set(typ, segment)
+  }
+  return segment
 }
 
 /** Signs a JWT with header { alg, kid, typ }: synchronously when the key has a signature function. */
 export async function signJwt(payload: Record<string, unknown>, typ: string, key: JwtSigningKey): Promise<string> {
-  const header = { alg: key.alg, kid: key.kid, typ }
-  if (key.sign) return signCompact(header, payload, key.sign)
-  return new SignJWT(payload).setProtectedHeader(header).sign(key.key)
+  if (key.sign) return signCompact(cachedHeaderSegment(key, typ), payload, key.sign)
+  return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.key)
 }

@@ -12,7 +12,7 @@ import { createTokenService } from '../../../src/index.ts'
 import { createKeyring } from '../../../src/keys/keyring.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
 import { issueAccessToken } from '../../../src/tokens/access_token.ts'
-import { type JwsSigner, signCompact, signJwt } from '../../../src/tokens/compact_jws.ts'
+import { type JwsSigner, headerSegment, signCompact, signJwt } from '../../../src/tokens/compact_jws.ts'
 import { issueIdToken } from '../../../src/tokens/id_token.ts'
 
 const NOW = 1_800_000_000
@@ -178,7 +178,7 @@ describe('fallback to jose', () => {
   })
 
   it('signCompact joins base64url(header), base64url(payload) and base64url(signature)', () => {
-    const token = signCompact({ alg: 'X', kid: 'k' }, { a: 1 }, (input) => {
+    const token = signCompact(headerSegment({ alg: 'X', kid: 'k' }), { a: 1 }, (input) => {
       expect(new TextDecoder().decode(input)).toBe('eyJhbGciOiJYIiwia2lkIjoiayJ9.eyJhIjoxfQ')
       return new Uint8Array([0xfb, 0xff])
     })
