@@ -42,7 +42,7 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
 
 /** The strict UTF-8 reading of `atob`'s one-char-per-byte string (ASCII, the usual case, as is). */
 function utf8FromBinary(binary: string): string {
-  if (!/[^\x00-\x7f]/.test(binary)) return binary
+  if (!/[\u0080-\uffff]/.test(binary)) return binary
   const bytes = new Uint8Array(binary.length)
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
   return STRICT_UTF8.decode(bytes)
