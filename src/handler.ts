@@ -48,6 +48,16 @@ function withoutBodyForHead(request: Request, response: Response): Response {
   return request.method === 'HEAD' ? new Response(null, response) : response
 }
 
+/** An absolute URL whose path needs no normalisation: letters, digits, `_`, `-`, `~` and `/` only. */
+const PLAIN_URL = /^https?:\/\/[^/?#\\]*(\/[\w\-~/]*)?(?:[?#]|$)/i
+
+/** The pathname of a request URL: sliced when plain, else parsed by URL (which normalises it). */
+export function pathnameOf(url: string): string {
+  const plain = PLAIN_URL.exec(url)
+  if (plain) return plain[1] || '/'
+  return new URL(url).pathname
+}
+
 /** Creates the request handler for a context. */
 export function createHandler(ctx: Context): (request: Request) => Promise<Response> {
   const issuerPath = new URL(ctx.config.issuer).pathname.replace(/\/$/, '')
@@ -156,7 +166,7 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
   }
 
   return async function handle(request: Request): Promise<Response> {
-    const route = find(new URL(request.url).pathname)
+    const route = find(pathnameOf(request.url))
     // Requests without Origin (servers, top-level navigations) take no CORS path at all.
     if (route?.cors === undefined) return respond(request, route)
     const origin = request.headers.get('origin')

@@ -101,8 +101,29 @@ export async function readForm(request: Request, limits: FormLimits): Promise<Pa
       status: 415,
     })
   }
-  const bytes = await readBody(request, limits.maxBodyBytes, limits.trustContentLength)
-  return parseParams(UTF8.decode(bytes), limits.maxParameterLength)
+  return parseParams(await readText(request, limits.maxBodyBytes, limits.trustContentLength), limits.maxParameterLength)
+}
+
+/**
+ * A body as UTF-8 text, up to `limit` bytes. When the server in front holds bodies to a declared
+ * length, the adapter's `text()` answers without an intermediate buffer (Node adapters decode
+ * their buffered body directly): one allocation fewer per request.
+ */
+export async function readText(request: Request, limit: number, trustContentLength = false): Promise<string> {
+  const declared = request.headers.get('content-length')
+  if (!trustContentLength || declared === null || !/^\d+$/.test(declared)) {
+    return UTF8.decode(await readBody(request, limit, trustContentLength))
+  }
+  if (Number(declared) > limit) throw tooLarge(limit)
+  let text: string
+  try {
+    text = await request.text()
+  } catch (cause) {
+    throw new OAuthError('invalid_request', 'the request body could not be read', { cause })
+  }
+  // UTF-16 length never exceeds the UTF-8 byte length: a longer text had more bytes than allowed.
+  if (text.length > limit) throw tooLarge(limit)
+  return text
 }
 
 const UTF8 = new TextDecoder()
@@ -129,9 +150,12 @@ export function json(body: unknown, init?: { status?: number; headers?: Record<s
   })
 }
 
+/** The headers of every token-endpoint answer, built once (adapters copy, never change, them). */
+const NO_STORE_JSON: Readonly<Record<string, string>> = Object.freeze({ ...JSON_HEADERS, ...NO_STORE })
+
 /** A JSON response that must not be cached (RFC 6749 §5.1). */
 export function noStoreJson(body: unknown, status = 200): Response {
-  return json(body, { status, headers: NO_STORE })
+  return new Response(JSON.stringify(body), { status, headers: NO_STORE_JSON })
 }
 
 /** Extracts the token from `Authorization: Bearer <token>` (scheme case-insensitive, RFC 6750 §2.1). */

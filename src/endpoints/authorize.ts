@@ -18,7 +18,7 @@
 import { isConfidential } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode, safeDescription } from '../errors.ts'
-import { formPairs, mediaType, readBody } from '../http.ts'
+import { formPairs, mediaType, readText } from '../http.ts'
 import { type AuthorizationRequest, startInteraction, issueCodeRedirect, loadSession } from '../interaction/flow.ts'
 import { errorPage } from '../pages.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
@@ -49,8 +49,8 @@ async function readParams(request: Request, ctx: Context): Promise<RawParams> {
     if (mediaType(request.headers.get('content-type') ?? '') !== 'application/x-www-form-urlencoded') {
       throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', { status: 415 })
     }
-    const body = await readBody(request, ctx.config.limits.maxBodyBytes, ctx.config.limits.trustContentLength)
-    return collect(formPairs(new TextDecoder().decode(body)), max)
+    const body = await readText(request, ctx.config.limits.maxBodyBytes, ctx.config.limits.trustContentLength)
+    return collect(formPairs(body), max)
   }
   return collect(new URL(request.url).searchParams, max)
 }

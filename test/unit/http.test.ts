@@ -146,6 +146,54 @@ describe('readForm', () => {
   })
 })
 
+describe('readForm with trustContentLength (the server in front holds bodies to Content-Length)', () => {
+  const TRUSTED = { ...LIMITS, trustContentLength: true }
+  const declared = (body: string) => ({ 'content-length': String(new TextEncoder().encode(body).length) })
+
+  it('reads a declared body whole through text(), decoding UTF-8', async () => {
+    const body = 'a=%E2%9C%93&b=%C3%A9t%C3%A9&c=✓'
+    const request = post(body, FORM, declared(body))
+    const params = await readForm(request, TRUSTED)
+    expect(Object.fromEntries(params)).toEqual({ a: '✓', b: 'été', c: '✓' })
+    expect(request.bodyUsed).toBe(true)
+  })
+
+  it('a declared length over the limit → 413 without reading the body', async () => {
+    const request = post('a=1', FORM, { 'content-length': '1025' })
+    const err = await thrown(readForm(request, TRUSTED))
+    expect(err).toMatchObject({ code: 'invalid_request', status: 413 })
+    expect(request.bodyUsed).toBe(false)
+  })
+
+  it('a body of exactly the limit is read', async () => {
+    const exact = `c=${'q'.repeat(10)}`.padEnd(LIMITS.maxBodyBytes, '&')
+    expect((await readForm(post(exact, FORM, declared(exact)), TRUSTED)).get('c')).toBe('q'.repeat(10))
+  })
+
+  it('a text longer than the limit is refused even if its declared length was not', async () => {
+    // A host adapter that does not hold the body to its Content-Length: still no unbounded read.
+    const long = `a=${'x'.repeat(2000)}`
+    const request = post(long, FORM)
+    Object.defineProperty(request, 'headers', { value: new Headers({ 'content-type': FORM, 'content-length': '10' }) })
+    const err = await thrown(readForm(request, TRUSTED))
+    expect(err.status).toBe(413)
+  })
+
+  it('without a numeric Content-Length the streamed, counted read is used', async () => {
+    const chunk = `a=${'x'.repeat(60)}&`
+    const err = await thrown(readForm(post(stream(...Array.from({ length: 20 }, () => chunk))), TRUSTED))
+    expect(err.status).toBe(413)
+  })
+
+  it('a body that fails to read → invalid_request', async () => {
+    const request = post('a=1', FORM, { 'content-length': '3' })
+    Object.defineProperty(request, 'text', { value: () => Promise.reject(new Error('connection reset')) })
+    const err = await thrown(readForm(request, TRUSTED))
+    expect(err).toMatchObject({ code: 'invalid_request', status: 400 })
+    expect(err.message).not.toContain('connection reset')
+  })
+})
+
 describe('readBody', () => {
   it('joins chunks in order', async () => {
     const bytes = await readBody(post(stream('ab', 'cd', 'ef')), 100)
