@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { randomToken, sha256, timingSafeEqual } from '../../../src/tokens/opaque.ts'
+import { randomBytes, randomToken, sha256, timingSafeEqual } from '../../../src/tokens/opaque.ts'
 
 describe('randomToken', () => {
   it('RT-02 AUTHZ-10: 256 bits by default, URL-safe, never repeating', () => {
@@ -10,6 +10,30 @@ describe('randomToken', () => {
 
   it('carries bytes * 8 bits', () => {
     expect(randomToken(16)).toMatch(/^[A-Za-z0-9_-]{22}$/)
+  })
+})
+
+describe('randomBytes (pooled)', () => {
+  it('hands out every pooled byte once: consecutive draws never overlap', () => {
+    // 600 draws of 16 bytes span a few 4 KiB refills; any reuse would repeat a 128-bit value.
+    const seen = new Set<string>()
+    for (let i = 0; i < 600; i++) seen.add(Array.from(randomBytes(16)).join(','))
+    expect(seen.size).toBe(600)
+  })
+
+  it('earlier draws keep their bytes after the pool is refilled', () => {
+    const first = randomBytes(32)
+    const copy = Array.from(first)
+    for (let i = 0; i < 300; i++) randomBytes(32)
+    expect(Array.from(first)).toEqual(copy)
+  })
+
+  it('gives the requested length, large requests straight from the CSPRNG', () => {
+    for (const length of [1, 16, 24, 32, 511, 512, 513, 4096, 10_000]) expect(randomBytes(length)).toHaveLength(length)
+  })
+
+  it('is not all zeros (the pool is filled before use)', () => {
+    expect(randomBytes(64).some((byte) => byte !== 0)).toBe(true)
   })
 })
 
