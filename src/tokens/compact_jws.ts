@@ -10,7 +10,8 @@ import { type CryptoKey, SignJWT, base64url } from 'jose'
 
 /**
  * Signs a JWS signing input (the ASCII bytes of `header.payload`) and returns the raw JWS
- * signature (RFC 7518 §3): for ECDSA the IEEE P1363 concatenation r || s, not DER.
+ * signature (RFC 7518 §3): for ECDSA the IEEE P1363 concatenation r || s, not DER. Synchronous;
+ * the input bytes are only valid during the call (they may be a view of a reused buffer).
  */
 export type SignFunction = (signingInput: Uint8Array) => Uint8Array
 
@@ -43,10 +44,21 @@ export function headerSegment(header: Record<string, unknown>): string {
   return base64url.encode(JSON.stringify(header))
 }
 
+/**
+ * UTF-8 bytes of `text` in a buffer reused from call to call when they fit: every token would
+ * otherwise allocate two short-lived ArrayBuffers, which the young-generation GC sweeps one by
+ * one. Callers use the bytes before their next call (everything here is synchronous).
+ */
+const scratch = new Uint8Array(16_384)
+function utf8(text: string): Uint8Array {
+  const { read, written } = encoder.encodeInto(text, scratch)
+  return read === text.length ? scratch.subarray(0, written) : encoder.encode(text)
+}
+
 /** A compact JWS of `payload` under the encoded header `segment`, signed by `sign`. */
 export function signCompact(segment: string, payload: Record<string, unknown>, sign: SignFunction): string {
-  const input = `${segment}.${base64url.encode(JSON.stringify(payload))}`
-  return `${input}.${base64url.encode(sign(encoder.encode(input)))}`
+  const input = `${segment}.${base64url.encode(utf8(JSON.stringify(payload)))}`
+  return `${input}.${base64url.encode(sign(utf8(input)))}`
 }
 
 /** Encoded headers per signing key and `typ`: a key signs with the same few headers all its life. */

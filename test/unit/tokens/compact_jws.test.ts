@@ -132,6 +132,25 @@ describe('injected node signer', () => {
     expect(signed(await signJwt(payload, 'at+jwt', injected))).toBe(signed(await signJwt(payload, 'at+jwt', jose)))
   })
 
+  it('payloads with non-ASCII text, and larger than the reused encoding buffer, sign and verify alike', async () => {
+    const injected = await rings.injected.signingKey('ES256')
+    const jose = await rings.jose.signingKey('ES256')
+    const jwks = createLocalJWKSet((await rings.injected.jwks()) as never)
+    for (const name of ['Zoë Ångström ✓ 名前', 'x'.repeat(20_000), `${'é'.repeat(9000)}✓`]) {
+      const payload = { iss: ISSUER, sub: 'user-1', name }
+      const token = await signJwt(payload, 'JWT', injected)
+      expect(signed(token)).toBe(signed(await signJwt(payload, 'JWT', jose)))
+      const { payload: verified } = await jwtVerify(token, jwks, { issuer: ISSUER, algorithms: ['ES256'] })
+      expect(verified.name).toBe(name)
+    }
+    // A short token right after a long one: nothing of the previous bytes leaks into it.
+    const short = await signJwt({ iss: ISSUER, sub: 's' }, 'JWT', injected)
+    expect((await jwtVerify(short, jwks, { issuer: ISSUER, algorithms: ['ES256'] })).payload).toEqual({
+      iss: ISSUER,
+      sub: 's',
+    })
+  })
+
   it('asks the factory once per key, whatever the number of tokens', async () => {
     const { signer: once, counts: c } = counting()
     const ring = createKeyring({ store, now: () => NOW, algorithms: ALGS, signer: once })
