@@ -4,7 +4,7 @@
  * the incoming message (measured on this project's 2-core machine, a trivial form-parsing Web
  * handler: bare node:http 36k req/s, @hono/node-server 31k, @hattip/adapter-node 3k; see README).
  */
-import { type JsonWebKey, constants, createHmac, createPrivateKey, randomBytes, sign } from 'node:crypto'
+import { type JsonWebKey, constants, createHash, createHmac, createPrivateKey, randomBytes, sign } from 'node:crypto'
 import type { Server } from 'node:http'
 import { createAdaptorServer } from '@hono/node-server'
 import type { SecretDigest } from '../src/secrets.ts'
@@ -37,6 +37,14 @@ export function nodeSecretDigest(): (secret: string) => string {
   return (secret) => createHmac('sha256', key).update(secret, 'utf8').digest('base64url')
 }
 
+/**
+ * A synchronous SHA-256 (base64url of the UTF-8 value) for the service's `sha256` option: codes,
+ * refresh tokens and sessions are looked up by it, so each such request saves a thread-pool hop.
+ */
+export function nodeSha256(): (value: string) => string {
+  return (value) => createHash('sha256').update(value, 'utf8').digest('base64url')
+}
+
 /** node:crypto's digest and options for each JWS algorithm (RFC 7518 §3.3–3.5, RFC 8037 §3.1). */
 const NODE_JWS: Record<string, { hash: string | null; options?: { padding: number; saltLength: number } }> = {
   ES256: { hash: 'sha256' },
@@ -62,6 +70,10 @@ export function nodeSigner(): JwsSigner {
 }
 
 /** The service options `npm start` passes on Node (the Node bench server uses the same). */
-export function nodeServiceOptions(): { secretDigest: SecretDigest; signer: JwsSigner } {
-  return { secretDigest: nodeSecretDigest(), signer: nodeSigner() }
+export function nodeServiceOptions(): {
+  secretDigest: SecretDigest
+  signer: JwsSigner
+  sha256: (value: string) => string
+} {
+  return { secretDigest: nodeSecretDigest(), signer: nodeSigner(), sha256: nodeSha256() }
 }

@@ -222,6 +222,12 @@ export const OptionsSchema = v.strictObject({
    */
   secretDigest: v.optional(fn<SecretDigest>('must be a function (secret) => string')),
   /**
+   * A synchronous SHA-256 for the storage keys of codes, refresh tokens and sessions and for PKCE
+   * S256: base64url of the digest of the UTF-8 value (see `nodeSha256` in adapters/node.ts).
+   * Default: WebCrypto `digest` (asynchronous: a thread-pool hop on Node).
+   */
+  sha256: v.optional(fn<(value: string) => string>('must be a function (value) => base64url SHA-256')),
+  /**
    * Synchronous JWT signing (see `nodeSigner` in adapters/node.ts): called once per signing key
    * with `{ alg, kid, privateJwk }`, returns `(signingInput) => raw JWS signature` (ECDSA as
    * r || s), or undefined to sign that key with jose. Default: jose (WebCrypto, asynchronous).

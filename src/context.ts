@@ -48,6 +48,8 @@ export interface Context {
   users: UserDirectory
   accounts: AccountProvider
   secretCache: ReturnType<typeof createVerificationCache>
+  /** base64url SHA-256 of a string: the storage key of a code, refresh token or session (and PKCE S256). */
+  sha256(value: string): string | Promise<string>
   /** Access tokens whose signature verified, until they expire (revocation is checked apart). */
   verifiedTokens: VerifiedTokenCache
   urls: Record<Endpoint, string>

@@ -13,6 +13,7 @@ import type { KeyRecord } from './storage/types.ts'
 import type { SigningAlg } from './config.ts'
 import { createScopeRegistry } from './scopes.ts'
 import { createVerificationCache } from './secrets.ts'
+import { sha256 } from './tokens/opaque.ts'
 import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
 import { createMemoryStore } from './storage/memory.ts'
 import { createUserDirectory } from './users.ts'
@@ -127,6 +128,7 @@ export function createTokenService(options: TokenServiceOptions) {
       now,
       ...(config.secretDigest ? { digest: config.secretDigest } : {}),
     }),
+    sha256: config.sha256 ?? sha256,
     verifiedTokens: createVerifiedTokenCache({ max: 10_000 }),
     urls: endpointUrls(config.issuer),
     logger: config.logger ?? consoleLogger,

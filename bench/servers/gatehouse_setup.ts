@@ -14,7 +14,7 @@ export interface GatehouseSetup {
   /** A store other than the default in-memory one (PostgreSQL, Redis). */
   store?: Store
   /** Runtime-specific service options, as the runtime's start script passes them. */
-  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer'>
+  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer' | 'sha256'>
 }
 
 /** Builds the service, registers the clients and pre-creates codes; returns the service. */

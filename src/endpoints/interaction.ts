@@ -16,13 +16,13 @@ import { consentPage, errorPage, loginPage } from '../pages.ts'
 import { metaOf } from '../request_meta.ts'
 import { attemptRules, throttledAfter } from '../throttle.ts'
 import type { InteractionRecord } from '../storage/types.ts'
-import { sha256, timingSafeEqual } from '../tokens/opaque.ts'
+import { timingSafeEqual } from '../tokens/opaque.ts'
 
 const EXPIRED = 'the sign-in request has expired or was already used; return to the application and try again'
 
 async function isSameBrowser(request: Request, record: InteractionRecord, ctx: Context): Promise<boolean> {
   const value = readCookie(request, browserCookieName(ctx))
-  return value !== undefined && timingSafeEqual(await sha256(value), record.browserId)
+  return value !== undefined && timingSafeEqual(await ctx.sha256(value), record.browserId)
 }
 
 async function needsConsent(record: InteractionRecord, request: Request, ctx: Context): Promise<boolean> {

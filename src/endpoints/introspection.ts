@@ -15,7 +15,6 @@ import { noStoreJson, readForm } from '../http.ts'
 import { Permissions } from '../permissions.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { type AccessTokenClaims, looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
-import { sha256 } from '../tokens/opaque.ts'
 
 const INACTIVE = { active: false } as const
 
@@ -68,7 +67,7 @@ async function introspectAccessToken(token: string, caller: ClientRecord, ctx: C
 }
 
 async function introspectRefreshToken(token: string, caller: ClientRecord, ctx: Context): Promise<Found | undefined> {
-  const record = await ctx.store.refreshTokens.get(await sha256(token))
+  const record = await ctx.store.refreshTokens.get(await ctx.sha256(token))
   const now = ctx.now()
   if (!record || record.consumedAt !== undefined || record.expiresAt <= now) return undefined
   if (record.clientId !== caller.clientId) return undefined

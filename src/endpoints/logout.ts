@@ -20,7 +20,7 @@ import { browserBinding, loadSession } from '../interaction/flow.ts'
 import { errorPage, logoutConfirmPage, page, signedOutPage } from '../pages.ts'
 import { Permissions } from '../permissions.ts'
 import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
-import { randomToken, sha256, timingSafeEqual } from '../tokens/opaque.ts'
+import { randomToken, timingSafeEqual } from '../tokens/opaque.ts'
 import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
 import { metaOf } from '../request_meta.ts'
 import { appendQuery, redirect } from './authorize.ts'
@@ -62,7 +62,7 @@ async function handleConfirmation(form: Map<string, string>, request: Request, c
     record?.kind !== 'logout' ||
     !timingSafeEqual(form.get('csrf') ?? '', record.csrf) ||
     browser === undefined ||
-    !timingSafeEqual(await sha256(browser), record.browserId)
+    !timingSafeEqual(await ctx.sha256(browser), record.browserId)
   ) {
     return errorPage(ctx.config.theme, 'invalid_request', 'the sign-out form could not be verified; try again', 403)
   }

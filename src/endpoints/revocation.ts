@@ -15,7 +15,6 @@ import { readForm } from '../http.ts'
 import { Permissions } from '../permissions.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
-import { sha256 } from '../tokens/opaque.ts'
 import type { RequestMeta } from '../events.ts'
 import { metaOf } from '../request_meta.ts'
 
@@ -24,7 +23,7 @@ function notYours(): OAuthError {
 }
 
 async function revokeRefreshToken(token: string, client: ClientRecord, ctx: Context, meta: RequestMeta) {
-  const record = await ctx.store.refreshTokens.get(await sha256(token))
+  const record = await ctx.store.refreshTokens.get(await ctx.sha256(token))
   if (!record) return false
   if (record.clientId !== client.clientId) throw notYours()
   await ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)

@@ -10,7 +10,6 @@
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../permissions.ts'
-import { sha256 } from '../tokens/opaque.ts'
 import { checkCodeVerifier } from '../tokens/pkce.ts'
 import { issueUserTokens, requireAccount, wantsRefreshToken } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
@@ -26,7 +25,7 @@ export const authorizationCode: Grant = {
     const redirectUri = params.get('redirect_uri')
     if (redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required')
     const now = ctx.now()
-    const consumed = await ctx.store.codes.consume(await sha256(code), now)
+    const consumed = await ctx.store.codes.consume(await ctx.sha256(code), now)
     if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
     const record = consumed.record
     if (consumed.status === 'replayed') {
@@ -45,7 +44,7 @@ export const authorizationCode: Grant = {
     }
     // RFC 6749 §4.1.3: redirect_uri must be identical to the authorization request's.
     if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match')
-    await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod)
+    await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod, ctx.sha256)
     // No revocation check here: a family starts with its code, so only a concurrent replay can have
     // revoked it already. This redemption still answers (exactly one caller does), and the tokens it
     // issues are dead on arrival because they carry the revoked family id.

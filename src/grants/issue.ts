@@ -9,7 +9,7 @@ import { Permissions } from '../permissions.ts'
 import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
 import { issueAccessToken } from '../tokens/access_token.ts'
 import { issueIdToken } from '../tokens/id_token.ts'
-import { randomToken, sha256 } from '../tokens/opaque.ts'
+import { randomToken } from '../tokens/opaque.ts'
 import type { TokenResponse } from './types.ts'
 
 /** What an end-user grant is about. */
@@ -107,7 +107,7 @@ export async function issueUserTokens(
   const value = randomToken()
   const refreshTtl = client.lifetimes.refreshToken ?? ctx.config.refreshTokenTtl
   const refreshRecord: RefreshTokenRecord = {
-    id: await sha256(value),
+    id: await ctx.sha256(value),
     familyId: grant.familyId,
     clientId: client.clientId,
     sub: grant.sub,

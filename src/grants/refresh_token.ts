@@ -13,7 +13,6 @@ import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
-import { sha256 } from '../tokens/opaque.ts'
 import { issueUserTokens, requireAccount } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
 import type { Grant } from './types.ts'
@@ -26,7 +25,7 @@ export const refreshToken: Grant = {
     const value = params.get('refresh_token')
     if (value === undefined) throw new OAuthError('invalid_request', 'refresh_token is required')
     const now = ctx.now()
-    const id = await sha256(value)
+    const id = await ctx.sha256(value)
     const record = await ctx.store.refreshTokens.get(id)
     if (!record || record.expiresAt <= now)
       throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')

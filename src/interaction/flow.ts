@@ -9,7 +9,7 @@ import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
 import { appendQuery, errorRedirect, redirect } from '../endpoints/authorize.ts'
 import { errorPage } from '../pages.ts'
 import type { ClientRecord, CodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
-import { randomToken, sha256 } from '../tokens/opaque.ts'
+import { randomToken } from '../tokens/opaque.ts'
 import type { InteractionResult, LoginResult, PendingInteraction } from './types.ts'
 
 /** A validated authorization request. */
@@ -41,7 +41,7 @@ export interface Authentication {
 export async function loadSession(request: Request, ctx: Context): Promise<{ session?: SessionRecord }> {
   const value = readCookie(request, ctx.config.cookieName)
   if (value === undefined) return {}
-  const session = await ctx.store.sessions.get(await sha256(value))
+  const session = await ctx.store.sessions.get(await ctx.sha256(value))
   if (!session || session.expiresAt <= ctx.now()) return {}
   return { session }
 }
@@ -49,9 +49,12 @@ export async function loadSession(request: Request, ctx: Context): Promise<{ ses
 /** The browser-binding id of a request, creating a cookie value when it has none. */
 export async function browserBinding(request: Request, ctx: Context): Promise<{ id: string; setCookie?: string }> {
   const existing = readCookie(request, browserCookieName(ctx))
-  if (existing !== undefined) return { id: await sha256(existing) }
+  if (existing !== undefined) return { id: await ctx.sha256(existing) }
   const value = randomToken()
-  return { id: await sha256(value), setCookie: setCookie(ctx, browserCookieName(ctx), value, ctx.config.sessionTtl) }
+  return {
+    id: await ctx.sha256(value),
+    setCookie: setCookie(ctx, browserCookieName(ctx), value, ctx.config.sessionTtl),
+  }
 }
 
 /** The host's view of an interaction. */
@@ -206,7 +209,7 @@ export async function issueCodeRedirect(
     if (current) await ctx.store.sessions.delete(current.id)
     const cookie = randomToken()
     session = {
-      id: await sha256(cookie),
+      id: await ctx.sha256(cookie),
       sid: randomToken(16),
       sub: auth.sub,
       authTime: auth.authTime,
@@ -227,7 +230,7 @@ export async function issueCodeRedirect(
 
   const code = randomToken()
   const record: CodeRecord = {
-    id: await sha256(code),
+    id: await ctx.sha256(code),
     familyId: randomToken(16),
     clientId: client.clientId,
     redirectUri: authRequest.redirectUri,

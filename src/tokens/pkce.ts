@@ -26,6 +26,7 @@ export async function checkCodeVerifier(
   verifier: string | undefined,
   challenge: string | undefined,
   method: ChallengeMethod | undefined,
+  digest: (value: string) => string | Promise<string> = sha256,
 ): Promise<void> {
   if (challenge === undefined) {
     if (verifier !== undefined) {
@@ -35,7 +36,7 @@ export async function checkCodeVerifier(
   }
   if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is required')
   if (!VERIFIER.test(verifier)) throw new OAuthError('invalid_grant', 'code_verifier is malformed')
-  const computed = method === 'plain' ? verifier : await sha256(verifier)
+  const computed = method === 'plain' ? verifier : await digest(verifier)
   if (!timingSafeEqual(computed, challenge)) {
     throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge')
   }

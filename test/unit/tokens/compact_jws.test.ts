@@ -208,5 +208,9 @@ describe('fallback to jose', () => {
 describe('signer option', () => {
   it('must be a function', () => {
     expect(() => createTokenService({ issuer: ISSUER, signer: 'node' as never })).toThrow(/signer: must be a function/)
+    expect(() => createTokenService({ issuer: ISSUER, sha256: 'node' as never })).toThrow(/sha256: must be a function/)
+    expect(() => createTokenService({ issuer: ISSUER, secretDigest: 1 as never })).toThrow(
+      /secretDigest: must be a function/,
+    )
   })
 })
