@@ -14,22 +14,13 @@ export interface FormLimits {
   trustContentLength?: boolean
 }
 
-/** Reads a body up to `limit` bytes; larger bodies are refused without reading them whole. */
-export async function readBody(request: Request, limit: number, trustContentLength = false): Promise<Uint8Array> {
+/**
+ * Reads a body up to `limit` bytes as a stream; larger bodies are refused without reading them
+ * whole (see `readText` for bodies held to a declared length).
+ */
+export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
-  if (trustContentLength && declared !== null && /^\d+$/.test(declared)) {
-    // Declared within the limit, and the HTTP server in front holds the body to its declared length:
-    // read it whole (adapters answer arrayBuffer() without building a Web stream).
-    let whole: Uint8Array
-    try {
-      whole = new Uint8Array(await request.arrayBuffer())
-    } catch (cause) {
-      throw new OAuthError('invalid_request', 'the request body could not be read', { cause })
-    }
-    if (whole.byteLength > limit) throw tooLarge(limit)
-    return whole
-  }
   if (!request.body) return new Uint8Array(0)
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
@@ -112,7 +103,7 @@ export async function readForm(request: Request, limits: FormLimits): Promise<Pa
 export async function readText(request: Request, limit: number, trustContentLength = false): Promise<string> {
   const declared = request.headers.get('content-length')
   if (!trustContentLength || declared === null || !/^\d+$/.test(declared)) {
-    return UTF8.decode(await readBody(request, limit, trustContentLength))
+    return UTF8.decode(await readBody(request, limit))
   }
   if (Number(declared) > limit) throw tooLarge(limit)
   let text: string
