@@ -2,7 +2,14 @@
  * @module storage/memory
  * The in-memory reference store, the embedded default. Single process only: state is lost on exit.
  * Atomicity comes from doing each check-and-set with no `await` in between.
+ *
+ * Clients and keys (few, read through caches) are objects in Maps. Everything that grows with
+ * traffic (codes, refresh tokens, sessions, interactions, revocations, attempt counters) is kept
+ * as JSON bytes in a `PackedRecordMap`, outside the JavaScript heap's pages: a million refresh
+ * tokens then cost the garbage collector nothing (see packed_map.ts for the measurements).
+ * Every read returns a fresh copy, so callers never share the store's records.
  */
+import { PackedRecordMap } from './packed_map.ts'
 import type {
   ClientRecord,
   CodeRecord,
@@ -19,54 +26,6 @@ export interface MemoryStoreOptions {
   now?: () => number
   /** Expired entries are swept after this many writes at least (or the map's size, if larger). Default 1000. */
   sweepEvery?: number
-}
-
-interface Expiring {
-  expiresAt: number
-}
-
-/** A Map whose entries vanish once expired; swept every `sweepEvery` writes. */
-class ExpiringMap<V extends Expiring> {
-  readonly #entries = new Map<string, V>()
-  readonly #now: () => number
-  readonly #sweepEvery: number
-  #writes = 0
-
-  constructor(now: () => number, sweepEvery: number) {
-    this.#now = now
-    this.#sweepEvery = sweepEvery
-  }
-
-  get(key: string): V | undefined {
-    const value = this.#entries.get(key)
-    if (value === undefined) return undefined
-    if (value.expiresAt <= this.#now()) {
-      this.#entries.delete(key)
-      return undefined
-    }
-    return value
-  }
-
-  set(key: string, value: V): void {
-    this.#entries.set(key, value)
-    // Sweep after as many writes as there are entries (at least sweepEvery): a full scan then costs
-    // O(1) per write, however large the map grows.
-    if (++this.#writes >= Math.max(this.#sweepEvery, this.#entries.size)) this.sweep()
-  }
-
-  delete(key: string): boolean {
-    return this.#entries.delete(key)
-  }
-
-  get size(): number {
-    return this.#entries.size
-  }
-
-  sweep(): void {
-    this.#writes = 0
-    const now = this.#now()
-    for (const [key, value] of this.#entries) if (value.expiresAt <= now) this.#entries.delete(key)
-  }
 }
 
 /**
@@ -94,14 +53,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   const now = options.now ?? (() => Math.floor(Date.now() / 1000))
   const sweepEvery = options.sweepEvery ?? 1000
   const clients = new Map<string, ClientRecord>()
-  const codes = new ExpiringMap<CodeRecord>(now, sweepEvery)
-  const refreshTokens = new ExpiringMap<RefreshTokenRecord>(now, sweepEvery)
-  const sessions = new ExpiringMap<SessionRecord>(now, sweepEvery)
-  const interactions = new ExpiringMap<InteractionRecord>(now, sweepEvery)
-  const families = new ExpiringMap<{ expiresAt: number }>(now, sweepEvery)
-  const accessTokens = new ExpiringMap<{ expiresAt: number }>(now, sweepEvery)
+  const packed = { now, sweepEvery }
+  const codes = new PackedRecordMap<CodeRecord>(packed)
+  const refreshTokens = new PackedRecordMap<RefreshTokenRecord>(packed)
+  const sessions = new PackedRecordMap<SessionRecord>(packed)
+  const interactions = new PackedRecordMap<InteractionRecord>(packed)
+  const families = new PackedRecordMap<{ expiresAt: number }>(packed)
+  const accessTokens = new PackedRecordMap<{ expiresAt: number }>(packed)
   const keys = new Map<string, KeyRecord>()
-  const attempts = new ExpiringMap<{ count: number; expiresAt: number }>(now, sweepEvery)
+  const attempts = new PackedRecordMap<{ count: number; expiresAt: number }>(packed)
 
   return {
     clients: {
@@ -128,40 +88,40 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
     },
     codes: {
       async insert(record) {
-        codes.set(record.id, clone(record))
+        codes.set(record.id, record)
       },
       async consume(id, at): Promise<Consumed<CodeRecord>> {
         const record = codes.get(id)
         if (!record || record.expiresAt <= at) return { status: 'missing' }
-        if (record.consumedAt !== undefined) return { status: 'replayed', record: clone(record) }
+        if (record.consumedAt !== undefined) return { status: 'replayed', record }
         record.consumedAt = at
-        return { status: 'ok', record: clone(record) }
+        codes.set(id, record)
+        return { status: 'ok', record }
       },
     },
     refreshTokens: {
       async insert(record) {
-        refreshTokens.set(record.id, clone(record))
+        refreshTokens.set(record.id, record)
       },
       async get(id) {
-        const record = refreshTokens.get(id)
-        return record && clone(record)
+        return refreshTokens.get(id)
       },
       async rotate(id, next, at): Promise<Consumed<RefreshTokenRecord>> {
         const record = refreshTokens.get(id)
         if (!record || record.expiresAt <= at) return { status: 'missing' }
-        if (record.consumedAt !== undefined) return { status: 'replayed', record: clone(record) }
+        if (record.consumedAt !== undefined) return { status: 'replayed', record }
         record.consumedAt = at
-        refreshTokens.set(next.id, clone(next))
-        return { status: 'ok', record: clone(record) }
+        refreshTokens.set(id, record)
+        refreshTokens.set(next.id, next)
+        return { status: 'ok', record }
       },
     },
     sessions: {
       async put(record) {
-        sessions.set(record.id, clone(record))
+        sessions.set(record.id, record)
       },
       async get(id) {
-        const record = sessions.get(id)
-        return record && clone(record)
+        return sessions.get(id)
       },
       async delete(id) {
         sessions.delete(id)
@@ -169,11 +129,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
     },
     interactions: {
       async put(record) {
-        interactions.set(record.id, clone(record))
+        interactions.set(record.id, record)
       },
       async get(id) {
-        const record = interactions.get(id)
-        return record && clone(record)
+        return interactions.get(id)
       },
       async take(id) {
         const record = interactions.get(id)
@@ -187,13 +146,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         families.set(familyId, { expiresAt: Math.max(until, existing?.expiresAt ?? 0) })
       },
       async isFamilyRevoked(familyId) {
-        return families.get(familyId) !== undefined
+        return families.has(familyId)
       },
       async revokeAccessToken(jti, until) {
         accessTokens.set(jti, { expiresAt: until })
       },
       async isAccessTokenRevoked(jti) {
-        return accessTokens.get(jti) !== undefined
+        return accessTokens.has(jti)
       },
     },
     attempts: {
@@ -204,6 +163,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
           return { count: 1, resetAt: at + window }
         }
         counter.count += 1
+        attempts.set(key, counter)
         return { count: counter.count, resetAt: counter.expiresAt }
       },
       async get(key, at) {
