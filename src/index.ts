@@ -20,7 +20,7 @@ import { createUserDirectory } from './users.ts'
 import { createEmitter } from './events.ts'
 import { canonicalAddress } from './networks.ts'
 import { bindRequest } from './request_meta.ts'
-import { createExclusiveRunner, storeLimiter } from './throttle.ts'
+import { createExclusiveRunner, createRulesCache, storeLimiter } from './throttle.ts'
 
 /** What the runtime adapter knows about a request beyond the Request itself. */
 export interface RequestInfo {
@@ -142,6 +142,8 @@ export function createTokenService(options: TokenServiceOptions) {
             window: config.throttle.window,
             clientAuthentication: config.throttle.clientAuthentication,
             signIn: config.throttle.signIn,
+            clientRules: createRulesCache('client', config.throttle.clientAuthentication, config.throttle.window),
+            userRules: createRulesCache('user', config.throttle.signIn, config.throttle.window),
             exclusive: createExclusiveRunner(),
           },
         }),

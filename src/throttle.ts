@@ -29,6 +29,11 @@ export interface Limiter {
   fail(rules: readonly ThrottleRule[], now: number): Promise<void>
 }
 
+/** Seconds until `rule` allows another attempt, given its counter. */
+function waitFor(rule: ThrottleRule, counter: AttemptCounter | undefined, now: number): number {
+  return counter && counter.resetAt > now && counter.count >= rule.limit ? counter.resetAt - now : 0
+}
+
 /**
  * The default limiter: fixed-window counters in the service's store. Reads are remembered for a
  * second per key (so a busy client costs no store round trip per request on PostgreSQL or Redis);
@@ -56,13 +61,22 @@ export function storeLimiter(store: Store, options: { readTtl?: number; maxKeys?
 
   return {
     async retryAfter(rules, now, options = {}) {
+      // The usual case, every counter read within the last second: answered without a promise per rule.
+      if (options.fresh !== true) {
+        let wait = 0
+        for (const rule of rules) {
+          const cached = reads.get(rule.key)
+          if (cached === undefined || cached.until <= now) {
+            wait = -1
+            break
+          }
+          wait = Math.max(wait, waitFor(rule, cached.counter, now))
+        }
+        if (wait >= 0) return wait
+      }
       const counters = await Promise.all(rules.map((rule) => read(rule.key, now, options.fresh === true)))
       let wait = 0
-      rules.forEach((rule, i) => {
-        const counter = counters[i]
-        if (counter && counter.resetAt > now && counter.count >= rule.limit)
-          wait = Math.max(wait, counter.resetAt - now)
-      })
+      for (const [i, rule] of rules.entries()) wait = Math.max(wait, waitFor(rule, counters[i], now))
       return wait
     },
     async fail(rules, now) {
@@ -85,9 +99,9 @@ export interface AttemptLimits {
 /** The rules of one attempt, by what they count. */
 export interface AttemptRules {
   /** Every rule (checked, and counted on a failed secret or password). */
-  all: ThrottleRule[]
+  readonly all: readonly ThrottleRule[]
   /** The address-only rule(s): all that a failure unrelated to the identity's secret counts. */
-  address: ThrottleRule[]
+  readonly address: readonly ThrottleRule[]
   /** The key under which slow verifications of this attempt run one at a time per process. */
   exclusive: string
 }
@@ -124,6 +138,46 @@ export async function attemptRules(
     all.push(...addressRules)
   }
   return { all, address: addressRules, exclusive: `${kind}:${bucket ?? ''} ${id}` }
+}
+
+const NO_ADDRESS = '\u0000'
+
+/**
+ * `attemptRules` of one kind, remembered per (address, identity): a busy client's token requests
+ * then build no keys, buckets or hashes. The rules are frozen (shared by every request of that
+ * pair). At most `max` pairs are held; the cache is emptied when full, so any identity an attacker
+ * makes up costs one entry until then.
+ */
+export function createRulesCache(
+  kind: 'client' | 'user',
+  limits: AttemptLimits,
+  window: number,
+  max = 10_000,
+): (identity: string, address: string | undefined) => AttemptRules | Promise<AttemptRules> {
+  const byAddress = new Map<string, Map<string, AttemptRules>>()
+  let size = 0
+  async function build(identity: string, address: string | undefined): Promise<AttemptRules> {
+    const rules = await attemptRules(kind, identity, address, limits, window)
+    const frozen: AttemptRules = Object.freeze({
+      all: Object.freeze(rules.all.map((rule) => Object.freeze(rule))),
+      address: Object.freeze(rules.address.map((rule) => Object.freeze(rule))),
+      exclusive: rules.exclusive,
+    })
+    if (size >= max) {
+      byAddress.clear()
+      size = 0
+    }
+    const key = address ?? NO_ADDRESS
+    let identities = byAddress.get(key)
+    if (identities === undefined) {
+      identities = new Map()
+      byAddress.set(key, identities)
+    }
+    if (!identities.has(identity)) size++
+    identities.set(identity, frozen)
+    return frozen
+  }
+  return (identity, address) => byAddress.get(address ?? NO_ADDRESS)?.get(identity) ?? build(identity, address)
 }
 
 /**

@@ -18,7 +18,7 @@ import type { Params } from '../http.ts'
 import { inNetworks } from '../networks.ts'
 import { metaOf } from '../request_meta.ts'
 import type { GatehouseEvent, RequestMeta } from '../events.ts'
-import { type ThrottleRule, attemptRules, throttledAfter } from '../throttle.ts'
+import { type ThrottleRule, throttledAfter } from '../throttle.ts'
 import type { ClientRecord } from '../storage/types.ts'
 
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
@@ -104,16 +104,18 @@ export async function authenticateClient(
 
   const meta = metaOf(request)
   const throttle = ctx.throttle
-  const fail = (reason: FailureReason, description: string, count?: ThrottleRule[]): Promise<OAuthError> =>
+  const fail = (reason: FailureReason, description: string, count?: readonly ThrottleRule[]): Promise<OAuthError> =>
     failure(ctx, meta, clientId, reason, description, count)
 
   const client = await ctx.clients.get(clientId)
   // Anyone can send a request from outside a client's networks, so such failures count against
   // the address only: they must not let outsiders use up the client's own counter.
-  const rules =
+  const cachedRules =
     throttle && (method !== 'none' || client?.allowedNetworks)
-      ? await attemptRules('client', clientId, meta.address, throttle.clientAuthentication, throttle.window)
+      ? throttle.clientRules(clientId, meta.address)
       : undefined
+  // Usually cached: not awaited then (an await is a turn of the microtask queue per request).
+  const rules = cachedRules instanceof Promise ? await cachedRules : cachedRules
   if (client?.allowedNetworks && !inNetworks(meta.address, client.allowedNetworks)) {
     throw await fail('network_not_allowed', 'the client may not authenticate from this network', rules?.address)
   }
@@ -149,7 +151,7 @@ async function failure(
   clientId: string,
   reason: FailureReason,
   description: string,
-  rules: ThrottleRule[] | undefined,
+  rules: readonly ThrottleRule[] | undefined,
 ): Promise<OAuthError> {
   ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason })
   if (ctx.throttle && rules && rules.length > 0) await ctx.throttle.limiter.fail(rules, ctx.now())
@@ -161,7 +163,7 @@ async function refuseIfThrottled(
   ctx: Context,
   meta: RequestMeta,
   clientId: string,
-  rules: ThrottleRule[],
+  rules: readonly ThrottleRule[],
   options: { fresh?: boolean } = {},
 ) {
   const wait = ctx.throttle ? await ctx.throttle.limiter.retryAfter(rules, ctx.now(), options) : 0

@@ -14,7 +14,7 @@ import { readForm } from '../http.ts'
 import { type AuthorizationRequest, completeInteraction, loadSession } from '../interaction/flow.ts'
 import { consentPage, errorPage, loginPage } from '../pages.ts'
 import { metaOf } from '../request_meta.ts'
-import { attemptRules, throttledAfter } from '../throttle.ts'
+import { throttledAfter } from '../throttle.ts'
 import type { InteractionRecord } from '../storage/types.ts'
 import { timingSafeEqual } from '../tokens/opaque.ts'
 
@@ -110,9 +110,7 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
   const throttle = ctx.throttle
   // Usernames match case-insensitively, so they are counted that way. Events name the username
   // only when it exists: people type passwords into the username field.
-  const rules = throttle
-    ? await attemptRules('user', username.toLowerCase(), meta.address, throttle.signIn, throttle.window)
-    : undefined
+  const rules = throttle ? await throttle.userRules(username.toLowerCase(), meta.address) : undefined
   const named = ctx.users.exists(username) ? { username } : {}
   const throttled = async (): Promise<Response | undefined> => {
     const wait = throttle && rules ? await throttle.limiter.retryAfter(rules.all, ctx.now(), { fresh: true }) : 0
