@@ -10,7 +10,7 @@ import type { ScopeRegistry } from './scopes.ts'
 import type { createVerificationCache } from './secrets.ts'
 import type { Emitter } from './events.ts'
 import type { Store } from './storage/types.ts'
-import type { AttemptLimits, AttemptRules, Limiter } from './throttle.ts'
+import type { AttemptRules, Limiter } from './throttle.ts'
 import type { VerifiedTokenCache } from './tokens/verified_cache.ts'
 import type { UserDirectory } from './users.ts'
 
@@ -61,9 +61,6 @@ export interface Context {
   /** Throttling of failed attempts; undefined when turned off. */
   throttle?: {
     limiter: Limiter
-    window: number
-    clientAuthentication: AttemptLimits
-    signIn: AttemptLimits
     /** The rules of a client authentication / sign-in attempt (cached; see `createRulesCache`). */
     clientRules: (clientId: string, address: string | undefined) => AttemptRules | Promise<AttemptRules>
     userRules: (username: string, address: string | undefined) => AttemptRules | Promise<AttemptRules>

@@ -139,9 +139,6 @@ export function createTokenService(options: TokenServiceOptions) {
       : {
           throttle: {
             limiter: config.throttle.limiter ?? storeLimiter(store),
-            window: config.throttle.window,
-            clientAuthentication: config.throttle.clientAuthentication,
-            signIn: config.throttle.signIn,
             clientRules: createRulesCache('client', config.throttle.clientAuthentication, config.throttle.window),
             userRules: createRulesCache('user', config.throttle.signIn, config.throttle.window),
             exclusive: createExclusiveRunner(),
