@@ -144,6 +144,14 @@ export function createClientRegistry(options: ClientRegistryOptions) {
     }
   }
 
+  /** Reads a client from the store into the cache (an unknown id is remembered too). */
+  async function fetchClient(clientId: string, at: number): Promise<ClientRecord | undefined> {
+    const record = await store.clients.get(clientId)
+    if (cache.size >= CACHE_MAX) cache.clear()
+    if (cacheTtl > 0) cache.set(clientId, { record, until: at + cacheTtl })
+    return record
+  }
+
   async function load(clientId: string): Promise<ClientRecord> {
     const existing = await store.clients.get(clientId)
     if (!existing) throw new TypeError(`client ${JSON.stringify(clientId)} does not exist`)
@@ -157,15 +165,15 @@ export function createClientRegistry(options: ClientRegistryOptions) {
   }
 
   return {
-    /** The client for an endpoint; served from a short per-instance cache. */
-    async get(clientId: string): Promise<ClientRecord | undefined> {
+    /**
+     * The client for an endpoint; served from a short per-instance cache (synchronously on a hit,
+     * so a busy client's requests do not wait a turn for it).
+     */
+    get(clientId: string): ClientRecord | undefined | Promise<ClientRecord | undefined> {
       const at = now()
       const hit = cache.get(clientId)
       if (hit && hit.until > at) return hit.record
-      const record = await store.clients.get(clientId)
-      if (cache.size >= CACHE_MAX) cache.clear()
-      if (cacheTtl > 0) cache.set(clientId, { record, until: at + cacheTtl })
-      return record
+      return fetchClient(clientId, at)
     },
 
     /**

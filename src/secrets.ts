@@ -80,13 +80,19 @@ export function createVerificationCache(options: {
   }
   // WebCrypto's HMAC is asynchronous (a thread-pool hop on Node); a synchronous one from the
   // runtime, when given, keeps the cache hit on the request's own turn.
-  const mac = options.digest ? async (secret: string) => (options.digest as SecretDigest)(secret) : webMac
+  const digest = options.digest
+  const mac = digest ? async (secret: string) => digest(secret) : webMac
 
   return {
-    /** Whether `secret` was verified against `stored` recently (a cache hit; never hashes). */
-    async isCached(secret: string, stored: string): Promise<boolean> {
+    /**
+     * Whether `secret` was verified against `stored` recently (a cache hit; never hashes).
+     * Answers synchronously when nothing is cached or the runtime gave a synchronous digest.
+     */
+    isCached(secret: string, stored: string): boolean | Promise<boolean> {
       const entry = entries.get(stored)
-      return entry !== undefined && entry.expiresAt > options.now() && timingSafeEqual(await mac(secret), entry.mac)
+      if (entry === undefined || entry.expiresAt <= options.now()) return false
+      if (digest) return timingSafeEqual(digest(secret), entry.mac)
+      return webMac(secret).then((computed) => timingSafeEqual(computed, entry.mac))
     },
 
     /** Verifies `secret` against `stored`, using and filling the cache. */

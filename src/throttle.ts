@@ -24,7 +24,7 @@ export interface Limiter {
    * the store's current counts (the re-check before a slow hash); otherwise a read up to about a
    * second old may answer (the check on every request).
    */
-  retryAfter(rules: readonly ThrottleRule[], now: number, options?: { fresh?: boolean }): Promise<number>
+  retryAfter(rules: readonly ThrottleRule[], now: number, options?: { fresh?: boolean }): number | Promise<number>
   /** Counts one failure against each rule. */
   fail(rules: readonly ThrottleRule[], now: number): Promise<void>
 }
@@ -59,9 +59,16 @@ export function storeLimiter(store: Store, options: { readTtl?: number; maxKeys?
     return counter
   }
 
+  async function readAll(rules: readonly ThrottleRule[], now: number, fresh: boolean): Promise<number> {
+    const counters = await Promise.all(rules.map((rule) => read(rule.key, now, fresh)))
+    let wait = 0
+    for (const [i, rule] of rules.entries()) wait = Math.max(wait, waitFor(rule, counters[i], now))
+    return wait
+  }
+
   return {
-    async retryAfter(rules, now, options = {}) {
-      // The usual case, every counter read within the last second: answered without a promise per rule.
+    retryAfter(rules, now, options = {}) {
+      // The usual case, every counter read within the last second: answered synchronously.
       if (options.fresh !== true) {
         let wait = 0
         for (const rule of rules) {
@@ -74,10 +81,7 @@ export function storeLimiter(store: Store, options: { readTtl?: number; maxKeys?
         }
         if (wait >= 0) return wait
       }
-      const counters = await Promise.all(rules.map((rule) => read(rule.key, now, options.fresh === true)))
-      let wait = 0
-      for (const [i, rule] of rules.entries()) wait = Math.max(wait, waitFor(rule, counters[i], now))
-      return wait
+      return readAll(rules, now, options.fresh === true)
     },
     async fail(rules, now) {
       const counters = await Promise.all(rules.map((rule) => store.attempts.hit(rule.key, rule.window, now)))

@@ -104,39 +104,52 @@ export async function authenticateClient(
 
   const meta = metaOf(request)
   const throttle = ctx.throttle
-  const fail = (reason: FailureReason, description: string, count?: readonly ThrottleRule[]): Promise<OAuthError> =>
-    failure(ctx, meta, clientId, reason, description, count)
-
-  const client = await ctx.clients.get(clientId)
+  // A cached client answers synchronously: not awaited then (an await is a turn of the microtask queue).
+  const found = ctx.clients.get(clientId)
+  const client = found instanceof Promise ? await found : found
   // Anyone can send a request from outside a client's networks, so such failures count against
   // the address only: they must not let outsiders use up the client's own counter.
   const cachedRules =
     throttle && (method !== 'none' || client?.allowedNetworks)
       ? throttle.clientRules(clientId, meta.address)
       : undefined
-  // Usually cached: not awaited then (an await is a turn of the microtask queue per request).
+  // Usually cached: not awaited then.
   const rules = cachedRules instanceof Promise ? await cachedRules : cachedRules
   if (client?.allowedNetworks && !inNetworks(meta.address, client.allowedNetworks)) {
-    throw await fail('network_not_allowed', 'the client may not authenticate from this network', rules?.address)
+    throw await failure(
+      ctx,
+      meta,
+      clientId,
+      'network_not_allowed',
+      'the client may not authenticate from this network',
+      rules?.address,
+    )
   }
   if (method === 'none') {
     if (!client) throw invalidClient('client authentication failed')
-    if (isConfidential(client)) throw await fail('missing_secret', 'client authentication is required')
+    if (isConfidential(client))
+      throw await failure(ctx, meta, clientId, 'missing_secret', 'client authentication is required')
     if (!options.allowPublic) throw invalidClient('public clients cannot use this endpoint')
     return { client, method, request }
   }
   // Checked before the secret is: a throttled caller learns nothing, even from a correct guess.
-  if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all)
-  if (!client) throw await fail('unknown_client', 'client authentication failed', rules?.all)
-  if (!isConfidential(client)) throw await fail('invalid_secret', 'client authentication failed', rules?.all)
+  if (throttle && rules) {
+    const refusal = refuseIfThrottled(ctx, meta, clientId, rules.all)
+    if (refusal) await refusal
+  }
+  if (!client) throw await failure(ctx, meta, clientId, 'unknown_client', 'client authentication failed', rules?.all)
+  if (!isConfidential(client))
+    throw await failure(ctx, meta, clientId, 'invalid_secret', 'client authentication failed', rules?.all)
   const presented = secret as string
-  // A secret verified recently (the in-memory cache) is the fast path; the slow hash runs one at a
-  // time per client and address, re-checking the counters first, so a burst cannot outrun them.
-  if (await checkSecret(client, presented, ctx, { cachedOnly: true })) return { client, method, request }
+  // A secret verified recently (the in-memory cache) is the fast path, not awaited when it answers
+  // synchronously; the slow hash runs one at a time per client and address, re-checking the
+  // counters first, so a burst cannot outrun them.
+  const cached = recentlyVerified(client, presented, ctx)
+  if (cached === true || (cached !== false && (await cached))) return { client, method, request }
   const verify = async (): Promise<boolean> => {
     if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all, { fresh: true })
     if (await checkSecret(client, presented, ctx)) return true
-    throw await fail('invalid_secret', 'client authentication failed', rules?.all)
+    throw await failure(ctx, meta, clientId, 'invalid_secret', 'client authentication failed', rules?.all)
   }
   await (throttle && rules ? throttle.exclusive(rules.exclusive, verify) : verify())
   return { client, method, request }
@@ -151,40 +164,61 @@ async function failure(
   clientId: string,
   reason: FailureReason,
   description: string,
-  rules: readonly ThrottleRule[] | undefined,
+  rules?: readonly ThrottleRule[],
 ): Promise<OAuthError> {
   ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason })
   if (ctx.throttle && rules && rules.length > 0) await ctx.throttle.limiter.fail(rules, ctx.now())
   return invalidClient(description)
 }
 
-/** Throws 429 when a counter of the attempt is exhausted. */
-async function refuseIfThrottled(
+/**
+ * Throws 429 when a counter of the attempt is exhausted: synchronously when the limiter answers
+ * synchronously (its counters read within the last second), else through the returned promise.
+ */
+function refuseIfThrottled(
   ctx: Context,
   meta: RequestMeta,
   clientId: string,
   rules: readonly ThrottleRule[],
   options: { fresh?: boolean } = {},
-) {
-  const wait = ctx.throttle ? await ctx.throttle.limiter.retryAfter(rules, ctx.now(), options) : 0
+): void | Promise<void> {
+  if (!ctx.throttle) return
+  const wait = ctx.throttle.limiter.retryAfter(rules, ctx.now(), options)
+  if (typeof wait === 'number') return refuseAfter(ctx, meta, clientId, wait)
+  return Promise.resolve(wait).then((seconds) => refuseAfter(ctx, meta, clientId, seconds))
+}
+
+function refuseAfter(ctx: Context, meta: RequestMeta, clientId: string, wait: number): void {
   if (wait <= 0) return
   ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason: 'throttled' })
   throw new OAuthError('invalid_client', 'too many failed client authentications; retry later', throttledAfter(wait))
 }
 
-async function checkSecret(
-  client: ClientRecord,
-  secret: string,
-  ctx: Context,
-  options: { cachedOnly?: boolean } = {},
-): Promise<boolean> {
+/** Whether a stored secret is still valid (a retired one has an expiry). */
+function isLive(record: ClientRecord['secrets'][number], now: number): boolean {
+  return record.expiresAt === undefined || record.expiresAt > now
+}
+
+/** Whether a live secret of the client was verified recently with `secret` (never the slow hash). */
+function recentlyVerified(client: ClientRecord, secret: string, ctx: Context): boolean | Promise<boolean> {
+  const now = ctx.now()
+  let pending: Promise<boolean>[] | undefined
+  for (const record of client.secrets) {
+    if (!isLive(record, now)) continue
+    const hit = ctx.secretCache.isCached(secret, record.hash)
+    if (hit === true) return true
+    if (hit === false) continue
+    pending ??= []
+    pending.push(hit)
+  }
+  return pending !== undefined && Promise.all(pending).then((hits) => hits.includes(true))
+}
+
+/** Verifies `secret` against the client's live secrets (the slow hash unless cached). */
+async function checkSecret(client: ClientRecord, secret: string, ctx: Context): Promise<boolean> {
   const now = ctx.now()
   for (const record of client.secrets) {
-    if (record.expiresAt !== undefined && record.expiresAt <= now) continue
-    const ok = options.cachedOnly
-      ? await ctx.secretCache.isCached(secret, record.hash)
-      : await ctx.secretCache.verify(secret, record.hash)
-    if (ok) return true
+    if (isLive(record, now) && (await ctx.secretCache.verify(secret, record.hash))) return true
   }
   return false
 }

@@ -74,6 +74,8 @@ export function createKeyring(options: KeyringOptions) {
   const imported = new Map<string, Promise<CryptoKey>>()
   const signers = new Map<string, Promise<SignFunction | undefined>>()
   const signingKeys = new Map<string, Promise<SigningKey>>()
+  /** The settled entries of `signingKeys`: what a request's signing key usually comes from. */
+  const readyKeys = new Map<string, SigningKey>()
   let loaded: { records: KeyRecord[]; loadedAt: number } | undefined
   let loading: Promise<KeyRecord[]> | undefined
   /** Whether the last load generated keys, and the one before the next reload is due sooner. */
@@ -127,7 +129,10 @@ export function createKeyring(options: KeyringOptions) {
         return sign ? { kid: record.kid, alg, key, sign } : { kid: record.kid, alg, key }
       })()
       // A failed import or signer check is not remembered here: signerFor remembers its own outcome.
-      found.catch(() => signingKeys.delete(record.kid))
+      found.then(
+        (key) => readyKeys.set(record.kid, key),
+        () => signingKeys.delete(record.kid),
+      )
       signingKeys.set(record.kid, found)
     }
     return found
@@ -193,10 +198,15 @@ export function createKeyring(options: KeyringOptions) {
     return created
   }
 
-  async function records(force = false): Promise<KeyRecord[]> {
-    const now = options.now()
+  /** The records loaded less than the cache lifetime ago, if any. */
+  function freshRecords(now: number): KeyRecord[] | undefined {
     const ttl = converging ? Math.min(2, cacheTtl) : cacheTtl
-    if (!force && loaded && now - loaded.loadedAt < ttl) return loaded.records
+    return loaded && now - loaded.loadedAt < ttl ? loaded.records : undefined
+  }
+
+  async function records(force = false): Promise<KeyRecord[]> {
+    const fresh = force ? undefined : freshRecords(options.now())
+    if (fresh) return fresh
     if (!loading) {
       loading = loadFromStore()
         .then((list) => {
@@ -211,18 +221,23 @@ export function createKeyring(options: KeyringOptions) {
     return loading
   }
 
+  async function loadSigningKey(alg: SigningAlg, now: number): Promise<SigningKey> {
+    let record = pick(await records(), alg, now)
+    if (!record) record = pick(await records(true), alg, now)
+    if (!record) throw new Error(`no signing key for ${alg}`)
+    return signingKeyOf(record)
+  }
+
   return {
-    /** The key that signs with `alg` now. */
-    async signingKey(alg: SigningAlg): Promise<SigningKey> {
+    /**
+     * The key that signs with `alg` now: synchronously while the records are fresh and the key
+     * is ready (every request but the first few after a load), else once loaded.
+     */
+    signingKey(alg: SigningAlg): SigningKey | Promise<SigningKey> {
       const now = options.now()
-      let list = await records()
-      let record = pick(list, alg, now)
-      if (!record) {
-        list = await records(true)
-        record = pick(list, alg, now)
-      }
-      if (!record) throw new Error(`no signing key for ${alg}`)
-      return signingKeyOf(record)
+      const list = freshRecords(now)
+      const record = list && pick(list, alg, now)
+      return (record && readyKeys.get(record.kid)) ?? loadSigningKey(alg, now)
     },
 
     /** The public key with this `kid`, reloading once when it is unknown (another instance rotated). */

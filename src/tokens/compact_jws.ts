@@ -41,7 +41,7 @@ const encoder = new TextEncoder()
 
 /** base64url(JSON header), the first segment of a compact JWS. */
 export function headerSegment(header: Record<string, unknown>): string {
-  return base64url.encode(JSON.stringify(header))
+  return base64urlText(JSON.stringify(header))
 }
 
 /**
@@ -55,9 +55,22 @@ function utf8(text: string): Uint8Array {
   return read === text.length ? scratch.subarray(0, written) : encoder.encode(text)
 }
 
+const NON_ASCII = /[\u0080-\uffff]/
+
+/**
+ * base64url without padding (RFC 7515 §2) of the UTF-8 bytes of `text`. ASCII text, as the JSON
+ * of claims usually is, is its own byte string and goes straight to the platform's `btoa`; jose's
+ * encoder (TextEncoder, then bytes to a string, then `btoa` where the runtime has no native
+ * base64) takes the rest.
+ */
+export function base64urlText(text: string): string {
+  if (NON_ASCII.test(text)) return base64url.encode(utf8(text))
+  return btoa(text).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
+}
+
 /** A compact JWS of `payload` under the encoded header `segment`, signed by `sign`. */
 export function signCompact(segment: string, payload: Record<string, unknown>, sign: SignFunction): string {
-  const input = `${segment}.${base64url.encode(utf8(JSON.stringify(payload)))}`
+  const input = `${segment}.${base64urlText(JSON.stringify(payload))}`
   return `${input}.${base64url.encode(sign(utf8(input)))}`
 }
 

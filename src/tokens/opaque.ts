@@ -39,12 +39,14 @@ export async function sha256(value: string): Promise<string> {
   return base64url.encode(new Uint8Array(digest))
 }
 
-/** Compares two strings in time independent of where they differ (lengths may leak). */
+/**
+ * Compares two strings in time independent of where they differ (lengths may leak). Compares
+ * UTF-16 code units, which are equal exactly when the strings are: no bytes are allocated.
+ */
 export function timingSafeEqual(a: string, b: string): boolean {
-  const x = encoder.encode(a)
-  const y = encoder.encode(b)
-  const length = Math.max(x.length, y.length)
-  let diff = x.length ^ y.length
-  for (let i = 0; i < length; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0)
+  const length = Math.max(a.length, b.length)
+  let diff = a.length ^ b.length
+  // Past a string's end charCodeAt is NaN, and NaN | 0 is 0.
+  for (let i = 0; i < length; i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0)
   return diff === 0
 }

@@ -150,4 +150,26 @@ describe('createVerificationCache', () => {
     expect(await cache.verify('right', stored)).toBe(true)
     expect(derive).toHaveBeenCalledTimes(2)
   })
+
+  it('isCached answers synchronously with a synchronous digest, and through a promise with WebCrypto', async () => {
+    const stored = await hashSecret('right', 1000)
+    let now = 1_800_000_000
+    const digest = (secret: string) => `mac:${secret.length}:${secret}`
+    const sync = createVerificationCache({ ttl: 60, max: 10, now: () => now, digest })
+    const web = createVerificationCache({ ttl: 60, max: 10, now: () => now })
+    // Nothing cached yet: a plain false from both, without hashing.
+    expect(sync.isCached('right', stored)).toBe(false)
+    expect(web.isCached('right', stored)).toBe(false)
+    await sync.verify('right', stored)
+    await web.verify('right', stored)
+    expect(sync.isCached('right', stored)).toBe(true)
+    expect(sync.isCached('wrong', stored)).toBe(false)
+    const pending = web.isCached('right', stored)
+    expect(pending).toBeInstanceOf(Promise)
+    expect(await pending).toBe(true)
+    expect(await web.isCached('wrong', stored)).toBe(false)
+    now += 60
+    expect(sync.isCached('right', stored)).toBe(false)
+    expect(web.isCached('right', stored)).toBe(false)
+  })
 })

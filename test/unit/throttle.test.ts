@@ -40,7 +40,10 @@ describe('storeLimiter.retryAfter', () => {
     expect(await limiter.retryAfter(rules, NOW)).toBe(0)
     await limiter.fail(rules, NOW)
     await limiter.fail(rules, NOW)
-    // Both counters were remembered by fail(): the cached path sees 'a' exhausted.
+    // Both counters were remembered by fail(): within readTtl the cached path sees 'a' exhausted,
+    // synchronously; a fresh read is asked of the store.
+    expect(limiter.retryAfter(rules, NOW)).toBe(60)
+    expect(limiter.retryAfter(rules, NOW, { fresh: true })).toBeInstanceOf(Promise)
     expect(await limiter.retryAfter(rules, NOW + 10)).toBe(50)
     expect(await limiter.retryAfter(rules, NOW + 10, { fresh: true })).toBe(50)
     // One key never read: the store is asked, and the answer is the same.

@@ -103,6 +103,30 @@ describe('createKeyring', () => {
     expect(await a.jwks()).toEqual(await b.jwks())
   })
 
+  it('signingKey answers synchronously while its records are fresh, and reloads them after cacheTtl', async () => {
+    let now = NOW
+    const store = createMemoryStore({ now: () => now })
+    const ring = createKeyring({ store, now: () => now, algorithms: ['ES256'], cacheTtl: 60 })
+    const first = ring.signingKey('ES256')
+    expect(first).toBeInstanceOf(Promise) // nothing loaded yet
+    const key = await first
+    // A keyring that generated its keys reloads them once after 2 s (to converge with others).
+    now += 3
+    expect(await ring.signingKey('ES256')).toBe(key)
+    now += 59
+    expect(ring.signingKey('ES256')).toBe(key) // the same object, no promise
+    // Another instance rotates: this one keeps its fresh records until they are 60 s old.
+    const other = createKeyring({ store, now: () => now, algorithms: ['ES256'], cacheTtl: 60 })
+    await other.rotate()
+    now += 1 + 86_400 // past the cache lifetime and the new key's publish-ahead delay
+    const reloaded = ring.signingKey('ES256')
+    expect(reloaded).toBeInstanceOf(Promise)
+    const next = await reloaded
+    expect(next.kid).not.toBe(key.kid)
+    expect(next.kid).toBe((await other.signingKey('ES256')).kid)
+    expect(ring.signingKey('ES256')).toBe(next)
+  })
+
   it('what one keyring signs, another on the same store verifies', async () => {
     const first = keyring()
     const second = keyring(first.store)

@@ -4,7 +4,7 @@
  * writes, and a signer that declines (undefined) leaves signing to jose.
  */
 import { createPrivateKey, sign as nodeSign } from 'node:crypto'
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
+import { base64url, createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
 import { describe, expect, it } from 'vitest'
 import { nodeSigner } from '../../../adapters/node.ts'
 import type { SigningAlg } from '../../../src/config.ts'
@@ -12,7 +12,7 @@ import { createTokenService } from '../../../src/index.ts'
 import { createKeyring } from '../../../src/keys/keyring.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
 import { issueAccessToken } from '../../../src/tokens/access_token.ts'
-import { type JwsSigner, headerSegment, signCompact, signJwt } from '../../../src/tokens/compact_jws.ts'
+import { type JwsSigner, base64urlText, headerSegment, signCompact, signJwt } from '../../../src/tokens/compact_jws.ts'
 import { issueIdToken } from '../../../src/tokens/id_token.ts'
 
 const NOW = 1_800_000_000
@@ -212,5 +212,34 @@ describe('signer option', () => {
     expect(() => createTokenService({ issuer: ISSUER, secretDigest: 1 as never })).toThrow(
       /secretDigest: must be a function/,
     )
+  })
+})
+
+describe('base64urlText', () => {
+  // Every length mod 3 (padding 0, 1, 2), characters whose base64 has + and /, and non-ASCII.
+  it.each([
+    '',
+    'a',
+    'ab',
+    'abc',
+    '{"iss":"https://auth.example.test","sub":"svc","scope":"api1"}',
+    '\u00ff\u00fe?>~',
+    '???>>>~~~',
+    'zürich',
+    'ünïcödé 日本 😀',
+    '\u0000\u007f',
+  ])('%j is what jose encodes from its UTF-8 bytes', (text) => {
+    expect(base64urlText(text)).toBe(base64url.encode(new TextEncoder().encode(text)))
+  })
+
+  it('claims with non-ASCII values give the same token as jose', async () => {
+    const input = signCompact(
+      headerSegment({ alg: 'none' }),
+      { sub: 'zoë', n: 'x'.repeat(5000) },
+      () => new Uint8Array(1),
+    )
+    const [, payload] = input.split('.')
+    expect(decodeJwt(`${input}`)).toEqual({ sub: 'zoë', n: 'x'.repeat(5000) })
+    expect(payload).toBe(base64url.encode(JSON.stringify({ sub: 'zoë', n: 'x'.repeat(5000) })))
   })
 })

@@ -54,6 +54,12 @@ describe('timingSafeEqual', () => {
     ['', 'a', false],
     ['é', 'e', false],
     ['a\u0000', 'a', false],
+    ['a', 'a\u0000', false],
+    ['\u0000', '', false],
+    ['😀', '😀', true],
+    ['😀', '😁', false],
+    ['\ud83d', '\ud83d\ude00', false],
+    ['日本', '日本', true],
   ])('%j vs %j → %s', (a, b, expected) => {
     expect(timingSafeEqual(a, b)).toBe(expected)
   })
