@@ -84,10 +84,12 @@ export function formPairs(text: string): URLSearchParams {
   return new URLSearchParams(`&${text}`)
 }
 
+const FORM_TYPE = 'application/x-www-form-urlencoded'
+
 /** Reads a POST form body (RFC 6749 §3.2: application/x-www-form-urlencoded). */
 export async function readForm(request: Request, limits: FormLimits): Promise<Params> {
   const type = request.headers.get('content-type') ?? ''
-  if (mediaType(type) !== 'application/x-www-form-urlencoded') {
+  if (type !== FORM_TYPE && mediaType(type) !== FORM_TYPE) {
     throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', {
       status: 415,
     })

@@ -39,11 +39,20 @@ export interface IssueAccessTokenInput {
   sid?: string
 }
 
-/** Signs an access token (RFC 9068 §2). */
-export async function issueAccessToken(
+/** An access token and its claims. */
+export interface IssuedAccessToken {
+  token: string
+  claims: AccessTokenClaims
+}
+
+/**
+ * Signs an access token (RFC 9068 §2): synchronously when the key has a signature function (the
+ * runtime's `signer`), else through a promise.
+ */
+export function issueAccessToken(
   input: IssueAccessTokenInput,
   key: SigningKey,
-): Promise<{ token: string; claims: AccessTokenClaims }> {
+): IssuedAccessToken | Promise<IssuedAccessToken> {
   const claims: AccessTokenClaims = {
     iss: input.issuer,
     sub: input.sub,
@@ -57,8 +66,8 @@ export async function issueAccessToken(
   if (input.authTime !== undefined) claims.auth_time = input.authTime
   if (input.familyId !== undefined) claims.gid = input.familyId
   if (input.sid !== undefined) claims.sid = input.sid
-  const token = await signJwt(claims, 'at+jwt', key)
-  return { token, claims }
+  const token = signJwt(claims, 'at+jwt', key)
+  return typeof token === 'string' ? { token, claims } : token.then((signed) => ({ token: signed, claims }))
 }
 
 /** Whether a string has the shape of a compact JWS (three base64url parts). */

@@ -91,8 +91,11 @@ function cachedHeaderSegment(key: JwtSigningKey, typ: string): string {
   return segment
 }
 
-/** Signs a JWT with header { alg, kid, typ }: synchronously when the key has a signature function. */
-export async function signJwt(payload: Record<string, unknown>, typ: string, key: JwtSigningKey): Promise<string> {
+/**
+ * Signs a JWT with header { alg, kid, typ }: synchronously (a string) when the key has a signature
+ * function, else through jose (a promise).
+ */
+export function signJwt(payload: Record<string, unknown>, typ: string, key: JwtSigningKey): string | Promise<string> {
   if (key.sign) return signCompact(cachedHeaderSegment(key, typ), payload, key.sign)
   return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.key)
 }
