@@ -171,6 +171,14 @@ const SERVERS: ServerDef[] = [
     env: { SIGNER: 'crypto' },
     scenarios: ['client_credentials', 'introspection'],
   },
+  {
+    id: 'ceiling-crypto-batch',
+    label: 'ceiling: node:http + node:crypto, batched signing',
+    flavor: 'ceiling',
+    command: [...node, 'bench/servers/ceiling_node.ts'],
+    env: { SIGNER: 'crypto-batch' },
+    scenarios: ['client_credentials'],
+  },
   ...(['bare', 'gatehouse', 'hattip', 'hattip-buffered'] as const).map(
     (bridge): ServerDef => ({
       id: `bridge-${bridge}`,
@@ -456,7 +464,7 @@ const report: ReportInput = {
   cells,
   gatehouse: ['gatehouse-node', 'gatehouse-node-postgres', 'gatehouse-node-redis', 'gatehouse-bun', 'gatehouse-deno'],
   peer: 'oidc-provider',
-  ceilings: ['ceiling-jose', 'ceiling-crypto'],
+  ceilings: ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
   stores: scenarios.filter((s) => s.seed).map((s) => ({ scenario: s.id, tokens: s.seed as number })),
   storeServer: 'gatehouse-node',
   bridges: {

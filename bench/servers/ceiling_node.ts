@@ -7,7 +7,10 @@
  * - POST /introspect: the same form parsing and secret check, verify ONE ES256 JWT and check
  *   iss/exp/client, answer the RFC 7662 fields.
  * SIGNER=jose signs and verifies with jose (Web Crypto underneath, as Gatehouse does);
- * SIGNER=crypto with node:crypto directly (synchronous sign/verify, no JOSE library).
+ * SIGNER=crypto with node:crypto directly (synchronous sign/verify, no JOSE library);
+ * SIGNER=crypto-batch like crypto, but the signatures asked for during one turn of the event loop
+ * are made back to back right after it (setImmediate), as Gatehouse's `nodeSigner` does: the
+ * ceiling of that technique (client_credentials only).
  * Environment: PORT, HOST, SIGNER. Prints `READY {json}`.
  */
 import { createHmac, createPrivateKey, createPublicKey, randomBytes, sign, timingSafeEqual, verify } from 'node:crypto'
@@ -17,7 +20,7 @@ import { API_SCOPE, SERVICE_CLIENT } from '../fixtures.ts'
 
 const port = Number(process.env.PORT)
 const issuer = `http://127.0.0.1:${port}`
-const signer = process.env.SIGNER === 'crypto' ? 'crypto' : 'jose'
+const signer = process.env.SIGNER === 'crypto' || process.env.SIGNER === 'crypto-batch' ? process.env.SIGNER : 'jose'
 
 // The remembered secret: an HMAC under a per-process key, never the secret itself.
 const hmacKey = randomBytes(32)
@@ -32,12 +35,29 @@ const nodePublicKey = createPublicKey({ key: (await exportJWK(publicKey)) as nev
 const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url')
 const headerSegment = b64(JSON.stringify({ alg: 'ES256', kid, typ: 'at+jwt' }))
 
+const signNow = (input: Buffer) => sign('sha256', input, { key: nodePrivateKey, dsaEncoding: 'ieee-p1363' })
+
+/** Inputs waiting for the end of this turn of the event loop (SIGNER=crypto-batch). */
+let queue: { input: Buffer; resolve: (signature: Buffer) => void }[] = []
+function flush(): void {
+  const pending = queue
+  queue = []
+  for (const { input, resolve } of pending) resolve(signNow(input))
+}
+function signLater(input: Buffer): Promise<Buffer> {
+  return new Promise((resolve) => {
+    if (queue.length === 0) setImmediate(flush)
+    queue.push({ input, resolve })
+  })
+}
+
 async function signAccessToken(claims: Record<string, unknown>): Promise<string> {
   if (signer === 'jose') {
     return new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' }).sign(privateKey)
   }
   const input = `${headerSegment}.${b64(JSON.stringify(claims))}`
-  return `${input}.${b64(sign('sha256', Buffer.from(input), { key: nodePrivateKey, dsaEncoding: 'ieee-p1363' }))}`
+  const bytes = Buffer.from(input)
+  return `${input}.${b64(signer === 'crypto-batch' ? await signLater(bytes) : signNow(bytes))}`
 }
 
 async function verifyAccessToken(token: string): Promise<Record<string, unknown> | undefined> {

@@ -107,7 +107,7 @@ export function createKeyring(options: KeyringOptions) {
         if (typeof sign !== 'function') throw new TypeError(`signer: not a function for key ${record.kid}`)
         const probe = signCompact(headerSegment({ alg: record.alg, kid: record.kid }), { probe: record.kid }, sign)
         try {
-          await compactVerify(probe, await importKey(record, 'public'), { algorithms: [record.alg] })
+          await compactVerify(await probe, await importKey(record, 'public'), { algorithms: [record.alg] })
         } catch (cause) {
           throw new Error(`signer: the signature for key ${record.kid} (${record.alg}) does not verify`, { cause })
         }

@@ -1,8 +1,8 @@
 /**
  * @module tokens/compact_jws
  * JWTs signed either by jose (WebCrypto: asynchronous, a thread-pool hop on Node) or, when the
- * host injected a `signer` (see `nodeSigner` in adapters/node.ts), by a synchronous raw signature
- * function. Both produce the same compact JWS (RFC 7515 §7.1): base64url(JSON header) "."
+ * host injected a `signer` (see `nodeSigner` in adapters/node.ts), by a raw signature function,
+ * synchronous or batched by the runtime. Both produce the same compact JWS (RFC 7515 §7.1): base64url(JSON header) "."
  * base64url(JSON payload) "." base64url(signature), with the header and payload serialised by
  * `JSON.stringify` exactly as jose does.
  */
@@ -10,10 +10,12 @@ import { type CryptoKey, SignJWT, base64url } from 'jose'
 
 /**
  * Signs a JWS signing input (the ASCII bytes of `header.payload`) and returns the raw JWS
- * signature (RFC 7518 §3): for ECDSA the IEEE P1363 concatenation r || s, not DER. Synchronous;
- * the input bytes are only valid during the call (they may be a view of a reused buffer).
+ * signature (RFC 7518 §3): for ECDSA the IEEE P1363 concatenation r || s, not DER. Synchronous,
+ * or a promise (a runtime that batches signatures, like `nodeSigner`). The input bytes are only
+ * valid during the call (they may be a view of a reused buffer): a signer that signs later copies
+ * them first.
  */
-export type SignFunction = (signingInput: Uint8Array) => Uint8Array
+export type SignFunction = (signingInput: Uint8Array) => Uint8Array | Promise<Uint8Array>
 
 /** A private signing key as the service hands it to a `JwsSigner`. */
 export interface SignerKey {
@@ -24,8 +26,8 @@ export interface SignerKey {
 }
 
 /**
- * A factory the service calls once per signing key: a synchronous signature function for that
- * key, or undefined to sign with jose (WebCrypto) instead.
+ * A factory the service calls once per signing key: a signature function for that key, or
+ * undefined to sign with jose (WebCrypto) instead.
  */
 export type JwsSigner = (key: SignerKey) => SignFunction | undefined
 
@@ -68,10 +70,16 @@ export function base64urlText(text: string): string {
   return btoa(text).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
 }
 
-/** A compact JWS of `payload` under the encoded header `segment`, signed by `sign`. */
-export function signCompact(segment: string, payload: Record<string, unknown>, sign: SignFunction): string {
+/** A compact JWS of `payload` under the encoded header `segment`, signed by `sign` (a string when it answers synchronously). */
+export function signCompact(
+  segment: string,
+  payload: Record<string, unknown>,
+  sign: SignFunction,
+): string | Promise<string> {
   const input = `${segment}.${base64urlText(JSON.stringify(payload))}`
-  return `${input}.${base64url.encode(sign(utf8(input)))}`
+  const signature = sign(utf8(input))
+  if (signature instanceof Uint8Array) return `${input}.${base64url.encode(signature)}`
+  return signature.then((bytes) => `${input}.${base64url.encode(bytes)}`)
 }
 
 /** Encoded headers per signing key and `typ`: a key signs with the same few headers all its life. */
@@ -92,8 +100,8 @@ function cachedHeaderSegment(key: JwtSigningKey, typ: string): string {
 }
 
 /**
- * Signs a JWT with header { alg, kid, typ }: synchronously (a string) when the key has a signature
- * function, else through jose (a promise).
+ * Signs a JWT with header { alg, kid, typ }: a string when the key's signature function answers
+ * synchronously, else a promise (a batching signature function, or jose).
  */
 export function signJwt(payload: Record<string, unknown>, typ: string, key: JwtSigningKey): string | Promise<string> {
   if (key.sign) return signCompact(cachedHeaderSegment(key, typ), payload, key.sign)

@@ -1,6 +1,6 @@
 /**
- * The injected synchronous signer (`signer` option, `nodeSigner` in adapters/node.ts): tokens it
- * signs verify against the service's JWKS for every algorithm, carry exactly what the jose path
+ * The injected signer (`signer` option, `nodeSigner` in adapters/node.ts, batched per turn of the
+ * event loop by default): tokens it signs verify against the service's JWKS for every algorithm, carry exactly what the jose path
  * writes, and a signer that declines (undefined) leaves signing to jose.
  */
 import { createPrivateKey, sign as nodeSign } from 'node:crypto'
@@ -205,6 +205,64 @@ describe('fallback to jose', () => {
   })
 })
 
+describe('nodeSigner batching', () => {
+  const ES256_KEY = async () => {
+    const ring = createKeyring({ store, now: () => NOW, algorithms: ALGS })
+    const key = await ring.signingKey('ES256')
+    const record = (await store.keys.list()).find((r) => r.kid === key.kid)
+    if (!record) throw new Error('no ES256 record')
+    const jwks = createLocalJWKSet(await ring.jwks())
+    return { signerKey: { alg: 'ES256', kid: record.kid, privateJwk: record.privateJwk }, jwks }
+  }
+  const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+  it('signatures asked for in one turn are made together right after it, each over its own input', async () => {
+    const { signerKey, jwks } = await ES256_KEY()
+    const sign = nodeSigner()(signerKey)
+    if (!sign) throw new Error('ES256 declined')
+    const segment = headerSegment({ alg: 'ES256', kid: signerKey.kid, typ: 'at+jwt' })
+    const settled: boolean[] = []
+    const tokens = Array.from({ length: 20 }, (_, i) => {
+      const token = signCompact(segment, { iss: ISSUER, i }, sign)
+      expect(token).toBeInstanceOf(Promise) // nothing is signed during the caller's turn
+      return Promise.resolve(token).then((value) => {
+        settled[i] = true
+        return value
+      })
+    })
+    expect(settled).toEqual([])
+    await nextTurn() // the batch ran before this later immediate
+    expect(settled.filter(Boolean)).toHaveLength(20)
+    for (const [i, token] of (await Promise.all(tokens)).entries()) {
+      const { payload } = await jwtVerify(token, jwks, { issuer: ISSUER, typ: 'at+jwt' })
+      expect(payload.i).toBe(i)
+    }
+  })
+
+  it('copies its input: bytes reused by the caller after the call do not change the signature', async () => {
+    const { signerKey, jwks } = await ES256_KEY()
+    const sign = nodeSigner()(signerKey)
+    if (!sign) throw new Error('ES256 declined')
+    const input = new TextEncoder().encode(
+      `${headerSegment({ alg: 'ES256', kid: signerKey.kid })}.${base64urlText('{"a":1}')}`,
+    )
+    const original = new TextDecoder().decode(input)
+    const pending = sign(input)
+    input.fill(0x41)
+    const token = `${original}.${base64url.encode(await pending)}`
+    await expect(jwtVerify(token, jwks)).resolves.toMatchObject({ payload: { a: 1 } })
+  })
+
+  it("batch: false signs synchronously in the caller's turn", async () => {
+    const { signerKey, jwks } = await ES256_KEY()
+    const sign = nodeSigner({ batch: false })(signerKey)
+    if (!sign) throw new Error('ES256 declined')
+    const token = signCompact(headerSegment({ alg: 'ES256', kid: signerKey.kid }), { b: 2 }, sign)
+    expect(typeof token).toBe('string')
+    await expect(jwtVerify(token as string, jwks)).resolves.toMatchObject({ payload: { b: 2 } })
+  })
+})
+
 describe('signer option', () => {
   it('must be a function', () => {
     expect(() => createTokenService({ issuer: ISSUER, signer: 'node' as never })).toThrow(/signer: must be a function/)
@@ -238,7 +296,7 @@ describe('base64urlText', () => {
       { sub: 'zoë', n: 'x'.repeat(5000) },
       () => new Uint8Array(1),
     )
-    const [, payload] = input.split('.')
+    const [, payload] = String(input).split('.')
     expect(decodeJwt(`${input}`)).toEqual({ sub: 'zoë', n: 'x'.repeat(5000) })
     expect(payload).toBe(base64url.encode(JSON.stringify({ sub: 'zoë', n: 'x'.repeat(5000) })))
   })
