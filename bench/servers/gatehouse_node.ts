@@ -3,13 +3,14 @@
  *
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts), and
  * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL);
+ * - SIGNER=inline: `nodeSigner({ batch: false })` instead of the default batched signer;
  * - SEED_REFRESH_TOKENS=N: before listening, insert N live refresh tokens straight into the store
  *   and report the resident memory they take (run with --expose-gc for a settled heap).
  * Prints `READY {json}` once listening; the JSON carries the pid and the seeding measurements.
  */
 import { createHash } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
-import { nodeServiceOptions, serveNode } from '../../adapters/node.ts'
+import { nodeServiceOptions, nodeSigner, serveNode } from '../../adapters/node.ts'
 import type { RefreshTokenRecord, Store } from '../../src/index.ts'
 import { sha256 } from '../../src/tokens/opaque.ts'
 import { CODE_SCOPE, USER_SUB, WEB_CLIENT, seedTokenValue } from '../fixtures.ts'
@@ -90,8 +91,12 @@ async function seedRefreshTokens(store: Store, count: number) {
 
 const store = await openStore(process.env.STORE ?? 'memory')
 const service = await setupGatehouse({
-  // The same runtime options as `npm start` (bin/serve_node.ts).
-  serviceOptions: nodeServiceOptions(),
+  // The same runtime options as `npm start` (bin/serve_node.ts); SIGNER=inline signs each token in
+  // its request's own turn instead of batching signatures per turn of the event loop.
+  serviceOptions: {
+    ...nodeServiceOptions(),
+    ...(process.env.SIGNER === 'inline' ? { signer: nodeSigner({ batch: false }) } : {}),
+  },
   env: (name) => process.env[name],
   writeTextFile: (path, text) => writeFile(path, text),
   ...(store ? { store } : {}),
