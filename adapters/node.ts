@@ -63,7 +63,7 @@ const NODE_JWS: Record<string, { hash: string | null; options?: { padding: numbe
  * made back to back right after that turn (`setImmediate`), and each request answers then. Signed
  * one per request, between a socket read and a socket write, OpenSSL's code and tables are evicted
  * from the CPU caches every time: measured on the 2-core bench machine, a client_credentials
- * request cost 100 us of CPU signed inline and 70 us batched (`npm run bench`: 10.4k -> 15.4k
+ * request cost ~100 us of CPU signed inline and 70-74 us batched (`npm run bench`: 10.4k -> 15.5k
  * req/s). An idle server signs at once (a batch of one); `batch: false` signs synchronously in the
  * request's own turn.
  */
