@@ -2,9 +2,9 @@
  * @module tokens/compact_jws
  * JWTs signed either by jose (WebCrypto: asynchronous, a thread-pool hop on Node) or, when the
  * host injected a `signer` (see `nodeSigner` in adapters/node.ts), by a raw signature function,
- * synchronous or batched by the runtime. Both produce the same compact JWS (RFC 7515 §7.1): base64url(JSON header) "."
- * base64url(JSON payload) "." base64url(signature), with the header and payload serialised by
- * `JSON.stringify` exactly as jose does.
+ * synchronous or batched by the runtime. Both produce the same compact JWS (RFC 7515 §7.1):
+ * base64url(JSON header) "." base64url(JSON payload) "." base64url(signature), with the header and
+ * payload serialised by `JSON.stringify` exactly as jose does.
  */
 import { type CryptoKey, SignJWT, base64url } from 'jose'
 
@@ -70,7 +70,10 @@ export function base64urlText(text: string): string {
   return btoa(text).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
 }
 
-/** A compact JWS of `payload` under the encoded header `segment`, signed by `sign` (a string when it answers synchronously). */
+/**
+ * A compact JWS of `payload` under the encoded header `segment`, signed by `sign`: a string when
+ * `sign` answers synchronously, else a promise.
+ */
 export function signCompact(
   segment: string,
   payload: Record<string, unknown>,
