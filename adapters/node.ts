@@ -4,7 +4,7 @@
  * the incoming message (measured on this project's 2-core machine, a trivial form-parsing Web
  * handler: bare node:http 36k req/s, @hono/node-server 31k, @hattip/adapter-node 3k; see README).
  */
-import { type JsonWebKey, constants, createHash, createHmac, createPrivateKey, randomBytes, sign } from 'node:crypto'
+import { type JsonWebKey, constants, createPrivateKey, hash, randomBytes, sign } from 'node:crypto'
 import type { Server } from 'node:http'
 import { createAdaptorServer } from '@hono/node-server'
 import type { SecretDigest } from '../src/secrets.ts'
@@ -29,20 +29,27 @@ export function serveNode(handler: FetchHandler, options: { port: number; hostna
 }
 
 /**
- * A synchronous HMAC-SHA-256 under a random per-process key, for the service's `secretDigest`
+ * A synchronous keyed SHA3-256 under a random per-process key, for the service's `secretDigest`
  * option: a cached client secret check then costs microseconds instead of a thread-pool hop.
+ *
+ * SHA3-256(key || secret): a sponge hash with the key prepended is a MAC (the construction KMAC
+ * standardises, NIST SP 800-185; no length extension as with SHA-2). It is used instead of
+ * `createHmac` because Node's `crypto.hash` computes it in one call: an `Hmac` object per request
+ * is a native object that each young-generation GC must finalise (measured on the bench's
+ * introspection, two such objects per request doubled the scavenge pause, 0.2 -> 0.4 ms).
  */
 export function nodeSecretDigest(): (secret: string) => string {
-  const key = randomBytes(32)
-  return (secret) => createHmac('sha256', key).update(secret, 'utf8').digest('base64url')
+  const key = randomBytes(32).toString('base64url')
+  return (secret) => hash('sha3-256', key + secret, 'base64url')
 }
 
 /**
  * A synchronous SHA-256 (base64url of the UTF-8 value) for the service's `sha256` option: codes,
  * refresh tokens and sessions are looked up by it, so each such request saves a thread-pool hop.
+ * One-shot `crypto.hash`: no `Hash` object is left for the garbage collector per call.
  */
 export function nodeSha256(): (value: string) => string {
-  return (value) => createHash('sha256').update(value, 'utf8').digest('base64url')
+  return (value) => hash('sha256', value, 'base64url')
 }
 
 /** node:crypto's digest and options for each JWS algorithm (RFC 7518 §3.3–3.5, RFC 8037 §3.1). */

@@ -55,14 +55,15 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
 }
 
 /**
- * A keyed one-way function of a secret, e.g. HMAC-SHA-256 under a random per-process key. Its
- * outputs are compared in constant time; it must never be a plain unkeyed hash or the identity.
+ * A keyed one-way function of a secret, e.g. HMAC-SHA-256 or SHA3-256(key ‖ secret) under a random
+ * per-process key. Its outputs are compared in constant time; it must never be a plain unkeyed hash
+ * or the identity.
  */
 export type SecretDigest = (secret: string) => string
 
 /**
  * Remembers successful verifications for `ttl` seconds, keyed by the stored hash, as
- * HMAC-SHA-256(processKey, secret). Bounded in size; the oldest entries are dropped first.
+ * HMAC-SHA-256(processKey, secret), or as the runtime's `digest` when given. Bounded in size; the oldest entries are dropped first.
  */
 export function createVerificationCache(options: {
   ttl: number

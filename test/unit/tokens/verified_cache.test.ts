@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { createHash } from 'node:crypto'
 import { nodeSecretDigest } from '../../../adapters/node.ts'
 import { createVerificationCache, hashSecret } from '../../../src/secrets.ts'
 import { createVerifiedTokenCache } from '../../../src/tokens/verified_cache.ts'
@@ -30,6 +31,27 @@ describe('verified access token cache', () => {
     expect((await introspect()).active).toBe(true)
     expect((await service.fetch(form(service.endpoints.revocation, { token: access_token }, auth))).status).toBe(200)
     expect(await introspect()).toEqual({ active: false })
+  })
+})
+
+describe('nodeSecretDigest', () => {
+  it('is keyed per instance: deterministic within one, unrelated across two and to unkeyed hashes', () => {
+    const digest = nodeSecretDigest()
+    const other = nodeSecretDigest()
+    expect(digest('s3cret')).toBe(digest('s3cret'))
+    expect(digest('s3cret')).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(other('s3cret')).not.toBe(digest('s3cret'))
+    expect(digest('s3cret!')).not.toBe(digest('s3cret'))
+    for (const algorithm of ['sha256', 'sha3-256']) {
+      expect(digest('s3cret')).not.toBe(createHash(algorithm).update('s3cret').digest('base64url'))
+    }
+  })
+
+  it('hashes the whole of each character (a byte-per-unit encoding would collapse these)', () => {
+    const digest = nodeSecretDigest()
+    expect(digest('\u0100')).not.toBe(digest('\0')) // latin1 keeps only the low byte
+    expect(digest('p\u00e4ss')).not.toBe(digest('p\u01e4ss'))
+    expect(digest('')).not.toBe(digest('\0'))
   })
 })
 
