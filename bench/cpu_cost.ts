@@ -6,7 +6,11 @@
  * by the requests it answered. Rounds alternate the servers; the table shows medians.
  *
  *   npx tsx bench/cpu_cost.ts [--rate=6000] [--seconds=6] [--rounds=3]
- *     [--scenario=client_credentials|introspection] [--only=gatehouse-node,ceiling-crypto,…]
+ *     [--scenario=client_credentials,introspection,store_1k,store_big] [--only=gatehouse-node,…]
+ *
+ * store_1k / store_big introspect a random one of 1,000 / BENCH_STORE_TOKENS (default 1,000,000)
+ * refresh tokens seeded into Gatehouse's memory store (Gatehouse on Node only): the flat-cost
+ * check of `npm run bench` as CPU per request, which drifts less than requests/s.
  *
  * A diagnostic beside `npm run bench` (which measures saturation): it shows what one request
  * costs, not how the server behaves when it is the bottleneck. Linux only (/proc, taskset).
@@ -15,7 +19,8 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { API_RESOURCE, API_SCOPE, SERVICE_CLIENT, basicAuth } from './fixtures.ts'
+import { API_RESOURCE, API_SCOPE, SERVICE_CLIENT, WEB_CLIENT, basicAuth, seedTokenValue } from './fixtures.ts'
+import { firstSeededBody, randomSeededToken } from './seeded_requests.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const flag = (name: string, fallback: string) =>
@@ -29,6 +34,14 @@ interface Server {
   introspect?: string
   /** node-oidc-provider issues a JWT only for a resource indicator. */
   resource?: boolean
+  /** Can seed refresh tokens (SEED_REFRESH_TOKENS) for the store scenarios. */
+  seeds?: boolean
+}
+
+/** Refresh tokens seeded per store scenario. */
+const SEEDS: Record<string, number> = {
+  store_1k: 1000,
+  store_big: Number(process.env.BENCH_STORE_TOKENS ?? 1_000_000),
 }
 
 const SERVERS: Server[] = [
@@ -38,6 +51,7 @@ const SERVERS: Server[] = [
     env: {},
     token: '/connect/token',
     introspect: '/connect/introspect',
+    seeds: true,
   },
   {
     id: 'gatehouse-node-inline',
@@ -87,10 +101,17 @@ function cpu(pid: number): { all: number; main: number } {
   return { all, main }
 }
 
-function startServer(server: Server, port: number): Promise<{ child: ChildProcess; pid: number }> {
+function startServer(server: Server, port: number, seed: number): Promise<{ child: ChildProcess; pid: number }> {
   const child = spawn('taskset', ['-c', '0', process.execPath, '--import', 'tsx', server.file], {
     cwd: root,
-    env: { ...process.env, ...server.env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'production' },
+    env: {
+      ...process.env,
+      ...server.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      NODE_ENV: 'production',
+      ...(seed > 0 ? { SEED_REFRESH_TOKENS: String(seed) } : {}),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   return new Promise((resolve, reject) => {
@@ -106,7 +127,8 @@ function startServer(server: Server, port: number): Promise<{ child: ChildProces
 
 async function measureOnce(server: Server, scenario: string, rate: number, seconds: number) {
   const port = 20_000 + Math.floor(Math.random() * 20_000)
-  const { child, pid } = await startServer(server, port)
+  const seed = SEEDS[scenario] ?? 0
+  const { child, pid } = await startServer(server, port, seed)
   try {
     const base = `http://127.0.0.1:${port}`
     const headers = { authorization: basicAuth(SERVICE_CLIENT), 'content-type': 'application/x-www-form-urlencoded' }
@@ -119,12 +141,30 @@ async function measureOnce(server: Server, scenario: string, rate: number, secon
     const first = await fetch(base + server.token, { method: 'POST', headers, body: ccBody })
     const { access_token: token } = (await first.json()) as { access_token?: string }
     if (!first.ok || !token) throw new Error(`${server.id}: token request failed (${first.status})`)
-    const [path, body] =
-      scenario === 'introspection'
-        ? [server.introspect as string, new URLSearchParams({ token }).toString()]
-        : [server.token, ccBody]
-    const run = (duration: number) =>
-      autocannon({ url: base + path, method: 'POST', headers, body, connections: 16, overallRate: rate, duration })
+    let options: autocannon.Options
+    if (seed > 0) {
+      const webHeaders = { ...headers, authorization: basicAuth(WEB_CLIENT) }
+      const check = await fetch(base + server.introspect, {
+        method: 'POST',
+        headers: webHeaders,
+        body: new URLSearchParams({ token: seedTokenValue(seed - 1) }).toString(),
+      })
+      if (!((await check.json()) as { active?: boolean }).active) throw new Error(`${server.id}: seeded token inactive`)
+      options = {
+        url: base + server.introspect,
+        method: 'POST',
+        headers: webHeaders,
+        body: firstSeededBody(),
+        setupClient: randomSeededToken(seed) as unknown as autocannon.Options['setupClient'],
+      }
+    } else {
+      const [path, body] =
+        scenario === 'introspection'
+          ? [server.introspect as string, new URLSearchParams({ token }).toString()]
+          : [server.token, ccBody]
+      options = { url: base + path, method: 'POST', headers, body }
+    }
+    const run = (duration: number) => autocannon({ ...options, connections: 16, overallRate: rate, duration })
     await run(3) // warm-up
     const before = cpu(pid)
     const result = await run(seconds)
@@ -151,30 +191,33 @@ async function main() {
   const rate = Number(flag('rate', '6000'))
   const seconds = Number(flag('seconds', '6'))
   const rounds = Number(flag('rounds', '3'))
-  const scenario = flag('scenario', 'client_credentials')
+  const scenarios = flag('scenario', 'client_credentials').split(',').filter(Boolean)
   const only = flag('only', '').split(',').filter(Boolean)
-  const servers = SERVERS.filter(
-    (s) => (only.length === 0 || only.includes(s.id)) && (scenario !== 'introspection' || s.introspect),
+  const cells = scenarios.flatMap((scenario) =>
+    SERVERS.filter(
+      (s) =>
+        (only.length === 0 || only.includes(s.id)) &&
+        (scenario !== 'introspection' || s.introspect) &&
+        (SEEDS[scenario] === undefined || s.seeds),
+    ).map((server) => ({ scenario, server, samples: [] as { all: number; main: number; rps: number }[] })),
   )
-  const samples = new Map<string, { all: number; main: number; rps: number }[]>(servers.map((s) => [s.id, []]))
   for (let round = 0; round < rounds; round++) {
-    // Rotate the order each round, so that a slow minute of the VM does not always hit one server.
-    const order = servers.map((_, i) => servers[(i + round) % servers.length] as Server)
-    for (const server of order) {
-      const sample = await measureOnce(server, scenario, rate, seconds)
-      samples.get(server.id)?.push(sample)
+    // Rotate the order each round, so that a slow minute of the VM does not always hit one cell.
+    for (let i = 0; i < cells.length; i++) {
+      const cell = cells[(i + round) % cells.length] as (typeof cells)[number]
+      const sample = await measureOnce(cell.server, cell.scenario, rate, seconds)
+      cell.samples.push(sample)
       process.stderr.write(
-        `round ${round + 1} ${server.id}: ${sample.all.toFixed(1)} us/request (main thread ${sample.main.toFixed(1)}) at ${Math.round(sample.rps)} req/s\n`,
+        `round ${round + 1} ${cell.scenario} ${cell.server.id}: ${sample.all.toFixed(1)} us/request (main thread ${sample.main.toFixed(1)}) at ${Math.round(sample.rps)} req/s\n`,
       )
     }
   }
-  console.log(`\n${scenario} at ${rate} req/s, ${seconds} s × ${rounds} rounds (medians), CPU time per request\n`)
-  console.log('| server | CPU µs / request | main thread µs / request | req/s |')
-  console.log('|---|--:|--:|--:|')
-  for (const server of servers) {
-    const list = samples.get(server.id) ?? []
+  console.log(`\n${rate} req/s, ${seconds} s × ${rounds} rounds (medians), CPU time per request\n`)
+  console.log('| scenario | server | CPU µs / request | main thread µs / request | req/s |')
+  console.log('|---|---|--:|--:|--:|')
+  for (const { scenario, server, samples } of cells) {
     console.log(
-      `| ${server.id} | ${median(list.map((s) => s.all)).toFixed(1)} | ${median(list.map((s) => s.main)).toFixed(1)} | ${Math.round(median(list.map((s) => s.rps)))} |`,
+      `| ${scenario} | ${server.id} | ${median(samples.map((s) => s.all)).toFixed(1)} | ${median(samples.map((s) => s.main)).toFixed(1)} | ${Math.round(median(samples.map((s) => s.rps)))} |`,
     )
   }
 }

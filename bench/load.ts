@@ -12,6 +12,7 @@
 import { readFile } from 'node:fs/promises'
 import autocannon from 'autocannon'
 import { API_RESOURCE, API_SCOPE, PKCE, SERVICE_CLIENT, WEB_CLIENT, basicAuth, seedTokenValue } from './fixtures.ts'
+import { type AutocannonClient, firstSeededBody, randomSeededToken } from './seeded_requests.ts'
 
 export type Flavor = 'gatehouse' | 'oidc-provider' | 'ceiling' | 'bridge'
 export type Scenario =
@@ -102,15 +103,10 @@ type Request = Omit<autocannon.Request, 'setupRequest' | 'onResponse'> & {
   onResponse?: (status: number, body: string) => void
 }
 
-/** What `setupClient` sees of an autocannon connection (its `getRequestBuffer` is replaceable). */
-interface LoadClient {
-  getRequestBuffer(): Buffer
-}
-
 interface Plan {
   request: Request
   /** Per connection, before its first request (autocannon's `setupClient`). */
-  setupClient?: (client: LoadClient) => void
+  setupClient?: (client: AutocannonClient) => void
   /** Checks the server still answers correctly after the run. */
   after?: () => Promise<void>
   codes?: { used: () => number; exhausted: () => boolean }
@@ -154,27 +150,11 @@ async function plan(): Promise<Plan> {
 
     case 'introspection_store': {
       // A uniformly random one of the seeded refresh tokens per request: no cache stays warm.
-      // Each request's bytes are autocannon's own request for token 0 with the token's digits
-      // overwritten (same length), not rebuilt by autocannon's setupRequest: that rebuild (object
-      // spreads, header joins, three Buffers) allocated ~12 KB per request here, and the load
-      // process's own scavenges (0.5 ms every ~26 ms at 44k req/s, 16 responses waiting in each)
-      // then made up the p99 this cell is meant to measure of the server.
       const count = spec.seedCount ?? 0
       await assertActive(seedTokenValue(count - 1), webHeaders)
-      const first = seedTokenValue(0)
       return {
-        request: { method: 'POST', path: paths.introspect, headers: webHeaders, body: form({ token: first }) },
-        setupClient: (client) => {
-          const template = client.getRequestBuffer()
-          const offset = template.lastIndexOf(first)
-          if (offset < 0 || offset + first.length !== template.length) throw new Error('unexpected request layout')
-          client.getRequestBuffer = () => {
-            const bytes = Buffer.allocUnsafe(template.length)
-            template.copy(bytes, 0, 0, offset)
-            bytes.write(seedTokenValue(Math.floor(Math.random() * count)), offset, 'latin1')
-            return bytes
-          }
-        },
+        request: { method: 'POST', path: paths.introspect, headers: webHeaders, body: firstSeededBody() },
+        setupClient: randomSeededToken(count),
         after: () => assertActive(seedTokenValue(0), webHeaders),
       }
     }
