@@ -1,5 +1,5 @@
 /** `npm run start:bun`: the service on Bun through adapters/bun.ts. */
-import { serveBun } from '../adapters/bun.ts'
+import { bunServiceOptions, serveBun } from '../adapters/bun.ts'
 import { start } from './start.ts'
 
 await start({
@@ -13,4 +13,5 @@ await start({
   },
   onSignal: (signal, listener) => process.on(signal, listener),
   exit: (code) => process.exit(code),
+  serviceOptions: bunServiceOptions(),
 })

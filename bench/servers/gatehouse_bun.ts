@@ -1,11 +1,14 @@
 /**
- * Bench server: Gatehouse on Bun through adapters/bun.ts (@hattip/adapter-bun), in-memory store.
+ * Bench server: Gatehouse on Bun through adapters/bun.ts (@hattip/adapter-bun), in-memory store,
+ * with `bunServiceOptions()` (node:crypto digests and batched signatures) as shipped.
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts). Prints `READY {json}`.
  */
-import { serveBun } from '../../adapters/bun.ts'
+import { bunServiceOptions, serveBun } from '../../adapters/bun.ts'
 import { setupGatehouse } from './gatehouse_setup.ts'
 
 const service = await setupGatehouse({
+  // The same runtime options as `npm run start:bun` (bin/serve_bun.ts).
+  serviceOptions: bunServiceOptions(),
   env: (name) => process.env[name],
   writeTextFile: async (path, text) => void (await Bun.write(path, text)),
 })
