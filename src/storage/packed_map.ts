@@ -8,17 +8,27 @@
  * against 0.5 ms with an empty store, a scavenge every ~50 ms under load; a full GC of that heap
  * took 420 ms). Packed, the same tokens are a few hundred ArrayBuffers that no GC looks into.
  *
- * Layout: append-only segments of 1 MiB (a larger one for a record that does not fit), each
- * entry `u32 key bytes | u32 value bytes | f64 expiresAt | key (UTF-8) | value (JSON, UTF-8)`.
- * An open-addressing index (linear probing, load ≤ 1/2, backward-shift deletion) maps a seeded
- * FNV-1a hash of the key to the entry's location. Overwritten and deleted entries are dead bytes;
- * a sealed segment that is half dead is compacted (its live entries moved to the active segment)
- * and released. Records are copied by JSON on the way in and out, so callers never share them.
+ * Layout: append-only segments of 1 MiB (a record that does not fit gets a segment of its own),
+ * each entry `u32 key bytes | u32 value bytes | f64 expiresAt | key (UTF-8) | value (JSON, UTF-8)`
+ * starting on an 8-byte boundary. An open-addressing index (linear probing, load ≤ 1/2,
+ * backward-shift deletion) maps a seeded FNV-1a hash of the key to the entry's location; each slot
+ * is two adjacent uint32 (hash, location), so a probe reads one cache line.
+ * Overwritten and deleted entries are dead bytes; a sealed segment that is half dead is compacted
+ * (its live entries moved to the active segment) and released. Records are copied by JSON on the
+ * way in and out, so callers never share them.
+ *
+ * Cost at scale (measured, bench/README.md): with a million entries a lookup misses the caches and
+ * the TLB twice, once in the index and once at the record; a slot that carried the hash and the
+ * location in two arrays missed three times (~2 points of throughput on the 1M-token benchmark).
  */
 
 const SEGMENT_BYTES = 1 << 20
-/** location = segment index × OFFSET_SPAN + byte offset; offsets stay below 2^24. */
-const OFFSET_SPAN = 2 ** 24
+/**
+ * An entry's location is one uint32: segment index × 2^17 + byte offset ÷ 8 (entries start on
+ * 8-byte boundaries; a record larger than a segment gets a segment of its own at offset 0).
+ */
+const OFFSET_UNITS = 2 ** 17
+const MAX_SEGMENTS = 2 ** 15
 const HEADER_BYTES = 16
 const MIN_CAPACITY = 64
 
@@ -33,6 +43,9 @@ interface Segment {
   /** Bytes of entries that were overwritten or deleted. */
   dead: number
 }
+
+/** `bytes` rounded up to a multiple of 8 (where the next entry starts). */
+const alignUp = (bytes: number) => (bytes + 7) & ~7
 
 /** Seeded FNV-1a over `bytes[start, start + length)`; never 0 (0 marks an empty slot). */
 function hashBytes(bytes: Uint8Array, start: number, length: number, seed: number): number {
@@ -58,8 +71,8 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   readonly #freeSegments: number[] = []
   #active: Segment | undefined
   #activeIndex = -1
-  #hashes = new Uint32Array(MIN_CAPACITY)
-  #locations = new Float64Array(MIN_CAPACITY)
+  /** The index: per slot, the key's hash (0 = empty) and the entry's location, side by side (one cache line per probe). */
+  #slots = new Uint32Array(MIN_CAPACITY * 2)
   #mask = MIN_CAPACITY - 1
   #size = 0
   #writes = 0
@@ -82,9 +95,9 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   get(key: string): V | undefined {
     const slot = this.#find(key)
     if (slot < 0) return undefined
-    const location = this.#locations[slot] as number
-    const segment = this.#segments[Math.floor(location / OFFSET_SPAN)] as Segment
-    const offset = location % OFFSET_SPAN
+    const location = this.#slots[slot * 2 + 1] as number
+    const segment = this.#segments[location >>> 17] as Segment
+    const offset = (location & (OFFSET_UNITS - 1)) * 8
     if (segment.view.getFloat64(offset + 8, true) <= this.#now()) {
       this.#removeSlot(slot)
       return undefined
@@ -99,7 +112,7 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   has(key: string): boolean {
     const slot = this.#find(key)
     if (slot < 0) return false
-    if (this.#expiresAt(this.#locations[slot] as number) <= this.#now()) {
+    if (this.#expiresAt(this.#slots[slot * 2 + 1] as number) <= this.#now()) {
       this.#removeSlot(slot)
       return false
     }
@@ -114,15 +127,12 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     // Appending may compact a sealed segment, which moves entries: slots stay, locations change.
     const location = this.#append(json, value.expiresAt)
     if (slot >= 0) {
-      const previous = this.#locations[slot] as number
-      this.#locations[slot] = location
+      const previous = this.#slots[slot * 2 + 1] as number
+      this.#slots[slot * 2 + 1] = location
       this.#markDead(previous)
     } else {
-      if ((this.#size + 1) * 2 > this.#hashes.length) this.#grow()
-      slot = hash & this.#mask
-      while (this.#hashes[slot] !== 0) slot = (slot + 1) & this.#mask
-      this.#hashes[slot] = hash
-      this.#locations[slot] = location
+      if ((this.#size + 1) * 2 > this.#mask + 1) this.#grow()
+      this.#insertSlot(hash, location)
       this.#size++
     }
     // A full scan after as many writes as there are entries (at least sweepEvery): O(1) per write.
@@ -140,9 +150,10 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   sweep(): void {
     this.#writes = 0
     const now = this.#now()
-    for (let slot = 0; slot < this.#hashes.length; slot++) {
+    for (let slot = 0; slot <= this.#mask; slot++) {
       // Deletion shifts a later entry into this slot: look at the slot again until it keeps one.
-      while (this.#hashes[slot] !== 0 && this.#expiresAt(this.#locations[slot] as number) <= now) this.#removeSlot(slot)
+      while (this.#slots[slot * 2] !== 0 && this.#expiresAt(this.#slots[slot * 2 + 1] as number) <= now)
+        this.#removeSlot(slot)
     }
   }
 
@@ -154,8 +165,8 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   }
 
   #expiresAt(location: number): number {
-    const segment = this.#segments[Math.floor(location / OFFSET_SPAN)] as Segment
-    return segment.view.getFloat64((location % OFFSET_SPAN) + 8, true)
+    const segment = this.#segments[location >>> 17] as Segment
+    return segment.view.getFloat64((location & (OFFSET_UNITS - 1)) * 8 + 8, true)
   }
 
   /** Encodes `key` into the scratch bytes and returns its slot, or -1. */
@@ -165,16 +176,17 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     this.#keyLength = keyLength
     const hash = hashBytes(this.#key, 0, keyLength, this.#seed)
     this.#keyHash = hash
+    const slots = this.#slots
     for (let slot = hash & this.#mask; ; slot = (slot + 1) & this.#mask) {
-      const stored = this.#hashes[slot] as number
+      const stored = slots[slot * 2] as number
       if (stored === 0) return -1
-      if (stored === hash && this.#keyEquals(this.#locations[slot] as number, keyLength)) return slot
+      if (stored === hash && this.#keyEquals(slots[slot * 2 + 1] as number, keyLength)) return slot
     }
   }
 
   #keyEquals(location: number, keyLength: number): boolean {
-    const segment = this.#segments[Math.floor(location / OFFSET_SPAN)] as Segment
-    const offset = location % OFFSET_SPAN
+    const segment = this.#segments[location >>> 17] as Segment
+    const offset = (location & (OFFSET_UNITS - 1)) * 8
     if (segment.view.getUint32(offset, true) !== keyLength) return false
     const bytes = segment.bytes
     const key = this.#key
@@ -186,48 +198,61 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   #append(json: string, expiresAt: number): number {
     const keyLength = this.#keyLength
     // UTF-8 takes at most 3 bytes per UTF-16 code unit.
-    const worst = HEADER_BYTES + keyLength + json.length * 3
-    const segment = this.#room(worst)
+    let bytes = HEADER_BYTES + keyLength + json.length * 3
+    // A value that might not fit a segment is encoded first, so that its room is exact.
+    const encoded = bytes > SEGMENT_BYTES ? encoder.encode(json) : undefined
+    if (encoded) bytes = HEADER_BYTES + keyLength + encoded.length
+    const index = this.#room(bytes)
+    const segment = this.#segments[index] as Segment
     const offset = segment.used
     const valueStart = offset + HEADER_BYTES + keyLength
-    const valueLength = encoder.encodeInto(json, segment.bytes.subarray(valueStart)).written
+    let valueLength: number
+    if (encoded) {
+      segment.bytes.set(encoded, valueStart)
+      valueLength = encoded.length
+    } else valueLength = encoder.encodeInto(json, segment.bytes.subarray(valueStart)).written
     segment.bytes.set(this.#key.subarray(0, keyLength), offset + HEADER_BYTES)
     segment.view.setUint32(offset, keyLength, true)
     segment.view.setUint32(offset + 4, valueLength, true)
     segment.view.setFloat64(offset + 8, expiresAt, true)
-    segment.used = valueStart + valueLength
-    return this.#activeIndex * OFFSET_SPAN + offset
+    segment.used = alignUp(valueStart + valueLength)
+    return index * OFFSET_UNITS + offset / 8
   }
 
-  /** The active segment, once it has room for `bytes` (opening new ones as needed). */
-  #room(bytes: number): Segment {
-    let segment = this.#active
+  /**
+   * The index of a segment with room for `bytes` at its `used` offset: the active one (opening new
+   * ones as needed), or, for an entry larger than a segment, a new segment of its own.
+   */
+  #room(bytes: number): number {
+    if (bytes > SEGMENT_BYTES) return this.#newSegment(bytes)
     // Opening a segment may compact the one it seals into it, so the room is checked again.
-    while (segment === undefined || segment.bytes.length - segment.used < bytes) segment = this.#openSegment(bytes)
-    return segment
+    while (this.#active === undefined || this.#active.bytes.length - this.#active.used < bytes) this.#openSegment()
+    return this.#activeIndex
   }
 
-  /** Starts a new active segment of at least `bytes`; compacts the sealed one into it when half dead. */
-  #openSegment(bytes: number): Segment {
+  #newSegment(size: number): number {
+    const index = this.#freeSegments.pop() ?? this.#segments.length
+    if (index >= MAX_SEGMENTS) throw new RangeError('the in-memory store is full')
+    const buffer = new ArrayBuffer(size)
+    this.#segments[index] = { bytes: new Uint8Array(buffer), view: new DataView(buffer), used: 0, dead: 0 }
+    return index
+  }
+
+  /** Starts a new active segment; compacts the sealed one into it when half dead. */
+  #openSegment(): void {
     const sealed = this.#active
     const sealedIndex = this.#activeIndex
-    const size = Math.max(SEGMENT_BYTES, bytes)
-    if (size >= OFFSET_SPAN) throw new RangeError('record too large for the in-memory store')
-    const buffer = new ArrayBuffer(size)
-    const segment: Segment = { bytes: new Uint8Array(buffer), view: new DataView(buffer), used: 0, dead: 0 }
-    const index = this.#freeSegments.pop() ?? this.#segments.length
-    this.#segments[index] = segment
-    this.#active = segment
+    const index = this.#newSegment(SEGMENT_BYTES)
+    this.#active = this.#segments[index] as Segment
     this.#activeIndex = index
     if (sealed && sealed.dead * 2 >= sealed.used) this.#compact(sealedIndex)
-    return this.#active as Segment
   }
 
   #markDead(location: number): void {
-    const index = Math.floor(location / OFFSET_SPAN)
+    const index = location >>> 17
     const segment = this.#segments[index] as Segment
-    const offset = location % OFFSET_SPAN
-    segment.dead += HEADER_BYTES + segment.view.getUint32(offset, true) + segment.view.getUint32(offset + 4, true)
+    const offset = (location & (OFFSET_UNITS - 1)) * 8
+    segment.dead += alignUp(HEADER_BYTES + segment.view.getUint32(offset, true) + segment.view.getUint32(offset + 4, true))
     if (segment !== this.#active && segment.dead * 2 >= segment.used) this.#compact(index)
   }
 
@@ -236,13 +261,13 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     const segment = this.#segments[index] as Segment
     // Released first, so that moving its entries never marks it dead again (or compacts it twice).
     this.#segments[index] = undefined
-    const base = index * OFFSET_SPAN
+    const base = index * OFFSET_UNITS
     for (let offset = 0; offset < segment.used; ) {
       const keyLength = segment.view.getUint32(offset, true)
       const length = HEADER_BYTES + keyLength + segment.view.getUint32(offset + 4, true)
-      const slot = this.#slotOf(base + offset, hashBytes(segment.bytes, offset + HEADER_BYTES, keyLength, this.#seed))
-      if (slot >= 0) this.#locations[slot] = this.#appendRaw(segment.bytes.subarray(offset, offset + length))
-      offset += length
+      const slot = this.#slotOf(base + offset / 8, hashBytes(segment.bytes, offset + HEADER_BYTES, keyLength, this.#seed))
+      if (slot >= 0) this.#slots[slot * 2 + 1] = this.#appendRaw(segment.bytes.subarray(offset, offset + length))
+      offset += alignUp(length)
     }
     this.#freeSegments.push(index)
   }
@@ -250,58 +275,60 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   /** The slot that points at `location`, or -1 (the entry there is dead). */
   #slotOf(location: number, hash: number): number {
     for (let slot = hash & this.#mask; ; slot = (slot + 1) & this.#mask) {
-      const stored = this.#hashes[slot] as number
+      const stored = this.#slots[slot * 2] as number
       if (stored === 0) return -1
-      if (stored === hash && this.#locations[slot] === location) return slot
+      if (stored === hash && this.#slots[slot * 2 + 1] === location) return slot
     }
   }
 
   /** Copies an encoded entry into the active segment; returns its location. */
   #appendRaw(entry: Uint8Array): number {
-    const segment = this.#room(entry.length)
+    const index = this.#room(entry.length)
+    const segment = this.#segments[index] as Segment
     const offset = segment.used
     segment.bytes.set(entry, offset)
-    segment.used += entry.length
-    return this.#activeIndex * OFFSET_SPAN + offset
+    segment.used = alignUp(offset + entry.length)
+    return index * OFFSET_UNITS + offset / 8
+  }
+
+  /** Puts a new (hash, location) pair into the first free slot of its probe run. */
+  #insertSlot(hash: number, location: number): void {
+    let slot = hash & this.#mask
+    while (this.#slots[slot * 2] !== 0) slot = (slot + 1) & this.#mask
+    this.#slots[slot * 2] = hash
+    this.#slots[slot * 2 + 1] = location
   }
 
   /** Empties `slot`, shifting back the entries of its probe run that would otherwise be lost. */
   #removeSlot(slot: number): void {
-    const location = this.#locations[slot] as number
-    const hashes = this.#hashes
-    const locations = this.#locations
+    const slots = this.#slots
+    const location = slots[slot * 2 + 1] as number
     const mask = this.#mask
     let hole = slot
-    for (let next = (slot + 1) & mask; hashes[next] !== 0; next = (next + 1) & mask) {
-      const home = (hashes[next] as number) & mask
+    for (let next = (slot + 1) & mask; slots[next * 2] !== 0; next = (next + 1) & mask) {
+      const home = (slots[next * 2] as number) & mask
       // The entry at `next` may move into the hole unless its home lies cyclically in (hole, next].
       const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next
       if (stays) continue
-      hashes[hole] = hashes[next] as number
-      locations[hole] = locations[next] as number
+      slots[hole * 2] = slots[next * 2] as number
+      slots[hole * 2 + 1] = slots[next * 2 + 1] as number
       hole = next
     }
-    hashes[hole] = 0
-    locations[hole] = 0
+    slots[hole * 2] = 0
+    slots[hole * 2 + 1] = 0
     this.#size--
     // Marked dead once out of the index, so a compaction it starts does not move it.
     this.#markDead(location)
   }
 
   #grow(): void {
-    const oldHashes = this.#hashes
-    const oldLocations = this.#locations
-    const capacity = oldHashes.length * 2
-    this.#hashes = new Uint32Array(capacity)
-    this.#locations = new Float64Array(capacity)
+    const old = this.#slots
+    const capacity = (this.#mask + 1) * 2
+    this.#slots = new Uint32Array(capacity * 2)
     this.#mask = capacity - 1
-    for (let i = 0; i < oldHashes.length; i++) {
-      const hash = oldHashes[i] as number
-      if (hash === 0) continue
-      let slot = hash & this.#mask
-      while (this.#hashes[slot] !== 0) slot = (slot + 1) & this.#mask
-      this.#hashes[slot] = hash
-      this.#locations[slot] = oldLocations[i] as number
+    for (let i = 0; i < old.length; i += 2) {
+      const hash = old[i] as number
+      if (hash !== 0) this.#insertSlot(hash, old[i + 1] as number)
     }
   }
 }

@@ -151,4 +151,27 @@ describe('PackedRecordMap', () => {
     expect(m.get('big')?.value).toBe('now small')
     expect(m.get('small')?.value).toBe('s')
   })
+
+  it('gives each record larger than a segment a segment of its own, released when the record goes', () => {
+    const m = map()
+    const big = (c: string) => c.repeat(1_200_000)
+    m.set('s0', { expiresAt: NOW + 60, value: 'small 0' })
+    m.set('b1', { expiresAt: NOW + 60, value: big('a') })
+    m.set('s1', { expiresAt: NOW + 60, value: 'small 1' })
+    m.set('b2', { expiresAt: NOW + 60, value: big('b') })
+    m.set('s2', { expiresAt: NOW + 60, value: 'small 2' })
+    // The small records share one 1 MiB segment: the big ones did not seal it.
+    const withBig = m.segmentBytes
+    expect(withBig).toBeLessThan((1 << 20) + 2 * 1_300_000)
+    for (const i of [0, 1, 2]) expect(m.get(`s${i}`)?.value).toBe(`small ${i}`)
+    expect(m.get('b1')?.value).toBe(big('a'))
+    expect(m.get('b2')?.value).toBe(big('b'))
+    m.delete('b1')
+    m.set('b2', { expiresAt: NOW + 60, value: 'b2, small now' })
+    expect(m.segmentBytes).toBe(1 << 20)
+    expect(m.get('b1')).toBeUndefined()
+    expect(m.get('b2')?.value).toBe('b2, small now')
+    for (const i of [0, 1, 2]) expect(m.get(`s${i}`)?.value).toBe(`small ${i}`)
+    expect(m.size).toBe(4)
+  })
 })
