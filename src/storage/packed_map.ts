@@ -122,7 +122,7 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   /** Stores a copy of `value` (as JSON) under `key`, replacing any previous record. */
   set(key: string, value: V): void {
     const json = JSON.stringify(value)
-    let slot = this.#find(key)
+    const slot = this.#find(key)
     const hash = this.#keyHash
     // Appending may compact a sealed segment, which moves entries: slots stay, locations change.
     const location = this.#append(json, value.expiresAt)
@@ -252,7 +252,9 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     const index = location >>> 17
     const segment = this.#segments[index] as Segment
     const offset = (location & (OFFSET_UNITS - 1)) * 8
-    segment.dead += alignUp(HEADER_BYTES + segment.view.getUint32(offset, true) + segment.view.getUint32(offset + 4, true))
+    segment.dead += alignUp(
+      HEADER_BYTES + segment.view.getUint32(offset, true) + segment.view.getUint32(offset + 4, true),
+    )
     if (segment !== this.#active && segment.dead * 2 >= segment.used) this.#compact(index)
   }
 
@@ -265,7 +267,10 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     for (let offset = 0; offset < segment.used; ) {
       const keyLength = segment.view.getUint32(offset, true)
       const length = HEADER_BYTES + keyLength + segment.view.getUint32(offset + 4, true)
-      const slot = this.#slotOf(base + offset / 8, hashBytes(segment.bytes, offset + HEADER_BYTES, keyLength, this.#seed))
+      const slot = this.#slotOf(
+        base + offset / 8,
+        hashBytes(segment.bytes, offset + HEADER_BYTES, keyLength, this.#seed),
+      )
       if (slot >= 0) this.#slots[slot * 2 + 1] = this.#appendRaw(segment.bytes.subarray(offset, offset + length))
       offset += alignUp(length)
     }
