@@ -1,5 +1,5 @@
 /** `npm run start:deno`: the service on Deno through adapters/deno.ts. */
-import { serveDeno } from '../adapters/deno.ts'
+import { denoServiceOptions, serveDeno } from '../adapters/deno.ts'
 import { start } from './start.ts'
 
 await start({
@@ -13,4 +13,5 @@ await start({
   },
   onSignal: (signal, listener) => Deno.addSignalListener(signal, listener),
   exit: (code) => Deno.exit(code),
+  serviceOptions: denoServiceOptions(),
 })

@@ -22,7 +22,7 @@ export interface Runtime {
   ) => Promise<{ close(): Promise<void> }>
   onSignal: (signal: 'SIGTERM' | 'SIGINT', listener: () => void) => void
   /** Runtime-specific service options (e.g. Node's synchronous secret digest and signer). */
-  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer'>
+  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer' | 'sha256'>
   exit: (code: number) => never
 }
 

@@ -2,7 +2,7 @@
  * Bench server: Gatehouse on Deno through adapters/deno.ts (Deno.serve), in-memory store.
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts). Prints `READY {json}`.
  */
-import { serveDeno } from '../../adapters/deno.ts'
+import { denoServiceOptions, serveDeno } from '../../adapters/deno.ts'
 import { setupGatehouse } from './gatehouse_setup.ts'
 
 // The Deno API used here, declared for tsc (bench/ is type-checked with Node's types; Deno
@@ -15,6 +15,7 @@ declare const Deno: {
 }
 
 const service = await setupGatehouse({
+  serviceOptions: denoServiceOptions(),
   env: (name) => Deno.env.get(name),
   writeTextFile: (path, text) => Deno.writeTextFile(path, text),
 })

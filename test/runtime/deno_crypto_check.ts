@@ -1,0 +1,25 @@
+/**
+ * Run by deno_crypto.test.ts under the real Deno binary: `denoServiceOptions()` on Deno's
+ * node:crypto. Prints one JSON line with what it observed; the test judges it.
+ */
+import { denoServiceOptions } from '../../adapters/deno.ts'
+
+const options = denoServiceOptions()
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '')
+const webSha256 = async (text: string) =>
+  base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))))
+const samples = ['päss', '', 'seed_00000000000000000000000000000000000042', '鍵🔑']
+console.log(
+  JSON.stringify({
+    runtime: typeof (globalThis as { Deno?: unknown }).Deno === 'object' ? 'deno' : 'not deno',
+    options: Object.keys(options).sort(),
+    sha256Matches: await Promise.all(samples.map(async (text) => options.sha256(text) === (await webSha256(text)))),
+    digestStable: options.secretDigest('s3cret') === options.secretDigest(['s3', 'cret'].join('')),
+    digestKeyed: options.secretDigest('s3cret') !== denoServiceOptions().secretDigest('s3cret'),
+    digestNotPlainSha256: options.secretDigest('s3cret') !== (await webSha256('s3cret')),
+  }),
+)
