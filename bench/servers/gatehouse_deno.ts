@@ -1,5 +1,6 @@
 /**
- * Bench server: Gatehouse on Deno through adapters/deno.ts (Deno.serve), in-memory store.
+ * Bench server: Gatehouse on Deno through adapters/deno.ts (Deno.serve), in-memory store, with
+ * `denoServiceOptions()` as `npm run start:deno` passes.
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts). Prints `READY {json}`.
  */
 import { denoServiceOptions, serveDeno } from '../../adapters/deno.ts'
