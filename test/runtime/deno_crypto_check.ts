@@ -1,6 +1,7 @@
 /**
  * Run by deno_crypto.test.ts under the real Deno binary: `denoServiceOptions()` on Deno's
- * node:crypto. Prints one JSON line with what it observed; the test judges it.
+ * node:crypto. Prints one JSON line with what it observed; the test judges it. Not in tsc's
+ * test project (adapters/deno.ts needs the Deno namespace); Deno runs it as TypeScript.
  */
 import { denoServiceOptions } from '../../adapters/deno.ts'
 
