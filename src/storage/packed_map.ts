@@ -27,8 +27,11 @@ const SEGMENT_BYTES = 1 << 20
  * An entry's location is one uint32: segment index × 2^17 + byte offset ÷ 8 (entries start on
  * 8-byte boundaries; a record larger than a segment gets a segment of its own at offset 0).
  */
-const OFFSET_UNITS = 2 ** 17
-const MAX_SEGMENTS = 2 ** 15
+const OFFSET_BITS = 17
+const MAX_SEGMENTS = 2 ** (32 - OFFSET_BITS)
+const locationOf = (index: number, offset: number) => index * 2 ** OFFSET_BITS + offset / 8
+const segmentOf = (location: number) => location >>> OFFSET_BITS
+const offsetOf = (location: number) => (location & (2 ** OFFSET_BITS - 1)) * 8
 const HEADER_BYTES = 16
 const MIN_CAPACITY = 64
 
@@ -96,8 +99,8 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     const slot = this.#find(key)
     if (slot < 0) return undefined
     const location = this.#slots[slot * 2 + 1] as number
-    const segment = this.#segments[location >>> 17] as Segment
-    const offset = (location & (OFFSET_UNITS - 1)) * 8
+    const segment = this.#segments[segmentOf(location)] as Segment
+    const offset = offsetOf(location)
     if (segment.view.getFloat64(offset + 8, true) <= this.#now()) {
       this.#removeSlot(slot)
       return undefined
@@ -165,8 +168,8 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   }
 
   #expiresAt(location: number): number {
-    const segment = this.#segments[location >>> 17] as Segment
-    return segment.view.getFloat64((location & (OFFSET_UNITS - 1)) * 8 + 8, true)
+    const segment = this.#segments[segmentOf(location)] as Segment
+    return segment.view.getFloat64(offsetOf(location) + 8, true)
   }
 
   /** Encodes `key` into the scratch bytes and returns its slot, or -1. */
@@ -185,8 +188,8 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   }
 
   #keyEquals(location: number, keyLength: number): boolean {
-    const segment = this.#segments[location >>> 17] as Segment
-    const offset = (location & (OFFSET_UNITS - 1)) * 8
+    const segment = this.#segments[segmentOf(location)] as Segment
+    const offset = offsetOf(location)
     if (segment.view.getUint32(offset, true) !== keyLength) return false
     const bytes = segment.bytes
     const key = this.#key
@@ -216,7 +219,7 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     segment.view.setUint32(offset + 4, valueLength, true)
     segment.view.setFloat64(offset + 8, expiresAt, true)
     segment.used = alignUp(valueStart + valueLength)
-    return index * OFFSET_UNITS + offset / 8
+    return locationOf(index, offset)
   }
 
   /**
@@ -249,9 +252,9 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
   }
 
   #markDead(location: number): void {
-    const index = location >>> 17
+    const index = segmentOf(location)
     const segment = this.#segments[index] as Segment
-    const offset = (location & (OFFSET_UNITS - 1)) * 8
+    const offset = offsetOf(location)
     segment.dead += alignUp(
       HEADER_BYTES + segment.view.getUint32(offset, true) + segment.view.getUint32(offset + 4, true),
     )
@@ -263,14 +266,11 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     const segment = this.#segments[index] as Segment
     // Released first, so that moving its entries never marks it dead again (or compacts it twice).
     this.#segments[index] = undefined
-    const base = index * OFFSET_UNITS
     for (let offset = 0; offset < segment.used; ) {
       const keyLength = segment.view.getUint32(offset, true)
       const length = HEADER_BYTES + keyLength + segment.view.getUint32(offset + 4, true)
-      const slot = this.#slotOf(
-        base + offset / 8,
-        hashBytes(segment.bytes, offset + HEADER_BYTES, keyLength, this.#seed),
-      )
+      const hash = hashBytes(segment.bytes, offset + HEADER_BYTES, keyLength, this.#seed)
+      const slot = this.#slotOf(locationOf(index, offset), hash)
       if (slot >= 0) this.#slots[slot * 2 + 1] = this.#appendRaw(segment.bytes.subarray(offset, offset + length))
       offset += alignUp(length)
     }
@@ -293,7 +293,7 @@ export class PackedRecordMap<V extends { expiresAt: number }> {
     const offset = segment.used
     segment.bytes.set(entry, offset)
     segment.used = alignUp(offset + entry.length)
-    return index * OFFSET_UNITS + offset / 8
+    return locationOf(index, offset)
   }
 
   /** Puts a new (hash, location) pair into the first free slot of its probe run. */
