@@ -468,6 +468,31 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect(await store.revocations.isAccessTokenRevoked(jti)).toBe(false)
       })
 
+      test('many concurrent checks of access tokens and families each get their own answer', async () => {
+        const jtis = Array.from({ length: 40 }, () => uniqueId('jti'))
+        const families = Array.from({ length: 40 }, () => uniqueId('family'))
+        await Promise.all(
+          jtis.filter((_, i) => i % 3 === 0).map((jti) => store.revocations.revokeAccessToken(jti, now + 600)),
+        )
+        await Promise.all(
+          families.filter((_, i) => i % 4 === 0).map((f) => store.revocations.revokeFamily(f, now + 600)),
+        )
+        // Each id asked twice, interleaved, all at once.
+        const asked = [...jtis, ...jtis].map((jti) => store.revocations.isAccessTokenRevoked(jti))
+        const askedFamilies = [...families, ...families].map((f) => store.revocations.isFamilyRevoked(f))
+        expect(await Promise.all(asked)).toEqual([...jtis, ...jtis].map((_, i) => (i % 40) % 3 === 0))
+        expect(await Promise.all(askedFamilies)).toEqual([...families, ...families].map((_, i) => (i % 40) % 4 === 0))
+      })
+
+      test('a check asked after a revocation completed sees it, even while other checks are in flight', async () => {
+        const busy = Array.from({ length: 20 }, () => store.revocations.isAccessTokenRevoked(uniqueId('jti')))
+        const jti = uniqueId('jti')
+        await store.revocations.revokeAccessToken(jti, now + 600)
+        const more = Array.from({ length: 20 }, () => store.revocations.isAccessTokenRevoked(uniqueId('jti')))
+        expect(await store.revocations.isAccessTokenRevoked(jti)).toBe(true)
+        expect(await Promise.all([...busy, ...more])).toEqual(Array(40).fill(false))
+      })
+
       test('revoking an access token twice is harmless', async () => {
         const jti = uniqueId('jti')
         await store.revocations.revokeAccessToken(jti, now + 600)

@@ -15,6 +15,7 @@ import type {
   SessionRecord,
   Store,
 } from '../types.ts'
+import { membershipBatch } from './membership_batch.ts'
 import { MIGRATIONS } from './migrations.ts'
 
 /** The little a SQL driver must offer. Parameters are `$1`, `$2`, … */
@@ -74,6 +75,22 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       throw err
     }
   }
+
+  // Revocation checks run on every introspection and refresh: concurrent ones share a query.
+  const revokedAccessTokens = membershipBatch(async (jtis) => {
+    const rows = await client.query<{ jti: string }>(
+      `SELECT jti FROM ${t('revoked_access_tokens')} WHERE jti = ANY($1::text[]) AND expires_at > $2`,
+      [jtis, now()],
+    )
+    return rows.map((row) => row.jti)
+  })
+  const revokedFamilies = membershipBatch(async (familyIds) => {
+    const rows = await client.query<{ family_id: string }>(
+      `SELECT family_id FROM ${t('revoked_families')} WHERE family_id = ANY($1::text[]) AND expires_at > $2`,
+      [familyIds, now()],
+    )
+    return rows.map((row) => row.family_id)
+  })
 
   function wrote(): void {
     if (++writes >= pruneEvery) {
@@ -271,14 +288,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           )
           wrote()
         }),
-      isFamilyRevoked: (familyId) =>
-        run('revocations.isFamilyRevoked', async () => {
-          const rows = await client.query(
-            `SELECT 1 FROM ${t('revoked_families')} WHERE family_id = $1 AND expires_at > $2`,
-            [familyId, now()],
-          )
-          return rows.length > 0
-        }),
+      isFamilyRevoked: (familyId) => run('revocations.isFamilyRevoked', () => revokedFamilies(familyId)),
       revokeAccessToken: (jti, until) =>
         run('revocations.revokeAccessToken', async () => {
           await client.query(
@@ -288,14 +298,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           )
           wrote()
         }),
-      isAccessTokenRevoked: (jti) =>
-        run('revocations.isAccessTokenRevoked', async () => {
-          const rows = await client.query(
-            `SELECT 1 FROM ${t('revoked_access_tokens')} WHERE jti = $1 AND expires_at > $2`,
-            [jti, now()],
-          )
-          return rows.length > 0
-        }),
+      isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => revokedAccessTokens(jti)),
     },
     attempts: {
       hit: (key, window, at) =>

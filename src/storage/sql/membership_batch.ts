@@ -1,0 +1,70 @@
+/**
+ * @module storage/sql/membership_batch
+ * Coalesces concurrent "is this key in the set?" lookups (revoked access tokens, revoked grants)
+ * into one query per batch: `WHERE key = ANY($1)` for many keys costs the database about what one
+ * key costs, and introspection under load asks once per request.
+ *
+ * No timer: a lookup made while fewer than `concurrency` queries are in flight is sent at once (an
+ * idle server adds no latency); otherwise it waits for the next query, which leaves as soon as one
+ * in flight returns and carries every key that waited. A lookup never joins a query already sent,
+ * so it always reads the database after it was asked (a revocation that committed before the call
+ * is seen, as with a query of its own).
+ */
+
+interface Waiter {
+  key: string
+  resolve: (member: boolean) => void
+  reject: (reason: unknown) => void
+}
+
+export interface MembershipBatchOptions {
+  /** Queries in flight at once. Default 2. */
+  concurrency?: number
+  /** Most keys in one query. Default 256. */
+  maxKeys?: number
+}
+
+/**
+ * `(key) => Promise<boolean>` over `query`, which answers for many keys at once with the subset
+ * that are members. A failed query rejects the lookups it carried, and only those.
+ */
+export function membershipBatch(
+  query: (keys: string[]) => Promise<Iterable<string>>,
+  options: MembershipBatchOptions = {},
+): (key: string) => Promise<boolean> {
+  const concurrency = options.concurrency ?? 2
+  const maxKeys = options.maxKeys ?? 256
+  let waiting: Waiter[] = []
+  let inFlight = 0
+
+  function send(): void {
+    const batch = waiting.length > maxKeys ? waiting.splice(0, maxKeys) : waiting
+    if (batch === waiting) waiting = []
+    inFlight++
+    // Duplicate keys (the same token introspected by several requests) are asked for once.
+    const keys = [...new Set(batch.map((waiter) => waiter.key))]
+    // A query that throws instead of rejecting must not hold its slot forever.
+    new Promise<Iterable<string>>((resolve) => resolve(query(keys))).then(
+      (found) => {
+        const members = found instanceof Set ? (found as Set<string>) : new Set(found)
+        for (const waiter of batch) waiter.resolve(members.has(waiter.key))
+        done()
+      },
+      (reason: unknown) => {
+        for (const waiter of batch) waiter.reject(reason)
+        done()
+      },
+    )
+  }
+
+  function done(): void {
+    inFlight--
+    if (waiting.length > 0) send()
+  }
+
+  return (key) =>
+    new Promise<boolean>((resolve, reject) => {
+      waiting.push({ key, resolve, reject })
+      if (inFlight < concurrency) send()
+    })
+}
