@@ -34,19 +34,18 @@ export function membershipBatch(
 ): (key: string) => Promise<boolean> {
   const concurrency = options.concurrency ?? 2
   const maxKeys = options.maxKeys ?? 256
-  let waiting: Waiter[] = []
+  const waiting: Waiter[] = []
   let inFlight = 0
 
   function send(): void {
-    const batch = waiting.length > maxKeys ? waiting.splice(0, maxKeys) : waiting
-    if (batch === waiting) waiting = []
+    const batch = waiting.splice(0, maxKeys)
     inFlight++
     // Duplicate keys (the same token introspected by several requests) are asked for once.
     const keys = [...new Set(batch.map((waiter) => waiter.key))]
     // A query that throws instead of rejecting must not hold its slot forever.
     new Promise<Iterable<string>>((resolve) => resolve(query(keys))).then(
       (found) => {
-        const members = found instanceof Set ? (found as Set<string>) : new Set(found)
+        const members = new Set(found)
         for (const waiter of batch) waiter.resolve(members.has(waiter.key))
         done()
       },
