@@ -176,6 +176,7 @@ ul.scopes{list-style:none;padding:0;margin:0 0 .5rem;border:1px solid color-mix(
 ul.scopes li{display:flex;gap:.6rem;align-items:flex-start;padding:.7rem .85rem;color:var(--text)}
 ul.scopes li+li{border-top:1px solid color-mix(in srgb,var(--border) 50%,transparent)}
 ul.scopes svg{flex:none;width:1.1rem;height:1.1rem;margin-top:.2rem;color:var(--primary)}
+ul.scopes code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85em;color:var(--muted)}
 .center{text-align:center}
 @media (max-width:30rem){body{justify-content:flex-start;padding:0}main{max-width:none;min-height:100vh;min-height:100dvh;border:0;border-radius:0;box-shadow:none;padding:2.5rem 1.25rem 2rem}}
 @media (forced-colors:active){button.primary{border:2px solid ButtonText}:focus-visible{outline:3px solid Highlight}}
@@ -299,11 +300,15 @@ const SCOPE_TEXT: Record<string, string> = {
   offline_access: 'Stay signed in to the application when you are not using it',
 }
 
-/** The consent form: the approving button comes first. */
+/** The consent form: it lists every scope that Allow grants, and Allow grants exactly those. The approving button comes first. */
 export function consentPage(theme: Theme, input: ConsentPageInput): Response {
   const t = textsOf(theme)
   const items = input.scopes
-    .map((scope) => `<li>${CHECK_ICON}<span>${e(SCOPE_TEXT[scope] ?? `Use ${scope}`)}</span></li>`)
+    .map((scope) => {
+      const text = SCOPE_TEXT[scope]
+      const label = text === undefined ? e(`Use ${scope}`) : `${e(text)} <code>${e(scope)}</code>`
+      return `<li data-scope="${e(scope)}">${CHECK_ICON}<span>${label}</span></li>`
+    })
     .join('')
   return page(
     theme,

@@ -38,6 +38,16 @@ export function isSecretHash(value: string): boolean {
   return /^pbkdf2-sha256\$\d{1,9}\$[A-Za-z0-9_-]+\$[A-Za-z0-9_-]+$/.test(value)
 }
 
+/**
+ * A hash in the stored format that no secret verifies against (random salt and digest): verifying
+ * a presented secret against it costs what a real verification costs, so an unknown client id
+ * answers as slowly as a wrong secret of a known one (no enumeration by timing).
+ */
+export function unmatchableHash(iterations: number): string {
+  const random = (length: number) => base64url.encode(crypto.getRandomValues(new Uint8Array(length)))
+  return `${PREFIX}$${iterations}$${random(16)}$${random(32)}`
+}
+
 /** Verifies a secret against a stored hash in constant time. */
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
   const parts = stored.split('$')

@@ -19,6 +19,7 @@ import { inNetworks } from '../networks.ts'
 import { metaOf } from '../request_meta.ts'
 import type { GatehouseEvent, RequestMeta } from '../events.ts'
 import { type ThrottleRule, throttledAfter } from '../throttle.ts'
+import { unmatchableHash, verifySecret } from '../secrets.ts'
 import type { ClientRecord } from '../storage/types.ts'
 
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
@@ -137,10 +138,18 @@ export async function authenticateClient(
     const refusal = refuseIfThrottled(ctx, meta, clientId, rules.all)
     if (refusal) await refusal
   }
-  if (!client) throw await failure(ctx, meta, clientId, 'unknown_client', 'client authentication failed', rules?.all)
-  if (!isConfidential(client))
-    throw await failure(ctx, meta, clientId, 'invalid_secret', 'client authentication failed', rules?.all)
   const presented = secret as string
+  if (!client || !isConfidential(client)) {
+    // No stored secret to check: the same hash work as a wrong secret of a known client, so the
+    // answer's timing does not tell which client ids exist (#17.7).
+    const reason = client ? 'invalid_secret' : 'unknown_client'
+    const refuse = async (): Promise<never> => {
+      if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all, { fresh: true })
+      await verifySecret(presented, unmatchableHash(ctx.config.secretHashIterations))
+      throw await failure(ctx, meta, clientId, reason, 'client authentication failed', rules?.all)
+    }
+    return throttle && rules ? throttle.exclusive(rules.exclusive, refuse) : refuse()
+  }
   // A secret verified recently (the in-memory cache) is the fast path, not awaited when it answers
   // synchronously; the slow hash runs one at a time per client and address, re-checking the
   // counters first, so a burst cannot outrun them.
@@ -217,9 +226,14 @@ function recentlyVerified(client: ClientRecord, secret: string, ctx: Context): b
 /** Verifies `secret` against the client's live secrets (the slow hash unless cached). */
 async function checkSecret(client: ClientRecord, secret: string, ctx: Context): Promise<boolean> {
   const now = ctx.now()
+  let hashed = false
   for (const record of client.secrets) {
-    if (isLive(record, now) && (await ctx.secretCache.verify(secret, record.hash))) return true
+    if (!isLive(record, now)) continue
+    hashed = true
+    if (await ctx.secretCache.verify(secret, record.hash)) return true
   }
+  // Every secret retired: still pay one hash, like any other wrong secret.
+  if (!hashed) await verifySecret(secret, unmatchableHash(ctx.config.secretHashIterations))
   return false
 }
 

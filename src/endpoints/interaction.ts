@@ -97,7 +97,9 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
 
   if (form.get('action') === 'consent') {
     if (!record.login || decision !== 'allow') return render(record, ctx)
-    return completeInteraction(record.id, { login: record.login }, request, ctx)
+    // Exactly the scopes the page listed (render() shows every scope of the stored request).
+    const scopes = (record.request as unknown as AuthorizationRequest).scopes
+    return completeInteraction(record.id, { login: record.login, consent: { scopes } }, request, ctx)
   }
 
   const username = form.get('username')

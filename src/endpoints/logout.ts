@@ -7,16 +7,17 @@
  * - the client needs `ept:logout`
  * - post_logout_redirect_uri needs a valid hint and must exactly match one registered for that
  *   client (§3); otherwise no redirect happens
- * - without a hint, or with a hint for another end-user than the session's, the end-user confirms
- *   on a CSRF-protected page first (§2)
- * Ending the session deletes it from the store and clears the cookie; a logout without a session
- * is not an error (§4).
+ * - without a hint, or with a hint for another end-user or another session (its `sid`) than the
+ *   current one, the end-user confirms on a CSRF-protected page first (§2)
+ * Ending the session deletes it from the store, revokes the grants made in it without
+ * `offline_access` (their refresh and access tokens) and clears the cookie; a logout without a
+ * session is not an error (§4).
  */
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
 import { OAuthError } from '../errors.ts'
 import { parseParams, readForm } from '../http.ts'
-import { browserBinding, loadSession } from '../interaction/flow.ts'
+import { browserBinding, endSession, loadSession } from '../interaction/flow.ts'
 import { errorPage, logoutConfirmPage, page, signedOutPage } from '../pages.ts'
 import { Permissions } from '../permissions.ts'
 import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
@@ -31,7 +32,7 @@ async function readParams(request: Request, ctx: Context): Promise<Map<string, s
 }
 
 /** Ends the session (if any) and answers with a redirect or the signed-out page. */
-async function endSession(
+async function signOut(
   session: SessionRecord | undefined,
   target: string | undefined,
   ctx: Context,
@@ -39,7 +40,7 @@ async function endSession(
   clientId?: string,
 ): Promise<Response> {
   if (session) {
-    await ctx.store.sessions.delete(session.id)
+    await endSession(session, ctx)
     ctx.emit(metaOf(request), {
       type: 'session.ended',
       sub: session.sub,
@@ -72,7 +73,7 @@ async function handleConfirmation(form: Map<string, string>, request: Request, c
   const { session } = await loadSession(request, ctx)
   const target = typeof record.request.target === 'string' ? record.request.target : undefined
   const clientId = typeof record.request.clientId === 'string' ? record.request.clientId : undefined
-  return endSession(session, target, ctx, request, clientId)
+  return signOut(session, target, ctx, request, clientId)
 }
 
 export async function handleLogout(request: Request, ctx: Context): Promise<Response> {
@@ -118,8 +119,12 @@ export async function handleLogout(request: Request, ctx: Context): Promise<Resp
   }
 
   const { session } = await loadSession(request, ctx)
-  const confirmed = hint !== undefined && (!session || session.sub === hint.sub)
-  if (!session || confirmed) return endSession(session, target, ctx, request, clientId)
+  // The hint vouches for its own session only: a later session of the same end-user (the hinted
+  // one already ended) is not ended without asking (#17.10).
+  const confirmed =
+    hint !== undefined &&
+    (!session || (session.sub === hint.sub && (typeof hint.sid !== 'string' || hint.sid === session.sid)))
+  if (!session || confirmed) return signOut(session, target, ctx, request, clientId)
 
   // RPL §2: ask the end-user before logging out on an unverified request.
   const binding = await browserBinding(request, ctx)

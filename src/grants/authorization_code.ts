@@ -11,7 +11,7 @@ import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../permissions.ts'
 import { checkCodeVerifier } from '../tokens/pkce.ts'
-import { issueUserTokens, requireAccount, wantsRefreshToken } from './issue.ts'
+import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
 import type { Grant } from './types.ts'
 
@@ -49,7 +49,7 @@ export const authorizationCode: Grant = {
     // revoked it already. This redemption still answers (exactly one caller does), and the tokens it
     // issues are dead on arrival because they carry the revoked family id.
     const account = await requireAccount(record.sub, ctx)
-    const scopes = record.scope === '' ? [] : record.scope.split(' ')
+    const scopes = permittedScopes(client, record.scope === '' ? [] : record.scope.split(' '), ctx)
     const { response, refreshRecord, jti } = await issueUserTokens(
       {
         familyId: record.familyId,
@@ -71,7 +71,7 @@ export const authorizationCode: Grant = {
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
     ctx.emit(meta, { type: 'code.redeemed', ...subjects })
-    ctx.emit(meta, { type: 'token.issued', grantType: 'authorization_code', ...subjects, jti, scope: record.scope })
+    ctx.emit(meta, { type: 'token.issued', grantType: 'authorization_code', ...subjects, jti, scope: scopes.join(' ') })
     return response
   },
 }

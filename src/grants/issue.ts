@@ -5,7 +5,7 @@
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import { Permissions } from '../permissions.ts'
+import { Permissions, scopePermission } from '../permissions.ts'
 import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
 import { issueAccessToken } from '../tokens/access_token.ts'
 import { issueIdToken } from '../tokens/id_token.ts'
@@ -33,6 +33,24 @@ export interface UserGrant {
 export function wantsRefreshToken(client: ClientRecord, scopes: readonly string[], ctx: Context): boolean {
   if (!client.permissions.includes(Permissions.GrantTypes.RefreshToken)) return false
   return !ctx.config.requireOfflineAccess || scopes.includes('offline_access')
+}
+
+/**
+ * The scopes of a grant that the client may still use: its permissions are read at every
+ * redemption and refresh, not only when the grant was made, so a scope taken away from the client
+ * (or no longer configured) stops being issued at once. `offline_access` needs the refresh grant.
+ * Nothing left of a non-empty grant is invalid_grant.
+ */
+export function permittedScopes(client: ClientRecord, scopes: readonly string[], ctx: Context): string[] {
+  const kept = scopes.filter((scope) =>
+    scope === 'offline_access'
+      ? client.permissions.includes(Permissions.GrantTypes.RefreshToken)
+      : ctx.scopes.get(scope) !== undefined && client.permissions.includes(scopePermission(scope)),
+  )
+  if (kept.length === 0 && scopes.length > 0) {
+    throw new OAuthError('invalid_grant', 'the client may no longer use the scopes of this grant')
+  }
+  return kept
 }
 
 /** The account's claims, or invalid_grant when the account no longer exists. */

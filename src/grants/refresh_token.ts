@@ -7,13 +7,15 @@
  * - consumed before → reuse: the whole family is revoked, invalid_grant
  * - the family is not revoked and has not reached its absolute lifetime
  * - a requested `scope` is a subset of the granted one (invalid_scope)
+ * - the client still holds the permission of every scope issued (a lost one is dropped; nothing
+ *   left is invalid_grant; a requested one that was lost is invalid_scope)
  * - atomically rotate: exactly one of concurrent callers gets the next generation
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
-import { issueUserTokens, requireAccount } from './issue.ts'
+import { issueUserTokens, permittedScopes, requireAccount } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
 import type { Grant } from './types.ts'
 
@@ -45,10 +47,16 @@ export const refreshToken: Grant = {
       throw new OAuthError('invalid_grant', 'the refresh token has been revoked')
     }
     if (record.familyExpiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired')
-    const granted = record.scope === '' ? [] : record.scope.split(' ')
     const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
+    const original = record.scope === '' ? [] : record.scope.split(' ')
     for (const scope of requested) {
-      if (!granted.includes(scope)) throw new OAuthError('invalid_scope', `scope ${scope} was not granted`)
+      if (!original.includes(scope)) throw new OAuthError('invalid_scope', `scope ${scope} was not granted`)
+    }
+    // The next generation keeps only what the client may still use (its permissions today).
+    const granted = permittedScopes(client, original, ctx)
+    for (const scope of requested) {
+      if (!granted.includes(scope))
+        throw new OAuthError('invalid_scope', 'scope names a scope the client may no longer use')
     }
     const account = await requireAccount(record.sub, ctx)
     const { response, refreshRecord, jti } = await issueUserTokens(

@@ -37,6 +37,19 @@ export interface Authentication {
   amr?: string[]
 }
 
+/** The most grants without offline_access one session tracks (the oldest is revoked beyond it). */
+export const SESSION_GRANTS_MAX = 200
+
+/**
+ * Ends a session: deletes it and revokes the grants started in it without `offline_access`
+ * (their codes, refresh tokens and access tokens), as node-oidc-provider and OpenIddict do.
+ */
+export async function endSession(session: SessionRecord, ctx: Context): Promise<void> {
+  await ctx.store.sessions.delete(session.id)
+  const until = ctx.now() + ctx.config.refreshTokenFamilyTtl
+  for (const familyId of session.grants ?? []) await ctx.store.revocations.revokeFamily(familyId, until)
+}
+
 /** The session of the browser that sent `request`, if it has a live one. */
 export async function loadSession(request: Request, ctx: Context): Promise<{ session?: SessionRecord }> {
   const value = readCookie(request, ctx.config.cookieName)
@@ -179,9 +192,24 @@ export async function completeInteraction(
       ctx,
     )
   }
-  const consented = result.consent?.scopes ?? authRequest.scopes
+  const consented = consentedScopes(authRequest.scopes, result.consent?.scopes)
+  // RFC 6749 §4.1.2.1: a consent to nothing is a denial, never a code without scopes.
+  if (consented.length === 0) {
+    return errorRedirect(authRequest.redirectUri, 'access_denied', 'no scope was approved', authRequest.state, ctx)
+  }
   const { session } = request ? await loadSession(request, ctx) : {}
-  return issueCodeRedirect(authRequest, auth, session, ctx, { consented, extraHeaders })
+  return issueCodeRedirect({ ...authRequest, scopes: consented }, auth, session, ctx, { consented, extraHeaders })
+}
+
+/**
+ * The scopes the end-user approved: the requested ones the consent names (in request order), or
+ * every requested scope when no consent was given. A consent never adds a scope the request did
+ * not ask for; identity scopes (`openid`, `profile`, …) are granted only when named too.
+ */
+export function consentedScopes(requested: readonly string[], consent: readonly unknown[] | undefined): string[] {
+  if (consent === undefined) return [...requested]
+  if (!Array.isArray(consent)) throw new TypeError('consent.scopes must be an array of scope names')
+  return requested.filter((scope) => consent.includes(scope))
 }
 
 /**
@@ -206,7 +234,7 @@ export async function issueCodeRedirect(
     if (auth.acr !== undefined) session.acr = auth.acr
     if (auth.amr !== undefined) session.amr = auth.amr
   } else {
-    if (current) await ctx.store.sessions.delete(current.id)
+    if (current) await endSession(current, ctx)
     const cookie = randomToken()
     session = {
       id: await ctx.sha256(cookie),
@@ -226,12 +254,21 @@ export async function issueCodeRedirect(
     const previous = session.consents[client.clientId] ?? []
     session.consents = { ...session.consents, [client.clientId]: [...new Set([...previous, ...options.consented])] }
   }
+  const familyId = randomToken(16)
+  // A grant without offline_access lives as long as the session (ended by logout).
+  if (!authRequest.scopes.includes('offline_access')) {
+    const grants = [...(session.grants ?? []), familyId]
+    const dropped = grants.length > SESSION_GRANTS_MAX ? grants.splice(0, grants.length - SESSION_GRANTS_MAX) : []
+    // The oldest grant would outlive the session's logout untracked: it ends now instead.
+    for (const id of dropped) await ctx.store.revocations.revokeFamily(id, now + ctx.config.refreshTokenFamilyTtl)
+    session.grants = grants
+  }
   await ctx.store.sessions.put(session)
 
   const code = randomToken()
   const record: CodeRecord = {
     id: await ctx.sha256(code),
-    familyId: randomToken(16),
+    familyId,
     clientId: client.clientId,
     redirectUri: authRequest.redirectUri,
     scope: authRequest.scopes.join(' '),

@@ -21,7 +21,11 @@ export interface LoginResult {
 export type InteractionResult =
   | {
       login: LoginResult
-      /** Consent given (for explicit-consent clients); default: consent to every requested scope. */
+      /**
+       * The scopes the end-user approved. The code and its tokens get exactly these (those of the
+       * request; identity scopes such as `openid` and `email` only when listed); an empty list is
+       * `access_denied`. Default: every requested scope (the host asked no consent).
+       */
       consent?: { scopes?: string[] }
     }
   | {

@@ -125,6 +125,11 @@ export interface SessionRecord {
   clients: string[]
   /** Scopes the end-user consented to, by client id (explicit-consent clients). */
   consents: Record<string, string[]>
+  /**
+   * Families (grants) started in this session without `offline_access`: logout revokes them, so
+   * their refresh tokens end with the session. The newest `SESSION_GRANTS_MAX` are kept.
+   */
+  grants?: string[]
   /** Expiry (epoch s). */
   expiresAt: number
 }

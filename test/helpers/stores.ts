@@ -1,0 +1,74 @@
+/**
+ * The stores a conformance test can run on: memory always; PostgreSQL when DATABASE_URL is set (a
+ * fresh schema per store, dropped by `dispose`); Redis when REDIS_URL is set (a fresh key prefix,
+ * deleted by `dispose`). Use with `describe.each(STORES)`.
+ */
+import postgresClient from 'postgres'
+import { createMemoryStore } from '../../src/storage/memory.ts'
+import { createPostgresStore } from '../../src/storage/postgres.ts'
+import { createRedisStore } from '../../src/storage/redis.ts'
+import type { Store } from '../../src/storage/types.ts'
+import { uniqueId } from '../storage/contract.ts'
+import { runSchema } from '../storage/sql_helpers.ts'
+
+export interface TestStore {
+  store: Store
+  /** Closes the store and removes what the test wrote. */
+  dispose(): Promise<void>
+}
+
+export interface StoreKind {
+  name: string
+  /** A fresh, empty store on the clock `now`. */
+  create(now: () => number): Promise<TestStore>
+}
+
+const memory: StoreKind = {
+  name: 'memory',
+  async create(now) {
+    return { store: createMemoryStore({ now }), dispose: async () => {} }
+  },
+}
+
+const postgres: StoreKind = {
+  name: 'postgres',
+  async create(now) {
+    const url = process.env.DATABASE_URL as string
+    const schema = runSchema('conf')
+    const store = createPostgresStore({ url, schema, now })
+    await store.migrate()
+    return {
+      store,
+      async dispose() {
+        await store.close()
+        const admin = postgresClient(url, { max: 1, onnotice: () => {} })
+        await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+        await admin.end()
+      },
+    }
+  },
+}
+
+const redis: StoreKind = {
+  name: 'redis',
+  async create(now) {
+    const url = process.env.REDIS_URL as string
+    const prefix = `${uniqueId('gh-conf')}:`
+    const store = createRedisStore({ url, prefix, now })
+    await store.connect()
+    return {
+      store,
+      async dispose() {
+        await store.clear()
+        await store.close()
+      },
+    }
+  },
+}
+
+/** Memory, plus PostgreSQL and Redis where their variables are set. */
+export const STORES: StoreKind[] = [
+  memory,
+  ...(process.env.DATABASE_URL ? [postgres] : []),
+  ...(process.env.REDIS_URL ? [redis] : []),
+]
