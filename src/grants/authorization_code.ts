@@ -13,6 +13,7 @@ import { Permissions } from '../permissions.ts'
 import { checkCodeVerifier } from '../tokens/pkce.ts'
 import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
+import type { CodeRecord } from '../storage/types.ts'
 import type { Grant } from './types.ts'
 
 export const authorizationCode: Grant = {
@@ -25,31 +26,40 @@ export const authorizationCode: Grant = {
     const redirectUri = params.get('redirect_uri')
     if (redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is required')
     const now = ctx.now()
-    const consumed = await ctx.store.codes.consume(await ctx.sha256(code), now)
-    if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
-    const record = consumed.record
-    if (consumed.status === 'replayed') {
-      // RFC 6749 §4.1.2: SHOULD revoke all tokens previously issued based on that code.
-      await ctx.store.revocations.revokeFamily(record.familyId, now + ctx.config.refreshTokenFamilyTtl)
-      ctx.emit(metaOf(request), {
-        type: 'code.replay_detected',
-        clientId: client.clientId,
-        sub: record.sub,
-        grantId: record.familyId,
-      })
-      throw new OAuthError('invalid_grant', 'the code has already been used')
-    }
+    const id = await ctx.sha256(code)
+    // Everything is checked before the code is consumed: a failed attempt (a foreign client, a
+    // wrong verifier or redirect_uri) must not burn the code of the client it was issued to.
+    const record = await ctx.store.codes.get(id)
+    if (!record || record.expiresAt <= now) throw new OAuthError('invalid_grant', 'the code is invalid or expired')
     if (record.clientId !== client.clientId) {
       throw new OAuthError('invalid_grant', 'the code was issued to another client')
     }
     // RFC 6749 §4.1.3: redirect_uri must be identical to the authorization request's.
     if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match')
     await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod, ctx.sha256)
-    // No revocation check here: a family starts with its code, so only a concurrent replay can have
-    // revoked it already. This redemption still answers (exactly one caller does), and the tokens it
-    // issues are dead on arrival because they carry the revoked family id.
-    const account = await requireAccount(record.sub, ctx)
+    const replayed = async (used: CodeRecord): Promise<never> => {
+      // RFC 6749 §4.1.2: SHOULD revoke all tokens previously issued based on that code.
+      await ctx.store.revocations.revokeFamily(used.familyId, now + ctx.config.refreshTokenFamilyTtl)
+      ctx.emit(metaOf(request), {
+        type: 'code.replay_detected',
+        clientId: client.clientId,
+        sub: used.sub,
+        grantId: used.familyId,
+      })
+      throw new OAuthError('invalid_grant', 'the code has already been used')
+    }
+    if (record.consumedAt !== undefined) return replayed(record)
     const scopes = permittedScopes(client, record.scope === '' ? [] : record.scope.split(' '), ctx)
+    const account = await requireAccount(record.sub, ctx)
+    // Logout ends the grants of its session, codes not yet redeemed included.
+    if (await ctx.store.revocations.isFamilyRevoked(record.familyId)) {
+      throw new OAuthError('invalid_grant', 'the code has been revoked')
+    }
+    const consumed = await ctx.store.codes.consume(id, now)
+    if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
+    if (consumed.status === 'replayed') return replayed(consumed.record)
+    // A concurrent replay may revoke the family from here on: this redemption still answers
+    // (exactly one caller does), and what it issues is dead on arrival (it carries the family id).
     const { response, refreshRecord, jti } = await issueUserTokens(
       {
         familyId: record.familyId,

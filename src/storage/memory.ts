@@ -90,6 +90,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
       async insert(record) {
         codes.set(record.id, record)
       },
+      async get(id) {
+        const record = codes.get(id)
+        return record && record.expiresAt > now() ? record : undefined
+      },
       async consume(id, at): Promise<Consumed<CodeRecord>> {
         const record = codes.get(id)
         if (!record || record.expiresAt <= at) return { status: 'missing' }

@@ -140,6 +140,14 @@ export function createRedisStore(options: RedisStoreOptions) {
       .exec()
   }
 
+  /** A one-time record with its `consumedAt`, or undefined when unknown or expired. */
+  async function getOnce<T>(key: string): Promise<T | undefined> {
+    const [rec, expiresAt, consumedAt] = await redis.hmget(key, 'r', 'e', 'c')
+    if (rec == null || Number(expiresAt) <= now()) return undefined
+    const record = JSON.parse(rec) as T
+    return consumedAt == null ? record : { ...record, consumedAt: Number(consumedAt) }
+  }
+
   async function isMarked(key: string): Promise<boolean> {
     const until = await redis.get(key)
     return until !== null && Number(until) > now()
@@ -186,18 +194,13 @@ export function createRedisStore(options: RedisStoreOptions) {
     },
     codes: {
       insert: (record) => run('codes.insert', () => putOnce(k('code', record.id), record)),
+      get: (id) => run('codes.get', () => getOnce<CodeRecord>(k('code', id))),
       consume: (id, at) =>
         run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at))),
     },
     refreshTokens: {
       insert: (record) => run('refreshTokens.insert', () => putOnce(k('rt', record.id), record)),
-      get: (id) =>
-        run('refreshTokens.get', async () => {
-          const [rec, expiresAt, consumedAt] = await redis.hmget(k('rt', id), 'r', 'e', 'c')
-          if (rec == null || Number(expiresAt) <= now()) return undefined
-          const record = JSON.parse(rec) as RefreshTokenRecord
-          return consumedAt == null ? record : { ...record, consumedAt: Number(consumedAt) }
-        }),
+      get: (id) => run('refreshTokens.get', () => getOnce<RefreshTokenRecord>(k('rt', id))),
       rotate: (id, next, at) =>
         run('refreshTokens.rotate', async () =>
           consumed<RefreshTokenRecord>(

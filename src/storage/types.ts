@@ -192,6 +192,11 @@ export interface Store {
   }
   codes: {
     insert(record: CodeRecord): Promise<void>
+    /**
+     * The code without consuming it (with `consumedAt` once consumed), or undefined when it is
+     * unknown or expired: redemption checks client, redirect_uri and PKCE before it consumes.
+     */
+    get(id: string): Promise<CodeRecord | undefined>
     /** Atomically marks the code consumed. Keeps a tombstone until `expiresAt`. */
     consume(id: string, now: number): Promise<Consumed<CodeRecord>>
   }

@@ -32,6 +32,81 @@ async function redeem(
   return { status: response.status, body: (await response.json()) as Record<string, unknown>, response }
 }
 
+describe('#17.2 a failed redemption burns nothing', () => {
+  const spa = { id: 'spa', secret: '' }
+
+  async function redeemAs(ctx: Awaited<ReturnType<typeof setup>>, fields: Record<string, string>, who = spa) {
+    const body: Record<string, string> = { grant_type: 'authorization_code', redirect_uri: RU, client_id: who.id }
+    if (who.secret !== '') body.client_secret = who.secret
+    const response = await ctx.service.fetch(form(ctx.as.token_endpoint as string, { ...body, ...fields }))
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+  }
+
+  it.each([
+    [
+      'CODE-04 a public client presenting the code',
+      (c: { code: string; verifier: string }) => ({ code: c.code, code_verifier: c.verifier }),
+      spa,
+    ],
+    [
+      'CODE-04 another confidential client',
+      (c: { code: string; verifier: string }) => ({ code: c.code, code_verifier: c.verifier }),
+      { id: 'web2', secret: 'web2-secret' },
+    ],
+    [
+      'CODE-06 the rightful client with a wrong code_verifier',
+      (c: { code: string }) => ({ code: c.code, code_verifier: 'x'.repeat(43) }),
+      { id: 'web', secret: 'web-secret' },
+    ],
+    [
+      'CODE-06 the rightful client without code_verifier',
+      (c: { code: string }) => ({ code: c.code }),
+      { id: 'web', secret: 'web-secret' },
+    ],
+    [
+      'CODE-05 the rightful client with its other registered redirect_uri',
+      (c: { code: string; verifier: string }) => ({
+        code: c.code,
+        code_verifier: c.verifier,
+        redirect_uri: 'https://rp.example.test/cb2',
+      }),
+      { id: 'web', secret: 'web-secret' },
+    ],
+  ])(
+    '#17.2 %s fails with invalid_grant, and the rightful redemption afterwards succeeds',
+    async (_name, fields, who) => {
+      const ctx = await setup()
+      const c = await code(ctx)
+      const events: string[] = []
+      const failed = await redeemAs(ctx, fields(c), who)
+      expect(failed).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
+      // twice: a second failure does not count as a replay either
+      expect((await redeemAs(ctx, fields(c), who)).status).toBe(400)
+      expect(events).toEqual([])
+      const rightful = await redeem(ctx, { code: c.code, code_verifier: c.verifier })
+      expect(rightful.status).toBe(200)
+      const info = await oauth.userInfoRequest(ctx.as, webClient, rightful.body.access_token as string, ctx.opts)
+      expect(info.status).toBe(200)
+    },
+  )
+
+  it('#17.2 a failed attempt after the real redemption revokes nothing; the rightful replay does (CODE-03)', async () => {
+    const ctx = await setup()
+    const c = await code(ctx)
+    const first = await redeem(ctx, { code: c.code, code_verifier: c.verifier })
+    expect(first.status).toBe(200)
+    const foreign = await redeemAs(ctx, { code: c.code, code_verifier: c.verifier })
+    expect(foreign).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
+    const wrongVerifier = await redeem(ctx, { code: c.code, code_verifier: 'y'.repeat(43) })
+    expect(wrongVerifier.status).toBe(400)
+    const token = first.body.access_token as string
+    expect((await oauth.userInfoRequest(ctx.as, webClient, token, ctx.opts)).status).toBe(200)
+    const replay = await redeem(ctx, { code: c.code, code_verifier: c.verifier })
+    expect(replay).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
+    expect((await oauth.userInfoRequest(ctx.as, webClient, token, ctx.opts)).status).toBe(401)
+  })
+})
+
 describe('authorization_code grant', () => {
   it('CODE-02 CODE-03: a replayed code fails and revokes the tokens issued from it', async () => {
     const ctx = await setup()

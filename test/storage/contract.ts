@@ -263,6 +263,18 @@ export function describeStorageContract(options: StorageContractOptions): void {
     })
 
     describe('codes', () => {
+      test('#17.2 get reads a code without consuming it, with consumedAt once consumed; unknown or expired is undefined', async () => {
+        expect(await store.codes.get(uniqueId('code'))).toBeUndefined()
+        const record = codeRecord(now, { expiresAt: now + 60 })
+        await store.codes.insert(record)
+        expect(await store.codes.get(record.id)).toEqual(record)
+        expect(await store.codes.get(record.id)).toEqual(record)
+        expect((await store.codes.consume(record.id, now)).status).toBe('ok')
+        expect(await store.codes.get(record.id)).toEqual({ ...record, consumedAt: now })
+        advance(60)
+        expect(await store.codes.get(record.id)).toBeUndefined()
+      })
+
       test('consume of an unknown code is missing', async () => {
         expect(await store.codes.consume(uniqueId('code'), now)).toEqual({ status: 'missing' })
       })

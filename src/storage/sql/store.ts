@@ -116,6 +116,20 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
 
   const json = (value: unknown) => JSON.stringify(value)
 
+  /** A one-time record with its `consumedAt`, or undefined when unknown or expired. */
+  async function getOnce<T>(table: string, id: string): Promise<T | undefined> {
+    const rows = await client.query<Row>(
+      `SELECT record, consumed_at FROM ${t(table)} WHERE id = $1 AND expires_at > $2`,
+      [id, now()],
+    )
+    const row = rows[0]
+    if (!row) return undefined
+    const record = parse<T>(row.record)
+    return row.consumed_at === null || row.consumed_at === undefined
+      ? record
+      : { ...record, consumedAt: Number(row.consumed_at) }
+  }
+
   async function consumeOnce<T>(table: string, id: string, at: number): Promise<Consumed<T>> {
     const updated = await client.query<Row>(
       `UPDATE ${t(table)} SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING record`,
@@ -176,6 +190,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           )
           wrote()
         }),
+      get: (id) => run('codes.get', () => getOnce<CodeRecord>('codes', id)),
       consume: (id, at) => run('codes.consume', () => consumeOnce<CodeRecord>('codes', id, at)),
     },
     refreshTokens: {
@@ -187,19 +202,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           )
           wrote()
         }),
-      get: (id) =>
-        run('refreshTokens.get', async () => {
-          const rows = await client.query<Row>(
-            `SELECT record, consumed_at FROM ${t('refresh_tokens')} WHERE id = $1 AND expires_at > $2`,
-            [id, now()],
-          )
-          const row = rows[0]
-          if (!row) return undefined
-          const record = parse<RefreshTokenRecord>(row.record)
-          return row.consumed_at === null || row.consumed_at === undefined
-            ? record
-            : { ...record, consumedAt: Number(row.consumed_at) }
-        }),
+      get: (id) => run('refreshTokens.get', () => getOnce<RefreshTokenRecord>('refresh_tokens', id)),
       rotate: (id, next, at) =>
         run('refreshTokens.rotate', () =>
           client.transaction(async (tx): Promise<Consumed<RefreshTokenRecord>> => {
