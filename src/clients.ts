@@ -98,6 +98,14 @@ export function toClientInfo(record: ClientRecord): ClientInfo {
   }
 }
 
+/** What `update` may change: any registration field; `clientSecret: null` makes the client public. */
+export type ClientChanges = Partial<Omit<ClientRegistration, 'clientId' | 'clientSecret'>> & {
+  clientSecret?: string | null
+}
+
+/** Read-modify-writes retried on a concurrent change before `update` and rotation give up. */
+const CHANGE_ATTEMPTS = 8
+
 export interface ClientRegistryOptions {
   store: Store
   now: () => number
@@ -158,10 +166,47 @@ export function createClientRegistry(options: ClientRegistryOptions) {
     return existing
   }
 
-  async function save(record: ClientRecord): Promise<void> {
-    if (!(await store.clients.update(record)))
-      throw new TypeError(`client ${JSON.stringify(record.clientId)} does not exist`)
-    cache.delete(record.clientId)
+  /** The record `changes` make of `existing` (the host's `update`). */
+  async function merge(existing: ClientRecord, changes: ClientChanges): Promise<ClientRecord> {
+    const merged: Record<string, unknown> = {
+      clientId: existing.clientId,
+      displayName: existing.displayName,
+      permissions: existing.permissions,
+      redirectUris: existing.redirectUris,
+      postLogoutRedirectUris: existing.postLogoutRedirectUris,
+      consentType: existing.consentType,
+      allowPlainPkce: existing.allowPlainPkce,
+      requirePkce: existing.requirePkce,
+      lifetimes: existing.lifetimes,
+      allowedNetworks: existing.allowedNetworks,
+    }
+    for (const [name, value] of Object.entries(changes)) {
+      // The id is the key: an untyped caller's `clientId` in changes must not retarget the update.
+      if (name !== 'clientId' && value !== undefined) merged[name] = value
+    }
+    const keepSecrets = changes.clientSecret === undefined
+    if (keepSecrets && existing.secrets.length > 0) merged.clientSecret = existing.secrets[0]?.hash
+    if (changes.clientSecret === null) delete merged.clientSecret
+    const record = await toRecord(merged as ClientRegistration, existing.createdAt)
+    if (keepSecrets) record.secrets = existing.secrets
+    return record
+  }
+
+  /**
+   * Read-modify-write of one client as a compare-and-set: `change` sees the stored record and
+   * returns its successor, written only if nobody changed the record meanwhile (another call,
+   * another instance); otherwise it runs again on the fresh record. Nothing is lost to a race.
+   */
+  async function change(clientId: string, next: (existing: ClientRecord) => Promise<ClientRecord> | ClientRecord) {
+    for (let attempt = 0; attempt < CHANGE_ATTEMPTS; attempt++) {
+      const existing = await load(clientId)
+      const record = await next(existing)
+      if (await store.clients.update(record, existing)) {
+        cache.delete(clientId)
+        return record
+      }
+    }
+    throw new Error(`client ${JSON.stringify(clientId)} kept changing during the update; try again`)
   }
 
   return {
@@ -209,37 +254,10 @@ export function createClientRegistry(options: ClientRegistryOptions) {
      * Updates a client. Fields left out keep their value; a `clientSecret` replaces every secret,
      * `clientSecret: null` makes the client public.
      */
-    async update(
-      clientId: string,
-      changes: Partial<Omit<ClientRegistration, 'clientId' | 'clientSecret'>> & { clientSecret?: string | null },
-    ): Promise<ClientInfo> {
-      const existing = await store.clients.get(clientId)
-      if (!existing) throw new TypeError(`client ${JSON.stringify(clientId)} does not exist`)
-      const merged: Record<string, unknown> = {
-        clientId,
-        displayName: existing.displayName,
-        permissions: existing.permissions,
-        redirectUris: existing.redirectUris,
-        postLogoutRedirectUris: existing.postLogoutRedirectUris,
-        consentType: existing.consentType,
-        allowPlainPkce: existing.allowPlainPkce,
-        requirePkce: existing.requirePkce,
-        lifetimes: existing.lifetimes,
-        allowedNetworks: existing.allowedNetworks,
-      }
-      for (const [name, value] of Object.entries(changes)) {
-        // The id is the key: an untyped caller's `clientId` in changes must not retarget the update.
-        if (name !== 'clientId' && value !== undefined) merged[name] = value
-      }
-      const keepSecrets = changes.clientSecret === undefined
-      if (keepSecrets && existing.secrets.length > 0) merged.clientSecret = existing.secrets[0]?.hash
-      if (changes.clientSecret === null) delete merged.clientSecret
-      const record = await toRecord(merged as ClientRegistration, existing.createdAt)
-      if (keepSecrets) record.secrets = existing.secrets
-      await save(record)
+    async update(clientId: string, changes: ClientChanges): Promise<ClientInfo> {
+      const record = await change(clientId, (existing) => merge(existing, changes))
       return toClientInfo(record)
     },
-
     /**
      * Adds a secret to a confidential client, next to the ones it has, so callers can move to it
      * before the old one is retired (rotation without downtime). Without `secret`, a random
@@ -251,10 +269,12 @@ export function createClientRegistry(options: ClientRegistryOptions) {
      */
     async addSecret(clientId: string, input: { secret?: string; expiresAt?: number } = {}): Promise<AddedSecret> {
       const parsed = parseInput(AddSecretSchema, input, 'invalid secret')
-      const existing = await load(clientId)
-      if (existing.secrets.length === 0) {
-        throw new TypeError(`client ${JSON.stringify(clientId)} is public: it has no secrets to rotate`)
+      const isPublic = (client: ClientRecord) => {
+        if (client.secrets.length === 0) {
+          throw new TypeError(`client ${JSON.stringify(clientId)} is public: it has no secrets to rotate`)
+        }
       }
+      isPublic(await load(clientId))
       const at = now()
       if (parsed.expiresAt !== undefined && parsed.expiresAt <= at) {
         throw new TypeError('invalid secret\nexpiresAt: must be in the future')
@@ -262,7 +282,10 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       const secret = parsed.secret ?? generateSecret()
       const record: SecretRecord = { hash: await hashSecret(secret, options.iterations), createdAt: at }
       if (parsed.expiresAt !== undefined) record.expiresAt = parsed.expiresAt
-      await save({ ...existing, secrets: [...existing.secrets, record], updatedAt: at })
+      await change(clientId, (existing) => {
+        isPublic(existing)
+        return { ...existing, secrets: [...existing.secrets, record], updatedAt: now() }
+      })
       return { ...toSecretInfo(record), secret }
     },
 
@@ -273,23 +296,21 @@ export function createClientRegistry(options: ClientRegistryOptions) {
      */
     async retireSecret(clientId: string, id: string, input: { at?: number } = {}): Promise<ClientInfo> {
       const at = parseInput(RetireSecretSchema, input, 'invalid secret retirement').at ?? now()
-      const existing = await load(clientId)
-      const current = now()
-      const target = existing.secrets.find((record) => secretId(record) === id)
-      if (!target) throw new TypeError(`client ${JSON.stringify(clientId)} has no secret ${JSON.stringify(id)}`)
-      const retired = { ...target, expiresAt: Math.min(at, target.expiresAt ?? at) }
-      const secrets = existing.secrets
-        .map((record) => (record === target ? retired : record))
-        .filter((record) => record.expiresAt === undefined || record.expiresAt > current - 86_400)
-      // Another secret must outlive the retirement, or the client would be locked out at `at`.
-      const after = Math.max(at, current)
-      if (
-        !secrets.some((record) => record !== retired && (record.expiresAt === undefined || record.expiresAt > after))
-      ) {
-        throw new TypeError('cannot retire the last valid secret: add its successor first')
-      }
-      const record = { ...existing, secrets, updatedAt: current }
-      await save(record)
+      const record = await change(clientId, (existing) => {
+        const current = now()
+        const target = existing.secrets.find((secret) => secretId(secret) === id)
+        if (!target) throw new TypeError(`client ${JSON.stringify(clientId)} has no secret ${JSON.stringify(id)}`)
+        const retired = { ...target, expiresAt: Math.min(at, target.expiresAt ?? at) }
+        const secrets = existing.secrets
+          .map((secret) => (secret === target ? retired : secret))
+          .filter((secret) => secret.expiresAt === undefined || secret.expiresAt > current - 86_400)
+        // Another secret must outlive the retirement, or the client would be locked out at `at`.
+        const after = Math.max(at, current)
+        if (!secrets.some((s) => s !== retired && (s.expiresAt === undefined || s.expiresAt > after))) {
+          throw new TypeError('cannot retire the last valid secret: add its successor first')
+        }
+        return { ...existing, secrets, updatedAt: current }
+      })
       return toClientInfo(record)
     },
 

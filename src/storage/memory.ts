@@ -74,8 +74,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         clients.set(record.clientId, clone(record))
         return true
       },
-      async update(record) {
-        if (!clients.has(record.clientId)) return false
+      async update(record, expected) {
+        const stored = clients.get(record.clientId)
+        if (!stored) return false
+        if (expected && JSON.stringify(stored) !== JSON.stringify(expected)) return false
         clients.set(record.clientId, clone(record))
         return true
       },

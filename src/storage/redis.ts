@@ -69,6 +69,12 @@ const CLIENT_INSERT = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX') then redis.call('SADD', KEYS[2], ARGV[2]) return 1 end
 return 0`
 
+// Compare-and-set of a client record: replaces it only while it is still the expected JSON.
+const CLIENT_SWAP = `
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1`
+
 type ScriptResult = [0] | [1, string] | [2, string, string]
 
 interface ScriptedRedis extends Redis {
@@ -83,6 +89,7 @@ interface ScriptedRedis extends Redis {
   ): Promise<ScriptResult>
   gatehouseExtend(key: string, until: number, ttl: number): Promise<number>
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
+  gatehouseClientSwap(key: string, record: string, expected: string): Promise<number>
   gatehouseAttempt(key: string, at: number, resetAt: number, ttl: number): Promise<[number, number]>
 }
 
@@ -103,6 +110,7 @@ export function createRedisStore(options: RedisStoreOptions) {
   redis.defineCommand('gatehouseRotate', { numberOfKeys: 2, lua: ROTATE })
   redis.defineCommand('gatehouseExtend', { numberOfKeys: 1, lua: EXTEND })
   redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
+  redis.defineCommand('gatehouseClientSwap', { numberOfKeys: 1, lua: CLIENT_SWAP })
   redis.defineCommand('gatehouseAttempt', { numberOfKeys: 1, lua: ATTEMPT })
 
   const k = (kind: string, id: string) => `${prefix}${kind}:${id}`
@@ -170,11 +178,12 @@ export function createRedisStore(options: RedisStoreOptions) {
           )
           return inserted === 1
         }),
-      update: (record) =>
-        run(
-          'clients.update',
-          async () => (await redis.set(k('client', record.clientId), JSON.stringify(record), 'XX')) === 'OK',
-        ),
+      update: (record, expected) =>
+        run('clients.update', async () => {
+          const key = k('client', record.clientId)
+          if (!expected) return (await redis.set(key, JSON.stringify(record), 'XX')) === 'OK'
+          return (await redis.gatehouseClientSwap(key, JSON.stringify(record), JSON.stringify(expected))) === 1
+        }),
       delete: (clientId) =>
         run('clients.delete', async () => {
           const [[, deleted]] = (await redis

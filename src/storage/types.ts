@@ -185,8 +185,12 @@ export interface Store {
     get(clientId: string): Promise<ClientRecord | undefined>
     /** Inserts unless the id exists. Returns whether it inserted. Atomic. */
     insert(record: ClientRecord): Promise<boolean>
-    /** Replaces an existing record. Returns false if the id does not exist. */
-    update(record: ClientRecord): Promise<boolean>
+    /**
+     * Replaces an existing record. Returns false if the id does not exist, or, when `expected` is
+     * given, if the stored record is no longer equal to it (compare-and-set: read-modify-write
+     * callers such as secret rotation retry on false, so concurrent changes are never lost).
+     */
+    update(record: ClientRecord, expected?: ClientRecord): Promise<boolean>
     delete(clientId: string): Promise<boolean>
     list(): Promise<ClientRecord[]>
   }

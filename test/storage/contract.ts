@@ -14,6 +14,7 @@
  * changing one place.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { type AddedSecret, type ClientRegistry, createClientRegistry } from '../../src/clients.ts'
 import type {
   ClientRecord,
   CodeRecord,
@@ -221,6 +222,41 @@ export function describeStorageContract(options: StorageContractOptions): void {
         }
         expect(await store.clients.update(changed)).toBe(true)
         expect(await store.clients.get(record.clientId)).toEqual(changed)
+      })
+
+      test('#17.11 update with expected: of two concurrent compare-and-sets from one record exactly one wins', async () => {
+        const record = clientRecord()
+        await store.clients.insert(record)
+        const expected = defined(await store.clients.get(record.clientId), 'the client')
+        const a = { ...expected, displayName: 'A', updatedAt: expected.updatedAt + 1 }
+        const b = { ...expected, displayName: 'B', updatedAt: expected.updatedAt + 1 }
+        const results = await Promise.all([store.clients.update(a, expected), store.clients.update(b, expected)])
+        expect(results.filter(Boolean)).toHaveLength(1)
+        expect(await store.clients.get(record.clientId)).toEqual(results[0] ? a : b)
+        // a stale expected record never overwrites
+        expect(await store.clients.update({ ...expected, displayName: 'C' }, expected)).toBe(false)
+        expect((await store.clients.get(record.clientId))?.displayName).toBe(results[0] ? 'A' : 'B')
+      })
+
+      test('#17.11 concurrent addSecret and retireSecret from two registries (instances) lose no secret', async () => {
+        const registries = [0, 1].map(() => createClientRegistry({ store, now: clock, iterations: 1, cacheTtl: 0 }))
+        const [one, two] = registries as [ClientRegistry, ClientRegistry]
+        const clientId = uniqueId('rotating')
+        await one.ensure({ clientId, clientSecret: 'first-secret-0123456789', permissions: ['ept:token'] })
+        const added = await Promise.all([
+          ...Array.from({ length: 4 }, () => one.addSecret(clientId)),
+          ...Array.from({ length: 4 }, () => two.addSecret(clientId)),
+        ])
+        const info = defined(await two.find(clientId), 'the client')
+        expect(info.secrets).toHaveLength(9)
+        for (const secret of added) expect(info.secrets.map((s) => s.id)).toContain(secret.id)
+        // retiring two different secrets at once from both instances: both retirements stick
+        const [x, y] = added as [AddedSecret, AddedSecret]
+        await Promise.all([one.retireSecret(clientId, x.id), two.retireSecret(clientId, y.id)])
+        const after = defined(await one.find(clientId), 'the client')
+        expect(after.secrets.find((s) => s.id === x.id)?.expiresAt).toBe(now)
+        expect(after.secrets.find((s) => s.id === y.id)?.expiresAt).toBe(now)
+        expect(after.secrets).toHaveLength(9)
       })
 
       test('update of an unknown id returns false and creates nothing', async () => {

@@ -160,12 +160,18 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           )
           return rows.length === 1
         }),
-      update: (record) =>
+      update: (record, expected) =>
         run('clients.update', async () => {
-          const rows = await client.query(
-            `UPDATE ${t('clients')} SET record = $2::jsonb WHERE client_id = $1 RETURNING client_id`,
-            [record.clientId, json(record)],
-          )
+          // jsonb equality is structural: the row's own lock makes the comparison and the write one step.
+          const rows = expected
+            ? await client.query(
+                `UPDATE ${t('clients')} SET record = $2::jsonb WHERE client_id = $1 AND record = $3::jsonb RETURNING client_id`,
+                [record.clientId, json(record), json(expected)],
+              )
+            : await client.query(
+                `UPDATE ${t('clients')} SET record = $2::jsonb WHERE client_id = $1 RETURNING client_id`,
+                [record.clientId, json(record)],
+              )
           return rows.length === 1
         }),
       delete: (clientId) =>
