@@ -185,6 +185,7 @@ async function withService<T>(setup: Setup, fn: (service: TokenService) => Promi
     $schema: _schema,
     issuer,
     store: _store,
+    pruneClients: _prune,
     ...settings
   } = setup.file ?? ({} as Partial<ConfigFile>)
   let service: TokenService

@@ -89,6 +89,30 @@ function flag(args: string[], name: string): string | undefined {
   return undefined
 }
 
+/**
+ * Makes the store's clients what the configuration file lists: each is created, updated or left
+ * unchanged; with `prune`, stored clients the file does not list are deleted. One line per client.
+ */
+export async function syncClients(
+  service: TokenService,
+  clients: ConfigFile['clients'],
+  prune: boolean,
+): Promise<string[]> {
+  const results = await Promise.all(clients.map((client) => service.clients.sync(client)))
+  const lines = results.map(({ status, client }) => `client ${client.clientId}: ${status}`)
+  const listed = new Set(clients.map((client) => client.clientId))
+  for (const stored of await service.clients.list()) {
+    if (listed.has(stored.clientId)) continue
+    if (prune) {
+      await service.clients.delete(stored.clientId)
+      lines.push(`client ${stored.clientId}: removed (not in the configuration file; pruneClients is true)`)
+    } else {
+      lines.push(`client ${stored.clientId}: kept (not in the configuration file; set "pruneClients": true to remove)`)
+    }
+  }
+  return lines
+}
+
 /** Starts the service on a runtime. Exits with status 1 and a clear message on bad configuration. */
 export async function start(runtime: Runtime): Promise<TokenService> {
   const fail = (message: string): never => {
@@ -125,6 +149,7 @@ export async function start(runtime: Runtime): Promise<TokenService> {
     $schema: _schema,
     issuer: _issuer,
     store: storeConfig,
+    pruneClients = false,
     ...settings
   } = file ?? {}
   let chosen: StoreConfig
@@ -152,8 +177,11 @@ export async function start(runtime: Runtime): Promise<TokenService> {
     return fail((err as Error).message)
   }
   try {
-    await Promise.all(clients.map((client) => service.clients.ensure(client)))
+    // The file is the source of truth for the clients it lists (the demo seed only fills gaps).
+    const lines = file ? await syncClients(service, clients, pruneClients) : []
+    if (!file) await Promise.all(clients.map((client) => service.clients.ensure(client)))
     await service.ready()
+    for (const line of lines) console.log(line)
   } catch (err) {
     return fail((err as Error).message)
   }

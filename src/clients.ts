@@ -3,8 +3,14 @@
  * Host-side client registration (ensure, find, update, delete, list) and the per-instance client
  * cache the endpoints read through. Secrets are hashed before they reach the store.
  */
-import { type ClientRegistration, formatIssues, parseClientRegistration, withoutInputs } from './config.ts'
-import { hashSecret, isSecretHash } from './secrets.ts'
+import {
+  type ClientRegistration,
+  type ParsedClientRegistration,
+  formatIssues,
+  parseClientRegistration,
+  withoutInputs,
+} from './config.ts'
+import { hashSecret, isSecretHash, verifySecret } from './secrets.ts'
 import { base64url } from 'jose'
 import * as v from 'valibot'
 import type { ClientRecord, SecretRecord, Store } from './storage/types.ts'
@@ -103,6 +109,24 @@ export type ClientChanges = Partial<Omit<ClientRegistration, 'clientId' | 'clien
   clientSecret?: string | null
 }
 
+/** Whether two records register the same client (times aside). */
+function sameClient(a: ClientRecord, b: ClientRecord): boolean {
+  const { createdAt: _a1, updatedAt: _a2, ...left } = a
+  const { createdAt: _b1, updatedAt: _b2, ...right } = b
+  return JSON.stringify(canonical(left)) === JSON.stringify(canonical(right))
+}
+
+/** A JSON value with object keys sorted, for comparison. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical)
+  if (typeof value !== 'object' || value === null) return value
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+  )
+}
+
 /** Read-modify-writes retried on a concurrent change before `update` and rotation give up. */
 const CHANGE_ATTEMPTS = 8
 
@@ -123,18 +147,16 @@ export function createClientRegistry(options: ClientRegistryOptions) {
 
   async function toRecord(registration: ClientRegistration, createdAt: number): Promise<ClientRecord> {
     const reg = parseClientRegistration(registration)
-    const at = now()
-    const secrets =
-      reg.clientSecret === undefined
-        ? []
-        : [
-            {
-              hash: isSecretHash(reg.clientSecret)
-                ? reg.clientSecret
-                : await hashSecret(reg.clientSecret, options.iterations),
-              createdAt: at,
-            },
-          ]
+    return fromRegistration(reg, await secretsOf(reg.clientSecret), createdAt)
+  }
+
+  /** The stored secrets of a registration's secret: none, or its hash (hashed here unless it is one). */
+  async function secretsOf(secret: string | undefined): Promise<SecretRecord[]> {
+    if (secret === undefined) return []
+    return [{ hash: isSecretHash(secret) ? secret : await hashSecret(secret, options.iterations), createdAt: now() }]
+  }
+
+  function fromRegistration(reg: ParsedClientRegistration, secrets: SecretRecord[], createdAt: number): ClientRecord {
     return {
       clientId: reg.clientId,
       secrets,
@@ -148,8 +170,23 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       lifetimes: reg.lifetimes,
       ...(reg.allowedNetworks ? { allowedNetworks: reg.allowedNetworks } : {}),
       createdAt,
-      updatedAt: at,
+      updatedAt: now(),
     }
+  }
+
+  /**
+   * The stored secrets to keep for a registration's secret: the client's own when the secret
+   * still verifies against a live one of them (or, pre-hashed, equals one), else undefined.
+   */
+  async function keptSecrets(existing: ClientRecord, secret: string | undefined): Promise<SecretRecord[] | undefined> {
+    if (secret === undefined) return existing.secrets.length === 0 ? existing.secrets : undefined
+    const at = now()
+    for (const record of existing.secrets) {
+      if (record.expiresAt !== undefined && record.expiresAt <= at) continue
+      if (isSecretHash(secret) ? secret === record.hash : await verifySecret(secret, record.hash))
+        return existing.secrets
+    }
+    return undefined
   }
 
   /** Reads a client from the store into the cache (an unknown id is remembered too). */
@@ -194,13 +231,18 @@ export function createClientRegistry(options: ClientRegistryOptions) {
 
   /**
    * Read-modify-write of one client as a compare-and-set: `change` sees the stored record and
-   * returns its successor, written only if nobody changed the record meanwhile (another call,
-   * another instance); otherwise it runs again on the fresh record. Nothing is lost to a race.
+   * returns its successor (or `existing` itself: no write), written only if nobody changed the
+   * record meanwhile (another call, another instance); otherwise it runs again on the fresh
+   * record. Nothing is lost to a race.
    */
-  async function change(clientId: string, next: (existing: ClientRecord) => Promise<ClientRecord> | ClientRecord) {
+  async function change(
+    clientId: string,
+    next: (existing: ClientRecord) => Promise<ClientRecord> | ClientRecord,
+  ): Promise<ClientRecord> {
     for (let attempt = 0; attempt < CHANGE_ATTEMPTS; attempt++) {
       const existing = await load(clientId)
       const record = await next(existing)
+      if (record === existing) return existing // nothing to change
       if (await store.clients.update(record, existing)) {
         cache.delete(clientId)
         return record
@@ -237,6 +279,50 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       cache.delete(record.clientId)
       const stored = created ? record : await store.clients.get(record.clientId)
       return { created, client: toClientInfo(stored ?? record) }
+    },
+
+    /**
+     * Makes the stored client exactly what `registration` says (the configuration file's
+     * semantics, where the file is the source of truth): creates it when missing; otherwise every
+     * field becomes the registration's (a field left out returns to its default, as for a new
+     * registration). The secret: while the registration's secret still verifies against a live
+     * stored one (a pre-hashed secret: equals one), the stored secrets stay as they are, so a
+     * restart costs no rehash and secrets added with `addSecret` survive; otherwise they are all
+     * replaced by the registration's (a rotated-out secret stops working at once), and no secret
+     * makes the client public. `createdAt` is kept; `updatedAt` moves only when something changed.
+     * `ensure` keeps its skip-if-exists meaning.
+     * @example
+     * for (const client of file.clients) console.log((await service.clients.sync(client)).status)
+     */
+    async sync(
+      registration: ClientRegistration,
+    ): Promise<{ status: 'created' | 'updated' | 'unchanged'; client: ClientInfo }> {
+      const reg = parseClientRegistration(registration)
+      if (!(await store.clients.get(reg.clientId))) {
+        const record = fromRegistration(reg, await secretsOf(reg.clientSecret), now())
+        if (await store.clients.insert(record)) {
+          cache.delete(reg.clientId)
+          return { status: 'created', client: toClientInfo(record) }
+        }
+      }
+      let status: 'updated' | 'unchanged' = 'unchanged'
+      let replacement: SecretRecord[] | undefined
+      const record = await change(reg.clientId, async (existing) => {
+        // Hashed once, even when a concurrent change makes this run again.
+        let secrets = await keptSecrets(existing, reg.clientSecret)
+        if (!secrets) {
+          replacement ??= await secretsOf(reg.clientSecret)
+          secrets = replacement
+        }
+        const next = fromRegistration(reg, secrets, existing.createdAt)
+        if (sameClient(next, existing)) {
+          status = 'unchanged'
+          return existing
+        }
+        status = 'updated'
+        return next
+      })
+      return { status, client: toClientInfo(record) }
     },
 
     /** The client with this id, or undefined. */

@@ -38,6 +38,8 @@ export const ConfigFileSchema = v.strictObject({
   issuer: v.optional(settings.issuer),
   store: v.optional(StoreConfigSchema),
   clients: v.optional(v.array(ClientRegistrationSchema), []),
+  /** Delete stored clients the file does not list (default false: they may come from the API or CLI). */
+  pruneClients: v.optional(v.boolean(), false),
   users: v.optional(v.array(UserSchema), []),
   scopes: v.optional(v.array(ScopeSchema), []),
   accessTokenTtl: settings.accessTokenTtl,

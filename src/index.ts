@@ -179,6 +179,7 @@ export function createTokenService(options: TokenServiceOptions) {
     /** Host-side client registration. */
     clients: {
       ensure: clients.ensure,
+      sync: clients.sync,
       find: clients.find,
       list: clients.list,
       update: clients.update,
