@@ -113,7 +113,7 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
       const handle = Object.hasOwn(route.methods, method) ? route.methods[method] : undefined
       if (!handle) {
         const allow = Object.keys(route.methods).join(', ')
-        throw new OAuthError('invalid_request', `method ${request.method.slice(0, 20)} is not allowed here`, {
+        throw new OAuthError('invalid_request', 'the request method is not allowed here', {
           status: 405,
           headers: { allow },
         })

@@ -68,12 +68,28 @@ export function parseParams(text: string, maxParameterLength: number): Params {
       throw new OAuthError('invalid_request', `parameter ${printable(name)} is repeated`)
     }
     seen.add(name)
-    if (value.length > maxParameterLength) {
-      throw new OAuthError('invalid_request', `parameter ${printable(name)} is too long`)
-    }
+    checkParameter(name, value, maxParameterLength)
     if (value !== '') params.set(name, value)
   }
   return params
+}
+
+/** U+0000 and unpaired surrogates: no store keeps them (PostgreSQL text refuses NUL outright). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is exactly what this refuses.
+const UNSAFE_CHARACTERS = /\u0000|\p{Cs}/u
+
+/**
+ * Refuses a parameter that is too long or holds a character no store can keep (U+0000, an
+ * unpaired surrogate) as invalid_request, before it reaches any store. The description names
+ * the parameter, never its value.
+ */
+export function checkParameter(name: string, value: string, maxParameterLength = Number.POSITIVE_INFINITY): void {
+  if (value.length > maxParameterLength) {
+    throw new OAuthError('invalid_request', `parameter ${printable(name)} is too long`)
+  }
+  if (UNSAFE_CHARACTERS.test(value) || UNSAFE_CHARACTERS.test(name)) {
+    throw new OAuthError('invalid_request', `parameter ${printable(name)} contains a character that is not allowed`)
+  }
 }
 
 /**
@@ -86,15 +102,20 @@ export function formPairs(text: string): URLSearchParams {
 
 const FORM_TYPE = 'application/x-www-form-urlencoded'
 
-/** Reads a POST form body (RFC 6749 §3.2: application/x-www-form-urlencoded). */
+/**
+ * Reads a POST form body (RFC 6749 §3.2: application/x-www-form-urlencoded). Any other body (JSON,
+ * text, multipart, no content type) is `400 invalid_request`, the RFC 6749 §5.2 answer to a
+ * malformed request, at every endpoint alike.
+ */
 export async function readForm(request: Request, limits: FormLimits): Promise<Params> {
   const type = request.headers.get('content-type') ?? ''
-  if (type !== FORM_TYPE && mediaType(type) !== FORM_TYPE) {
-    throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', {
-      status: 415,
-    })
-  }
+  if (type !== FORM_TYPE && mediaType(type) !== FORM_TYPE) throw notAForm()
   return parseParams(await readText(request, limits.maxBodyBytes, limits.trustContentLength), limits.maxParameterLength)
+}
+
+/** The error for a body that is not a form. */
+export function notAForm(): OAuthError {
+  return new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded')
 }
 
 /**

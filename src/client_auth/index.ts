@@ -14,7 +14,7 @@
 import { isConfidential } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import type { Params } from '../http.ts'
+import { type Params, checkParameter } from '../http.ts'
 import { inNetworks } from '../networks.ts'
 import { metaOf } from '../request_meta.ts'
 import type { GatehouseEvent, RequestMeta } from '../events.ts'
@@ -89,6 +89,9 @@ export async function authenticateClient(
       throw new OAuthError('invalid_request', 'use only one client authentication method')
     }
     ;({ clientId, clientSecret: secret } = parseBasic(header))
+    // No U+0000 toward a store, as for form parameters (the header's own size bounds the length).
+    checkParameter('client_id', clientId)
+    checkParameter('client_secret', secret)
     if (bodyId !== undefined && bodyId !== clientId) {
       throw invalidClient('client_id does not match the authenticated client')
     }

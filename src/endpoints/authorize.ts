@@ -18,7 +18,7 @@
 import { isConfidential } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode, safeDescription } from '../errors.ts'
-import { formPairs, mediaType, readText } from '../http.ts'
+import { checkParameter, formPairs, mediaType, notAForm, printable, readText } from '../http.ts'
 import { type AuthorizationRequest, startInteraction, issueCodeRedirect, loadSession } from '../interaction/flow.ts'
 import { errorPage } from '../pages.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
@@ -37,7 +37,7 @@ function collect(search: URLSearchParams, maxLength: number): RawParams {
   const repeated = new Set<string>()
   for (const [name, value] of search) {
     if (values.has(name)) repeated.add(name)
-    if (value.length > maxLength) throw new OAuthError('invalid_request', `parameter ${name.slice(0, 40)} is too long`)
+    checkParameter(name, value, maxLength)
     if (value !== '') values.set(name, value)
   }
   return { values, repeated }
@@ -46,9 +46,7 @@ function collect(search: URLSearchParams, maxLength: number): RawParams {
 async function readParams(request: Request, ctx: Context): Promise<RawParams> {
   const max = ctx.config.limits.maxParameterLength
   if (request.method === 'POST') {
-    if (mediaType(request.headers.get('content-type') ?? '') !== 'application/x-www-form-urlencoded') {
-      throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', { status: 415 })
-    }
+    if (mediaType(request.headers.get('content-type') ?? '') !== 'application/x-www-form-urlencoded') throw notAForm()
     const body = await readText(request, ctx.config.limits.maxBodyBytes, ctx.config.limits.trustContentLength)
     return collect(formPairs(body), max)
   }
@@ -132,7 +130,7 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
     return fail('invalid_request', 'only response_mode query is supported')
   // 6: RFC 6749 §3.1, parameters must not be included more than once.
   if (raw.repeated.size > 0)
-    return fail('invalid_request', `parameter ${[...raw.repeated][0]?.slice(0, 40)} is repeated`)
+    return fail('invalid_request', `parameter ${printable([...raw.repeated][0] ?? '')} is repeated`)
 
   // 7
   let scopes: string[]
@@ -145,14 +143,14 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
   if (scopes.length === 0) return fail('invalid_scope', 'scope is required')
   const granted: string[] = []
   for (const scope of scopes) {
-    if (!ctx.scopes.get(scope)) return fail('invalid_scope', `unknown scope ${scope}`)
+    if (!ctx.scopes.get(scope)) return fail('invalid_scope', 'scope contains an unknown scope')
     if (scope === 'offline_access') {
       // Core §11: offline_access is ignored unless the client may use refresh tokens.
       if (client.permissions.includes(Permissions.GrantTypes.RefreshToken)) granted.push(scope)
       continue
     }
     if (!client.permissions.includes(scopePermission(scope)))
-      return fail('invalid_scope', `the client is not allowed the scope ${scope}`)
+      return fail('invalid_scope', 'scope contains a scope the client is not allowed')
     granted.push(scope)
   }
 
@@ -176,7 +174,7 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
   // 9
   const prompt = (p.get('prompt') ?? '').split(' ').filter((value) => value !== '')
   for (const value of prompt)
-    if (!PROMPTS.has(value)) return fail('invalid_request', `unsupported prompt value ${value}`)
+    if (!PROMPTS.has(value)) return fail('invalid_request', 'prompt contains an unsupported value')
   if (prompt.includes('none') && prompt.length > 1)
     return fail('invalid_request', 'prompt=none cannot be combined with other values')
   let maxAge: number | undefined

@@ -10,7 +10,7 @@
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie } from '../cookies.ts'
 import { OAuthError } from '../errors.ts'
-import { readForm } from '../http.ts'
+import { parseParams, readForm } from '../http.ts'
 import { type AuthorizationRequest, completeInteraction, loadSession } from '../interaction/flow.ts'
 import { consentPage, errorPage, loginPage } from '../pages.ts'
 import { metaOf } from '../request_meta.ts'
@@ -66,7 +66,14 @@ async function render(
 export async function handleInteraction(request: Request, ctx: Context): Promise<Response> {
   // HEAD is routed here as GET (handler.ts): it must show the page, not read a form.
   if (request.method === 'GET' || request.method === 'HEAD') {
-    const uid = new URL(request.url).searchParams.get('uid')
+    let query: Map<string, string>
+    try {
+      query = parseParams(new URL(request.url).search.slice(1), ctx.config.limits.maxParameterLength)
+    } catch (err) {
+      if (err instanceof OAuthError) return errorPage(ctx.config.theme, err.code, err.message, err.status)
+      throw err
+    }
+    const uid = query.get('uid')
     const record = uid ? await ctx.store.interactions.get(uid) : undefined
     if (record?.kind !== 'authorization') return errorPage(ctx.config.theme, 'invalid_request', EXPIRED)
     if (!(await isSameBrowser(request, record, ctx))) {

@@ -10,7 +10,7 @@ import { authorizationCode } from '../grants/authorization_code.ts'
 import { clientCredentials } from '../grants/client_credentials.ts'
 import { refreshToken } from '../grants/refresh_token.ts'
 import type { Grant } from '../grants/types.ts'
-import { noStoreJson, printable, readForm } from '../http.ts'
+import { noStoreJson, readForm } from '../http.ts'
 import { Permissions } from '../permissions.ts'
 
 /** The grants the token endpoint dispatches to. */
@@ -24,7 +24,7 @@ export async function handleToken(request: Request, ctx: Context): Promise<Respo
   if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
   const grant = GRANTS.get(grantType)
   if (!grant) {
-    throw new OAuthError('unsupported_grant_type', `unsupported grant_type ${printable(grantType)}`)
+    throw new OAuthError('unsupported_grant_type', 'grant_type is not supported')
   }
   const auth = await authenticateClient(request, params, ctx, { allowPublic: grant.allowPublic })
   requirePermission(auth.client, Permissions.Endpoints.Token, 'the token endpoint')

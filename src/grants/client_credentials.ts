@@ -23,12 +23,12 @@ function grantedScopes(requested: string[], permissions: readonly string[], ctx:
       .filter((scope) => ctx.scopes.get(scope) !== undefined && !ctx.scopes.isUserScope(scope))
   }
   for (const scope of requested) {
-    if (ctx.scopes.get(scope) === undefined) throw new OAuthError('invalid_scope', `unknown scope ${scope}`)
+    if (ctx.scopes.get(scope) === undefined) throw new OAuthError('invalid_scope', 'scope contains an unknown scope')
     if (ctx.scopes.isUserScope(scope)) {
-      throw new OAuthError('invalid_scope', `scope ${scope} requires an end-user`)
+      throw new OAuthError('invalid_scope', 'scope contains a scope that requires an end-user')
     }
     if (!permissions.includes(scopePermission(scope))) {
-      throw new OAuthError('invalid_scope', `the client is not allowed the scope ${scope}`)
+      throw new OAuthError('invalid_scope', 'scope contains a scope the client is not allowed')
     }
   }
   return requested

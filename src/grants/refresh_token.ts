@@ -50,7 +50,8 @@ export const refreshToken: Grant = {
     const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
     const original = record.scope === '' ? [] : record.scope.split(' ')
     for (const scope of requested) {
-      if (!original.includes(scope)) throw new OAuthError('invalid_scope', `scope ${scope} was not granted`)
+      if (!original.includes(scope))
+        throw new OAuthError('invalid_scope', 'scope contains a scope that was not granted')
     }
     // The next generation keeps only what the client may still use (its permissions today).
     const granted = permittedScopes(client, original, ctx)

@@ -167,7 +167,7 @@ describe('authorization endpoint: errors after verification go back to the clien
         headers: { 'content-type': 'application/json' },
       }),
     )
-    expect(response.status).toBe(415)
+    expect(response.status).toBe(400)
     expect(response.headers.get('content-type')).toMatch(/^text\/html/)
   })
 })

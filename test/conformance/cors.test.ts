@@ -199,7 +199,7 @@ describe('CORS: the token, userinfo and revocation endpoints', () => {
       [get(TOKEN, SPA), 405, null],
       [
         new Request(url(TOKEN), { method: 'POST', headers: { origin: SPA, 'content-type': 'text/plain' }, body: 'x' }),
-        415,
+        400,
         null,
       ],
     ]

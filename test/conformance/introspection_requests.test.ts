@@ -132,7 +132,7 @@ describe('introspection requests', () => {
     await expectError(response, 400, 'invalid_request')
   })
 
-  it('INT-01: a JSON body → 415 invalid_request', async () => {
+  it('#17.6 INT-01: a JSON body → 400 invalid_request', async () => {
     const ctx = await setup()
     const response = await ctx.service.fetch(
       new Request(ctx.url, {
@@ -141,7 +141,7 @@ describe('introspection requests', () => {
         body: JSON.stringify({ token: ctx.token }),
       }),
     )
-    await expectError(response, 415, 'invalid_request')
+    await expectError(response, 400, 'invalid_request')
   })
 
   it.each(['GET', 'PUT', 'DELETE', 'PATCH'])('INT-01: %s → 405 with Allow: POST', async (method) => {

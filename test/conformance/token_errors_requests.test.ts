@@ -109,10 +109,10 @@ describe('token endpoint: request errors', () => {
       'application/xml',
       () => raw('<grant_type>client_credentials</grant_type>', { ...AUTH, 'content-type': 'application/xml' }),
     ],
-  ])('TOK-01: a %s body → 415 invalid_request', async (_, build) => {
+  ])('#17.6 TOK-01: a %s body → 400 invalid_request', async (_, build) => {
     const request = build()
     expect(request.headers.get('content-type') ?? '').not.toMatch(/urlencoded/)
-    await expectError(await service.fetch(request), 415, 'invalid_request')
+    await expectError(await service.fetch(request), 400, 'invalid_request')
   })
 
   it('TOK-01: a form content type with a charset parameter is accepted', async () => {

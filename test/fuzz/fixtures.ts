@@ -4,10 +4,11 @@
  * invariants every response must keep: no 5xx, API errors as RFC 6749 §5.2 JSON, browser pages
  * as escaped HTML, and redirects only to registered redirect URIs or the service's own pages.
  */
-import { expect } from 'vitest'
+import { expect, onTestFinished } from 'vitest'
+import { STORES, type StoreKind } from '../helpers/stores.ts'
 import { Browser } from '../helpers/browser.ts'
 import { authorizationUrl, setup, signIn } from '../helpers/flow.ts'
-import { CLIENTS, ISSUER, basic, form } from '../helpers/service.ts'
+import { CLIENTS, ISSUER, basic, clock, form } from '../helpers/service.ts'
 import type * as oauth from 'oauth4webapi'
 import { RAW_MARKER, type RequestSpec, toRequest } from './arbitraries.ts'
 
@@ -55,9 +56,15 @@ export const ALL_POST_LOGOUT_URIS = Object.values(CLIENTS).flatMap((c) => c.post
 
 export type Service = Awaited<ReturnType<typeof setup>>['service']
 
-/** A service with a signed-in browser and real tokens of several kinds. */
-export async function fuzzSetup() {
-  const ctx = await setup()
+/**
+ * A service with a signed-in browser and real tokens of several kinds, on the store `kind`
+ * (memory by default; the store is closed and emptied when the running test ends).
+ */
+export async function fuzzSetup(kind: StoreKind = STORES[0] as StoreKind) {
+  const time = clock(Math.floor(Date.now() / 1000))
+  const opened = await kind.create(time.now)
+  onTestFinished(() => opened.dispose())
+  const ctx = await setup({ store: opened.store, now: time.now })
   const { result } = await signIn(ctx)
   // the service's signing keys and a client_credentials token for `service`
   const jwks = (await ctx.service.keys.jwks()) as { keys: Array<{ kid: string }> }
@@ -72,6 +79,7 @@ export async function fuzzSetup() {
   const cookies = [...ctx.browser.cookies]
   return {
     ...ctx,
+    clock: time,
     kids: jwks.keys.map((k) => k.kid),
     accessToken: result.access_token,
     refreshToken: result.refresh_token as string,

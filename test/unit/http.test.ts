@@ -126,9 +126,9 @@ describe('readForm', () => {
     ['multipart/form-data', 'multipart/form-data; boundary=x'],
     ['no Content-Type', null],
     ['a near miss', 'application/x-www-form-urlencoded-extra'],
-  ])('TOK-01: %s → 415 invalid_request', async (_, type) => {
+  ])('#17.6 TOK-01: %s → 400 invalid_request', async (_, type) => {
     const err = await thrown(readForm(post('grant_type=client_credentials', type), LIMITS))
-    expect(err).toMatchObject({ code: 'invalid_request', status: 415 })
+    expect(err).toMatchObject({ code: 'invalid_request', status: 400 })
   })
 
   it.each([

@@ -49,7 +49,7 @@ async function context() {
     store,
     now: () => NOW,
     secretCache: createVerificationCache({ ttl: 300, max: 100, now: () => NOW }),
-    config: { secretHashIterations: 1000 },
+    config: { secretHashIterations: 1000, limits: { maxParameterLength: 4096 } },
     emit: () => {},
   } as unknown as Context
   return { ctx, store }
