@@ -7,10 +7,21 @@
  * Keys come from the issuer's `jwks_uri` (OpenID Connect Discovery, or given) through jose's
  * `createRemoteJWKSet`: cached, and fetched again when a token names an unknown `kid` (rotation)
  * once the cooldown since the last fetch has passed.
+ *
+ * Revocation: a JWT is verified locally, so by itself this helper cannot know that a token was
+ * revoked (at the revocation endpoint, by refresh-token reuse, by logout) before it expires. With
+ * the `introspection` option it also asks the authorization server (RFC 7662) and refuses a token
+ * that is no longer active, reusing each answer for `cacheTtl` seconds (default 5).
  */
 import { type JWTVerifyGetKey, createRemoteJWKSet, customFetch, errors, jwtVerify } from 'jose'
+import {
+  type IntrospectionOptions,
+  IntrospectionFailedError,
+  createIntrospectionCheck,
+} from './resource_introspection.ts'
 import type { AccessTokenClaims } from './tokens/access_token.ts'
 
+export type { IntrospectionOptions } from './resource_introspection.ts'
 export type { AccessTokenClaims } from './tokens/access_token.ts'
 
 /** A fetch function (the global `fetch` fits). */
@@ -56,6 +67,15 @@ export interface ResourceServerOptions {
   timeout?: number
   /** The clock (epoch seconds), for tests. Default: the system clock. */
   now?: () => number
+  /**
+   * Also ask the issuer's introspection endpoint (RFC 7662) whether each token is still active,
+   * so a revoked token is refused within `cacheTtl` seconds (default 5) instead of working until
+   * it expires. Without it, verification is local only: **a revoked JWT keeps working until its
+   * `exp`** (keep access tokens short-lived then). The client must be confidential, hold
+   * `ept:introspection`, and be one of the token audiences (register it with the API's audience
+   * as its id, e.g. `api1`). An endpoint that cannot answer refuses the token (503 from `protect`).
+   */
+  introspection?: IntrospectionOptions
 }
 
 /** A verified access token. */
@@ -66,6 +86,12 @@ export interface AuthenticatedRequest {
   claims: AccessTokenClaims
   /** The token's scopes (its `scope` claim split on spaces). */
   scopes: string[]
+  /**
+   * Whom the token represents: `client` for a client-credentials token (it carries
+   * `gty: "client_credentials"`; its `sub` is the client id), `user` for an end-user's token.
+   * Tell them apart by this, never by comparing `sub` with `client_id`.
+   */
+  subjectType: 'client' | 'user'
 }
 
 /** The RFC 6750 §3.1 error codes. */
@@ -264,8 +290,68 @@ export function createResourceServer(options: ResourceServerOptions) {
   const realm = options.realm ?? audience
   const fetchImpl: FetchFunction = options.fetch ?? ((url, init) => fetch(url, init))
   const now = options.now
+  const introspect = options.introspection ? introspectionCheck(options.introspection) : undefined
+
+  function introspectionCheck(given: IntrospectionOptions): (token: string, exp: number) => Promise<boolean> {
+    if (typeof given !== 'object' || given === null) throw new TypeError('introspection: must be an object')
+    if (typeof given.clientId !== 'string' || given.clientId === '') {
+      throw new TypeError('introspection.clientId: must be a non-empty string')
+    }
+    if (typeof given.clientSecret !== 'string' || given.clientSecret === '') {
+      throw new TypeError('introspection.clientSecret: must be a non-empty string')
+    }
+    const endpoint =
+      given.endpoint !== undefined ? checkUrl('introspection.endpoint', given.endpoint, allowHttp) : undefined
+    const cacheMax = given.cacheMax ?? 10_000
+    if (!Number.isSafeInteger(cacheMax) || cacheMax < 1) throw new TypeError('introspection.cacheMax: must be ≥ 1')
+    return createIntrospectionCheck({
+      endpoint: endpoint ? async () => endpoint : discoverIntrospectionEndpoint,
+      clientId: given.clientId,
+      clientSecret: given.clientSecret,
+      cacheTtl: seconds('introspection.cacheTtl', given.cacheTtl, 5),
+      cacheMax,
+      fetch: fetchImpl,
+      timeout,
+      now: () => now?.() ?? Math.floor(Date.now() / 1000),
+    })
+  }
+
+  let metadataPromise: Promise<Record<string, unknown>> | undefined
+  /** The issuer's discovery document, fetched once (a failure is not kept: the next call retries). */
+  function metadata(): Promise<Record<string, unknown>> {
+    if (!metadataPromise) {
+      const pending = fetchMetadata()
+      metadataPromise = pending
+      pending.catch(() => {
+        if (metadataPromise === pending) metadataPromise = undefined
+      })
+    }
+    return metadataPromise
+  }
+
+  async function discoverIntrospectionEndpoint(): Promise<URL> {
+    const record = await metadata()
+    if (typeof record.introspection_endpoint !== 'string') {
+      throw new IssuerUnavailableError("the issuer's metadata has no introspection_endpoint")
+    }
+    try {
+      return checkUrl('introspection_endpoint', record.introspection_endpoint, allowHttp)
+    } catch (cause) {
+      throw new IssuerUnavailableError("the issuer's metadata has an unusable introspection_endpoint", { cause })
+    }
+  }
 
   async function discoverJwksUri(): Promise<URL> {
+    const record = await metadata()
+    if (typeof record.jwks_uri !== 'string') throw new IssuerUnavailableError("the issuer's metadata has no jwks_uri")
+    try {
+      return checkUrl('jwks_uri', record.jwks_uri, allowHttp)
+    } catch (cause) {
+      throw new IssuerUnavailableError("the issuer's metadata has an unusable jwks_uri", { cause })
+    }
+  }
+
+  async function fetchMetadata(): Promise<Record<string, unknown>> {
     const base = issuerUrl.href.endsWith('/') ? issuerUrl.href.slice(0, -1) : issuerUrl.href
     const url = `${base}/.well-known/openid-configuration`
     let metadata: unknown
@@ -287,12 +373,7 @@ export function createResourceServer(options: ResourceServerOptions) {
     if (record.issuer !== issuer) {
       throw new IssuerUnavailableError(`the metadata at ${url} is for another issuer`)
     }
-    if (typeof record.jwks_uri !== 'string') throw new IssuerUnavailableError(`the metadata at ${url} has no jwks_uri`)
-    try {
-      return checkUrl('jwks_uri', record.jwks_uri, allowHttp)
-    } catch (cause) {
-      throw new IssuerUnavailableError(`the metadata at ${url} has an unusable jwks_uri`, { cause })
-    }
+    return record
   }
 
   let keySetPromise: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined
@@ -376,7 +457,21 @@ export function createResourceServer(options: ResourceServerOptions) {
         required.join(' '),
       )
     }
-    return { token, claims, scopes }
+    if (introspect && !(await stillActive(token, claims.exp))) {
+      return new Refusal(401, 'invalid_token', 'the access token has been revoked')
+    }
+    // Client-credentials tokens say so (gty); an end-user's token always has auth_time.
+    const subjectType = claims.gty === 'client_credentials' || claims.auth_time === undefined ? 'client' : 'user'
+    return { token, claims, scopes, subjectType }
+  }
+
+  async function stillActive(token: string, exp: number): Promise<boolean> {
+    try {
+      return await (introspect as NonNullable<typeof introspect>)(token, exp)
+    } catch (err) {
+      if (err instanceof IntrospectionFailedError) throw new IssuerUnavailableError(err.message, { cause: err })
+      throw err
+    }
   }
 
   async function verify(input: Request | string, verifyOptions: VerifyOptions = {}): Promise<VerifyResult> {

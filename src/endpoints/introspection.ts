@@ -60,6 +60,7 @@ async function introspectAccessToken(token: string, caller: ClientRecord, ctx: C
       jti: claims.jti,
       token_type: 'Bearer',
       ...(claims.auth_time !== undefined ? { auth_time: claims.auth_time } : {}),
+      ...(claims.gty !== undefined ? { gty: claims.gty } : {}),
     },
     jti: claims.jti,
     ...(claims.gid !== undefined ? { grantId: claims.gid } : {}),

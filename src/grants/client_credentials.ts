@@ -55,6 +55,7 @@ export const clientCredentials: Grant = {
         scope,
         now: ctx.now(),
         ttl,
+        client: true,
       },
       key instanceof Promise ? await key : key,
     )

@@ -24,6 +24,12 @@ export interface AccessTokenClaims extends JWTPayload {
   auth_time?: number
   /** The session the token was issued in (user tokens). */
   sid?: string
+  /**
+   * `client_credentials` on a token that represents the client itself (whose `sub` is the client
+   * id), so that no client whose id equals a user's `sub` can pass for that user (RFC 9068 §5).
+   * The claim name is Auth0's for the same purpose; user tokens have none (they carry auth_time).
+   */
+  gty?: 'client_credentials'
 }
 
 export interface IssueAccessTokenInput {
@@ -37,6 +43,8 @@ export interface IssueAccessTokenInput {
   familyId?: string
   authTime?: number
   sid?: string
+  /** The token represents the client itself (client_credentials): adds `gty`. */
+  client?: boolean
 }
 
 /** An access token and its claims. */
@@ -66,6 +74,7 @@ export function issueAccessToken(
   if (input.authTime !== undefined) claims.auth_time = input.authTime
   if (input.familyId !== undefined) claims.gid = input.familyId
   if (input.sid !== undefined) claims.sid = input.sid
+  if (input.client) claims.gty = 'client_credentials'
   const token = signJwt(claims, 'at+jwt', key)
   return typeof token === 'string' ? { token, claims } : token.then((signed) => ({ token: signed, claims }))
 }
