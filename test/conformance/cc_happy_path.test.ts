@@ -80,6 +80,7 @@ describe('client_credentials happy path', () => {
       jti: expect.any(String),
       iat: ctx.clock.now(),
       exp: ctx.clock.now() + 3600,
+      gty: 'client_credentials', // #17.9: the token represents the client itself
     })
     // JWKS-03: the kid is published.
     const jwks = (await (await ctx.service.fetch(new Request(ctx.as.jwks_uri as string))).json()) as {

@@ -59,6 +59,7 @@ describe('introspection of an active access token', () => {
       aud: 'api1',
       jti: expect.any(String),
       token_type: 'Bearer',
+      gty: 'client_credentials',
     })
     expect(result).toEqual(body)
   })
