@@ -95,6 +95,20 @@ describe('#17.10 logout and the tokens of the session', () => {
     expect(await refresh(ctx, next)).toBe(400)
   })
 
+  it('#17.10 signing in as another user in the same browser ends the previous session the same way', async () => {
+    const ctx = await setup()
+    const alice = (await signIn(ctx, { scope: 'openid' })).result
+    const bob = (
+      await signIn(ctx, {
+        scope: 'openid',
+        extra: { prompt: 'login' },
+        credentials: { username: 'bob', password: 'bob-password' },
+      })
+    ).result
+    expect(await refresh(ctx, alice.refresh_token as string)).toBe(400)
+    expect(await refresh(ctx, bob.refresh_token as string)).toBe(200)
+  })
+
   it('#17.10 an id_token_hint whose session already ended asks before ending the current session', async () => {
     const ctx = await setup()
     const first = (await signIn(ctx, { scope: 'openid' })).result
