@@ -58,15 +58,14 @@ function tooLarge(limit: number): OAuthError {
  * Parses `application/x-www-form-urlencoded` text into parameters.
  * - a parameter given twice is `invalid_request` (RFC 6749 §3.1, §3.2)
  * - empty values are treated as omitted (RFC 6749 §3.1)
- * - values longer than the limit are `invalid_request`
+ * - values longer than the limit, or holding U+0000 or an unpaired surrogate, are `invalid_request`
+ * Descriptions name a parameter only when the service knows the name (see `parameterName`).
  */
 export function parseParams(text: string, maxParameterLength: number): Params {
   const params: Params = new Map()
   const seen = new Set<string>()
   for (const [name, value] of formPairs(text)) {
-    if (seen.has(name)) {
-      throw new OAuthError('invalid_request', `parameter ${printable(name)} is repeated`)
-    }
+    if (seen.has(name)) throw new OAuthError('invalid_request', `${parameterName(name)} is repeated`)
     seen.add(name)
     checkParameter(name, value, maxParameterLength)
     if (value !== '') params.set(name, value)
@@ -81,14 +80,14 @@ const UNSAFE_CHARACTERS = /\u0000|\p{Cs}/u
 /**
  * Refuses a parameter that is too long or holds a character no store can keep (U+0000, an
  * unpaired surrogate) as invalid_request, before it reaches any store. The description names
- * the parameter, never its value.
+ * a known parameter (`parameterName`), never a value.
  */
 export function checkParameter(name: string, value: string, maxParameterLength = Number.POSITIVE_INFINITY): void {
   if (value.length > maxParameterLength) {
-    throw new OAuthError('invalid_request', `parameter ${printable(name)} is too long`)
+    throw new OAuthError('invalid_request', `${parameterName(name)} is too long`)
   }
   if (UNSAFE_CHARACTERS.test(value) || UNSAFE_CHARACTERS.test(name)) {
-    throw new OAuthError('invalid_request', `parameter ${printable(name)} contains a character that is not allowed`)
+    throw new OAuthError('invalid_request', `${parameterName(name)} contains a character that is not allowed`)
   }
 }
 
@@ -147,10 +146,62 @@ export function mediaType(contentType: string): string {
   return (contentType.split(';', 1)[0] ?? '').trim().toLowerCase()
 }
 
-/** A parameter name made safe for an error description. */
-export function printable(name: string): string {
-  const cut = name.length > 40 ? `${name.slice(0, 40)}…` : name
-  return cut.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?')
+/**
+ * The parameter names an error description may show: those of the protocols served (RFC 6749,
+ * 7009, 7636, 7662, 9126, OpenID Connect Core and RP-Initiated Logout) and of the built-in pages.
+ * Any other name is request input, which no description repeats (#17.8).
+ */
+const KNOWN_PARAMETERS: ReadonlySet<string> = new Set([
+  'access_token',
+  'acr_values',
+  'action',
+  'assertion',
+  'audience',
+  'authorization_details',
+  'claims',
+  'claims_locales',
+  'client_assertion',
+  'client_assertion_type',
+  'client_id',
+  'client_secret',
+  'code',
+  'code_challenge',
+  'code_challenge_method',
+  'code_verifier',
+  'confirm',
+  'csrf',
+  'decision',
+  'display',
+  'dpop_jkt',
+  'grant_type',
+  'id_token_hint',
+  'login_hint',
+  'logout_hint',
+  'max_age',
+  'nonce',
+  'password',
+  'post_logout_redirect_uri',
+  'prompt',
+  'redirect_uri',
+  'refresh_token',
+  'registration',
+  'request',
+  'request_uri',
+  'resource',
+  'response_mode',
+  'response_type',
+  'scope',
+  'state',
+  'token',
+  'token_type_hint',
+  'ui_locales',
+  'uid',
+  'username',
+])
+
+/** How an error description names a parameter: by its name if the service knows it, else generically. */
+export function parameterName(name: string): string {
+  return KNOWN_PARAMETERS.has(name) ? `parameter ${name}` : 'a parameter the service does not use'
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' } as const

@@ -18,7 +18,7 @@
 import { isConfidential } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode, safeDescription } from '../errors.ts'
-import { checkParameter, formPairs, mediaType, notAForm, printable, readText } from '../http.ts'
+import { checkParameter, formPairs, mediaType, notAForm, parameterName, readText } from '../http.ts'
 import { type AuthorizationRequest, startInteraction, issueCodeRedirect, loadSession } from '../interaction/flow.ts'
 import { errorPage } from '../pages.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
@@ -129,8 +129,7 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
   if (responseMode !== undefined && responseMode !== 'query')
     return fail('invalid_request', 'only response_mode query is supported')
   // 6: RFC 6749 §3.1, parameters must not be included more than once.
-  if (raw.repeated.size > 0)
-    return fail('invalid_request', `parameter ${printable([...raw.repeated][0] ?? '')} is repeated`)
+  if (raw.repeated.size > 0) return fail('invalid_request', `${parameterName([...raw.repeated][0] ?? '')} is repeated`)
 
   // 7
   let scopes: string[]

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { OAuthError } from '../../src/errors.ts'
 import { checkParameter, parseParams } from '../../src/http.ts'
 import type { Store } from '../../src/storage/types.ts'
-import { setup } from '../helpers/flow.ts'
+import { setup, signIn } from '../helpers/flow.ts'
 import { ISSUER, basic, clock, form, makeService } from '../helpers/service.ts'
 import { STORES, type TestStore } from '../helpers/stores.ts'
 
@@ -141,23 +141,56 @@ describe('#17.5 the check itself', () => {
     expect(() => checkParameter('state', 'a\uDC00')).toThrow(OAuthError)
     expect(() => checkParameter('state', `a${NUL}`)).toThrow(OAuthError)
     expect(() => checkParameter('state', 'a\uD83D\uDE00\u0001\u007f')).not.toThrow()
-    expect(() => parseParams('a=%00', 100)).toThrow(/parameter a contains/)
+    expect(() => parseParams('a=%00', 100)).toThrow(/a parameter the service does not use contains/)
   })
 })
 
 describe('#17.6 a body that is not a form is 400 invalid_request at token, introspection and revocation', () => {
+  const EXPECTED = 'the body must be application/x-www-form-urlencoded'
   it.each([
-    ['application/json', '{"grant_type":"client_credentials"}'],
-    ['text/plain', 'grant_type=client_credentials'],
-    [null, 'grant_type=client_credentials'],
+    ['application/json', () => '{"grant_type":"client_credentials"}'],
+    ['text/plain', () => 'grant_type=client_credentials'],
+    ['multipart/form-data', () => multipart()],
+    [null, () => new Blob(['grant_type=client_credentials'])],
   ])('#17.6 %s', async (type, body) => {
     const { service } = await makeService()
     for (const url of [TOKEN, INTROSPECT, REVOKE]) {
       const headers: Record<string, string> = { authorization: basic('service', 'service-secret') }
-      if (type !== null) headers['content-type'] = type
-      const request = new Request(url, { method: 'POST', headers, body: type === null ? new Blob([body]) : body })
-      const response = await service.fetch(request)
-      await expectJsonError(response)
+      if (type === 'application/json' || type === 'text/plain') headers['content-type'] = type
+      const response = await service.fetch(new Request(url, { method: 'POST', headers, body: body() }))
+      expect(response.status, url).toBe(400)
+      // RFC 6749 §5.2: invalid_request, naming the type expected, not the one sent
+      expect(await response.json()).toEqual({ error: 'invalid_request', error_description: EXPECTED })
     }
   })
+
+  it('#17.6 the browser endpoints taking forms answer the same with an error page; userinfo reads only the header then', async () => {
+    const ctx = await setup()
+    const json = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"uid":"x"}' }
+    for (const path of ['/connect/authorize', '/connect/interaction', '/connect/logout']) {
+      const response = await ctx.service.fetch(new Request(`${ISSUER}${path}`, json))
+      expect(response.status, path).toBe(400)
+      expect(response.headers.get('content-type')).toMatch(/^text\/html/)
+      const html = await response.text()
+      expect(html).toContain('invalid_request')
+      expect(html).toContain(EXPECTED)
+    }
+    // OpenID Connect Core §5.3.1 and RFC 6750 §2.2: a POST to userinfo may carry the token in the
+    // header; only a form body is a token carrier, so any other body is not an error in itself.
+    const { result } = await signIn(ctx)
+    const userinfo = await ctx.service.fetch(
+      new Request(`${ISSUER}/connect/userinfo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${result.access_token}` },
+        body: '{}',
+      }),
+    )
+    expect(userinfo.status).toBe(200)
+  })
 })
+
+function multipart(): FormData {
+  const data = new FormData()
+  data.set('grant_type', 'client_credentials')
+  return data
+}

@@ -7,7 +7,8 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { basic } from '../helpers/service.ts'
 import { MAX_BODY_BYTES, settings, streamOf, utf8 } from './arbitraries.ts'
-import { ISSUER, checkApi, checkBrowser, fuzzSetup } from './fixtures.ts'
+import { STORE_CHOICES } from '../helpers/stores.ts'
+import { ISSUER, checkApi, checkBrowser, fuzzSetup, runsOn } from './fixtures.ts'
 
 interface Target {
   path: string
@@ -79,9 +80,9 @@ function pad(form: string, size: number, padding: string): Uint8Array<ArrayBuffe
   return utf8(text.padEnd(Math.max(size, text.length), '&'))
 }
 
-describe('fuzz: body size limit', () => {
-  it('413 past maxBodyBytes, served at or under it, whatever the delivery', async () => {
-    const fx = await fuzzSetup()
+describe.each(STORE_CHOICES)('fuzz ($name store): body size limit', (kind) => {
+  it.skipIf(kind.skip)('413 past maxBodyBytes, served at or under it, whatever the delivery', async () => {
+    const fx = await fuzzSetup(kind)
     await fc.assert(
       fc.asyncProperty(body, async (b) => {
         const endless = b.size === Number.POSITIVE_INFINITY
@@ -116,7 +117,7 @@ describe('fuzz: body size limit', () => {
         const over = actual > LIMIT || (declared !== undefined && Number(declared) > LIMIT)
         expect(response.status, text.slice(0, 300)).toBe(over ? 413 : b.target.fits)
       }),
-      settings(0x6a7e_0400, 250),
+      settings(0x6a7e_0400, runsOn(kind, 250)),
     )
   })
 })

@@ -57,6 +57,14 @@ export const ALL_POST_LOGOUT_URIS = Object.values(CLIENTS).flatMap((c) => c.post
 export type Service = Awaited<ReturnType<typeof setup>>['service']
 
 /**
+ * The fuzz runs of a property on a store: all of them on memory, a quarter (at least 25) on
+ * PostgreSQL and Redis, whose round trips cost more and whose parsing is the same code.
+ */
+export function runsOn(kind: StoreKind, runs: number): number {
+  return kind.name === 'memory' ? runs : Math.max(25, Math.ceil(runs / 4))
+}
+
+/**
  * A service with a signed-in browser and real tokens of several kinds, on the store `kind`
  * (memory by default; the store is closed and emptied when the running test ends).
  */

@@ -7,7 +7,8 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { PLRU, RU, basic } from '../helpers/service.ts'
 import { type Param, serialize, settings } from './arbitraries.ts'
-import { ISSUER, fuzzSetup } from './fixtures.ts'
+import { STORE_CHOICES } from '../helpers/stores.ts'
+import { ISSUER, fuzzSetup, runsOn } from './fixtures.ts'
 
 const prefix = fc.constantFrom('', '', '?', '??', '?&', '&', '&&')
 
@@ -24,9 +25,9 @@ function standard(text: string): URLSearchParams {
   return new URLSearchParams(`&${text}`)
 }
 
-describe('fuzz: parameters are read as the urlencoded parser reads them', () => {
-  it('token, authorize (POST) and logout (GET)', async () => {
-    const fx = await fuzzSetup()
+describe.each(STORE_CHOICES)('fuzz ($name store): parameters are read as the urlencoded parser reads them', (kind) => {
+  it.skipIf(kind.skip)('token, authorize (POST) and logout (GET)', async () => {
+    const fx = await fuzzSetup(kind)
     const requests = {
       token: [p('grant_type', 'client_credentials'), p('scope', 'api1')],
       authorize: [
@@ -75,7 +76,7 @@ describe('fuzz: parameters are read as the urlencoded parser reads them', () => 
           expect(redirected).toBe(valid)
         }
       }),
-      settings(0x6a7e_0700, 200),
+      settings(0x6a7e_0700, runsOn(kind, 200)),
     )
   })
 })

@@ -7,7 +7,8 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { RU } from '../helpers/service.ts'
 import { MARKER, authorization, cookie, method, params, serialize, settings, toRequest } from './arbitraries.ts'
-import { ISSUER, checkApi, checkBrowser, fuzzSetup, startInteraction } from './fixtures.ts'
+import { STORE_CHOICES } from '../helpers/stores.ts'
+import { ISSUER, checkApi, checkBrowser, fuzzSetup, runsOn, startInteraction } from './fixtures.ts'
 
 const SERVED: Record<string, { methods: string[]; browser: boolean }> = {
   '/.well-known/openid-configuration': { methods: ['GET'], browser: false },
@@ -26,9 +27,9 @@ function base(location: string | null): string | null {
   return location === null ? null : location.replace(/\?.*$/, '')
 }
 
-describe('fuzz: methods', () => {
-  it('unserved methods: 405 with Allow, JSON or HTML by endpoint', async () => {
-    const fx = await fuzzSetup()
+describe.each(STORE_CHOICES)('fuzz ($name store): methods', (kind) => {
+  it.skipIf(kind.skip)('unserved methods: 405 with Allow, JSON or HTML by endpoint', async () => {
+    const fx = await fuzzSetup(kind)
     const request = fc.record({
       path: fc.constantFrom(...Object.keys(SERVED)),
       method,
@@ -55,12 +56,12 @@ describe('fuzz: methods', () => {
           expect(response.headers.get('allow')).toBe(served.methods.join(', '))
         }
       }),
-      settings(0x6a7e_0600, 400),
+      settings(0x6a7e_0600, runsOn(kind, 400)),
     )
   })
 
-  it('HEAD answers as GET does, without a body', async () => {
-    const fx = await fuzzSetup()
+  it.skipIf(kind.skip)('HEAD answers as GET does, without a body', async () => {
+    const fx = await fuzzSetup(kind)
     const real = await startInteraction(fx.service)
     const getPaths = Object.keys(SERVED).filter((p) => (SERVED[p] as { methods: string[] }).methods.includes('GET'))
     const request = fc.record({
@@ -94,7 +95,7 @@ describe('fuzz: methods', () => {
         if (head.status < 400) expect(headBody).toBe('')
         await get.body?.cancel()
       }),
-      settings(0x6a7e_0601, 300),
+      settings(0x6a7e_0601, runsOn(kind, 300)),
     )
   })
 })

@@ -66,6 +66,16 @@ const redis: StoreKind = {
   },
 }
 
+/**
+ * Every store kind, each marked `skip` when its variable is unset, for suites that show a store
+ * they cannot reach as skipped: `describe.each(STORE_CHOICES)` with `it.skipIf(kind.skip)`.
+ */
+export const STORE_CHOICES: Array<StoreKind & { skip: boolean }> = [
+  { ...memory, skip: false },
+  { ...postgres, skip: !process.env.DATABASE_URL },
+  { ...redis, skip: !process.env.REDIS_URL },
+]
+
 /** Memory, plus PostgreSQL and Redis where their variables are set. */
 export const STORES: StoreKind[] = [
   memory,

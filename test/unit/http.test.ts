@@ -5,8 +5,8 @@ import {
   escapeHtml,
   mediaType,
   noStoreJson,
+  parameterName,
   parseParams,
-  printable,
   readBody,
   readForm,
 } from '../../src/http.ts'
@@ -129,6 +129,8 @@ describe('readForm', () => {
   ])('#17.6 TOK-01: %s → 400 invalid_request', async (_, type) => {
     const err = await thrown(readForm(post('grant_type=client_credentials', type), LIMITS))
     expect(err).toMatchObject({ code: 'invalid_request', status: 400 })
+    // names the type expected, never the one sent
+    expect(err.message).toBe('the body must be application/x-www-form-urlencoded')
   })
 
   it.each([
@@ -210,8 +212,13 @@ describe('parseParams', () => {
     expect(() => parseParams('a=&a=1', 64)).toThrow(expect.objectContaining({ code: 'invalid_request' }))
   })
 
-  it('the error names the parameter safely', () => {
-    expect(() => parseParams('a"\\b=1&a"\\b=2', 64)).toThrow(/parameter a\?\?b is repeated/)
+  it('#17.8 the error names a known parameter, and no other name the request chose', () => {
+    expect(() => parseParams('scope=a&scope=b', 64)).toThrow(/^parameter scope is repeated$/)
+    expect(() => parseParams('a"\\b=1&a"\\b=2', 64)).toThrow(/^a parameter the service does not use is repeated$/)
+    expect(() => parseParams(`visit-evil.example=${'x'.repeat(65)}`, 64)).toThrow(
+      /^a parameter the service does not use is too long$/,
+    )
+    expect(() => parseParams('state=%00', 64)).toThrow(/^parameter state contains a character that is not allowed$/)
   })
 })
 
@@ -224,9 +231,10 @@ describe('helpers', () => {
     expect(mediaType(value)).toBe(expected)
   })
 
-  it('printable cuts long names and masks unsafe characters', () => {
-    expect(printable('a'.repeat(50))).toBe(`${'a'.repeat(40)}?`)
-    expect(printable('x"y\\z\n')).toBe('x?y?z?')
+  it('#17.8 parameterName shows protocol names only', () => {
+    expect(parameterName('redirect_uri')).toBe('parameter redirect_uri')
+    expect(parameterName('constructor')).toBe('a parameter the service does not use')
+    expect(parameterName('Call +1 555 0100')).toBe('a parameter the service does not use')
   })
 
   it.each([
