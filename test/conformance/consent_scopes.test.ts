@@ -7,22 +7,12 @@
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import type { InteractionResult } from '../../src/index.ts'
-import { authorizationUrl, setup, webAuth, webClient } from '../helpers/flow.ts'
-import { RU } from '../helpers/service.ts'
+import { RU, authorizationUrl, redeemCallback, setup, webClient } from '../helpers/flow.ts'
 
 type Ctx = Awaited<ReturnType<typeof setup>>
 
 async function redeem(ctx: Ctx, callback: URL, request: Awaited<ReturnType<typeof authorizationUrl>>) {
-  const params = oauth.validateAuthResponse(ctx.as, webClient, callback, request.state as string)
-  const response = await oauth.authorizationCodeGrantRequest(
-    ctx.as,
-    webClient,
-    webAuth,
-    params,
-    RU,
-    request.verifier,
-    ctx.opts,
-  )
+  const { response } = await redeemCallback(ctx, callback, request)
   return oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, {
     expectedNonce: request.nonce as string,
   })
@@ -55,17 +45,8 @@ describe('#17.1 consent decides the granted scopes', () => {
       login: { sub: 'user-1' },
       consent: { scopes: ['api1'] },
     })
-    const params = oauth.validateAuthResponse(ctx.as, webClient, callback, request.state as string)
-    const tokenResponse = await oauth.authorizationCodeGrantRequest(
-      ctx.as,
-      webClient,
-      webAuth,
-      params,
-      RU,
-      request.verifier,
-      ctx.opts,
-    )
-    const body = (await tokenResponse.json()) as Record<string, unknown>
+    const { response } = await redeemCallback(ctx, callback, request)
+    const body = (await response.json()) as Record<string, unknown>
     expect(body.scope).toBe('api1')
     expect(body.id_token).toBeUndefined()
   })
@@ -118,16 +99,11 @@ describe('#17.1 consent decides the granted scopes', () => {
     expect(html).toContain('data-scope="email"')
     expect(html).toContain('<code>email</code>')
     const allowed = await ctx.browser.submit(signedIn.page as never, { decision: 'allow' })
-    const params = oauth.validateAuthResponse(ctx.as, consentClient, allowed.callback as URL, request.state as string)
-    const response = await oauth.authorizationCodeGrantRequest(
-      ctx.as,
-      consentClient,
-      oauth.ClientSecretBasic('consent-secret'),
-      params,
-      'https://consent.example.test/cb',
-      request.verifier,
-      ctx.opts,
-    )
+    const { response } = await redeemCallback(ctx, allowed.callback as URL, request, {
+      client: consentClient,
+      auth: oauth.ClientSecretBasic('consent-secret'),
+      redirectUri: 'https://consent.example.test/cb',
+    })
     const tokens = await oauth.processAuthorizationCodeResponse(ctx.as, consentClient, response, {
       expectedNonce: request.nonce as string,
     })

@@ -7,7 +7,7 @@
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import { SESSION_GRANTS_MAX } from '../../src/interaction/flow.ts'
-import { authorizationUrl, setup, signIn, webAuth, webClient } from '../helpers/flow.ts'
+import { authorizationUrl, redeemCallback, setup, signIn, webAuth, webClient } from '../helpers/flow.ts'
 import { ISSUER, basic, form } from '../helpers/service.ts'
 
 type Ctx = Awaited<ReturnType<typeof setup>>
@@ -60,17 +60,8 @@ describe('#17.10 logout and the tokens of the session', () => {
     const { result } = await signIn(ctx, { scope: 'openid' })
     const request = await authorizationUrl(ctx.as, { scope: 'openid' })
     const pending = await ctx.browser.navigate(request.url.href)
-    const params = oauth.validateAuthResponse(ctx.as, webClient, pending.callback as URL, request.state as string)
     await logout(ctx, result.id_token as string)
-    const response = await oauth.authorizationCodeGrantRequest(
-      ctx.as,
-      webClient,
-      webAuth,
-      params,
-      'https://rp.example.test/cb',
-      request.verifier,
-      ctx.opts,
-    )
+    const { response } = await redeemCallback(ctx, pending.callback as URL, request)
     expect(response.status).toBe(400)
     expect(((await response.json()) as { error: string }).error).toBe('invalid_grant')
   })

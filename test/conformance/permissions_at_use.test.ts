@@ -5,8 +5,8 @@
  */
 import * as oauth from 'oauth4webapi'
 import { afterEach, describe, expect, it } from 'vitest'
-import { authorizationUrl, authorize, setup, webAuth, webClient } from '../helpers/flow.ts'
-import { RU, clock } from '../helpers/service.ts'
+import { authorizationUrl, authorize, redeemCallback, setup, webClient } from '../helpers/flow.ts'
+import { clock } from '../helpers/service.ts'
 import { STORES, type TestStore } from '../helpers/stores.ts'
 
 type Ctx = Awaited<ReturnType<typeof setup>>
@@ -25,23 +25,16 @@ describe.each(STORES)('#17.4 permissions checked at use ($name store)', (kind) =
     return setup({ store: opened.store, now: time.now })
   }
 
+  /** A code for `scope`, not redeemed yet: `exchange()` sends its token request. */
   async function code(ctx: Ctx, scope: string) {
     const request = await authorizationUrl(ctx.as, { scope })
     const callback = await authorize(ctx.browser, request.url)
-    return { request, params: oauth.validateAuthResponse(ctx.as, webClient, callback, request.state as string) }
+    return { request, exchange: async () => (await redeemCallback(ctx, callback, request)).response }
   }
 
   async function redeem(ctx: Ctx, scope: string) {
-    const { request, params } = await code(ctx, scope)
-    const response = await oauth.authorizationCodeGrantRequest(
-      ctx.as,
-      webClient,
-      webAuth,
-      params,
-      RU,
-      request.verifier,
-      ctx.opts,
-    )
+    const { request, exchange } = await code(ctx, scope)
+    const response = await exchange()
     return oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, {
       expectedNonce: request.nonce as string,
     })
@@ -110,17 +103,9 @@ describe.each(STORES)('#17.4 permissions checked at use ($name store)', (kind) =
 
   it('#17.4 a code issued before the client lost scp:email is redeemed without email, nor email claims', async () => {
     const ctx = await start()
-    const { request, params } = await code(ctx, 'openid email api1')
+    const { request, exchange } = await code(ctx, 'openid email api1')
     await ctx.service.clients.update('web', { permissions: permissions('scp:openid', 'scp:api1') })
-    const response = await oauth.authorizationCodeGrantRequest(
-      ctx.as,
-      webClient,
-      webAuth,
-      params,
-      RU,
-      request.verifier,
-      ctx.opts,
-    )
+    const response = await exchange()
     const tokens = await oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, {
       expectedNonce: request.nonce as string,
     })
@@ -131,17 +116,9 @@ describe.each(STORES)('#17.4 permissions checked at use ($name store)', (kind) =
 
   it('#17.4 a code issued before the client lost gt:authorization_code is refused', async () => {
     const ctx = await start()
-    const { request, params } = await code(ctx, 'openid')
+    const { exchange } = await code(ctx, 'openid')
     await ctx.service.clients.update('web', { permissions: [...FULL, 'gt:refresh_token', 'scp:openid'] })
-    const response = await oauth.authorizationCodeGrantRequest(
-      ctx.as,
-      webClient,
-      webAuth,
-      params,
-      RU,
-      request.verifier,
-      ctx.opts,
-    )
+    const response = await exchange()
     expect(response.status).toBe(400)
     expect(((await response.json()) as { error: string }).error).toBe('unauthorized_client')
   })

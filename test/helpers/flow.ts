@@ -64,6 +64,38 @@ export async function authorize(
   return after.callback
 }
 
+/** What a client redeeming a code sends: its identity, authentication and redirect URI. */
+export interface RedeemOptions {
+  client?: oauth.Client
+  auth?: oauth.ClientAuth
+  redirectUri?: string
+  pkce?: boolean
+}
+
+/**
+ * Validates the callback of `request` and sends the token request for its code (oauth4webapi),
+ * as `web` unless told: the token endpoint's raw response, to check or process.
+ */
+export async function redeemCallback(
+  ctx: { as: oauth.AuthorizationServer; opts: ReturnType<typeof inProcess> },
+  callback: URL,
+  request: { state?: string | undefined; verifier: string },
+  options: RedeemOptions = {},
+): Promise<{ params: URLSearchParams; response: Response }> {
+  const client = options.client ?? webClient
+  const params = oauth.validateAuthResponse(ctx.as, client, callback, request.state ?? oauth.expectNoState)
+  const response = await oauth.authorizationCodeGrantRequest(
+    ctx.as,
+    client,
+    options.auth ?? webAuth,
+    params,
+    options.redirectUri ?? RU,
+    options.pkce === false ? oauth.nopkce : request.verifier,
+    ctx.opts,
+  )
+  return { params, response }
+}
+
 /** The whole flow up to the token response, checked by oauth4webapi. */
 export async function signIn(
   ctx: { as: oauth.AuthorizationServer; browser: Browser; opts: ReturnType<typeof inProcess> },
@@ -74,19 +106,9 @@ export async function signIn(
   } = {},
 ) {
   const client = options.client ?? webClient
-  const clientAuth = options.auth ?? webAuth
   const request = await authorizationUrl(ctx.as, { clientId: client.client_id, ...options })
   const callback = await authorize(ctx.browser, request.url, options.credentials)
-  const params = oauth.validateAuthResponse(ctx.as, client, callback, request.state ?? oauth.expectNoState)
-  const response = await oauth.authorizationCodeGrantRequest(
-    ctx.as,
-    client,
-    clientAuth,
-    params,
-    options.redirectUri ?? RU,
-    options.pkce === false ? oauth.nopkce : request.verifier,
-    ctx.opts,
-  )
+  const { params, response } = await redeemCallback(ctx, callback, request, options)
   const result = await oauth.processAuthorizationCodeResponse(ctx.as, client, response, {
     expectedNonce: request.nonce ?? oauth.expectNoNonce,
     requireIdToken: (options.scope ?? 'openid').split(' ').includes('openid'),
