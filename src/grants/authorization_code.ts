@@ -2,10 +2,18 @@
  * @module grants/authorization_code
  * The authorization code grant (RFC 6749 §4.1.3, OpenID Connect Core §3.1.3). Checks, in order:
  * - `code` present (invalid_request), `redirect_uri` present (invalid_request)
- * - the code is consumed atomically: unknown or expired → invalid_grant; consumed before → the
- *   family's tokens are revoked (§4.1.2, §10.5) and invalid_grant
- * - bound to the authenticated client, to the redirect_uri (verbatim) and to the PKCE challenge
- * - the account still exists
+ * - the code is read, not consumed: unknown or expired → invalid_grant
+ * - bound to the authenticated client, to the redirect_uri (verbatim) and to the PKCE challenge,
+ *   each → invalid_grant. A failed check consumes and revokes nothing (issue #17 item 2, the
+ *   order of node-oidc-provider): whoever intercepts a code cannot burn the rightful redemption.
+ * - consumed before → a replay: the family's tokens are revoked (§4.1.2, §10.5, RFC 9700 §4.5)
+ *   and invalid_grant. Only a replay that passed the checks above revokes: another client, or a
+ *   wrong verifier or redirect_uri, presenting a redeemed code gets invalid_grant and revokes
+ *   nothing, since it does not prove it holds what the rightful client holds and must not be able
+ *   to end that client's grant with a leaked code.
+ * - the scopes still permitted, the account still exists
+ * - the code is consumed atomically (if a concurrent redemption won, this one is a replay), and
+ *   its family must not be revoked (logout ends the grants of its session)
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'

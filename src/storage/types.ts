@@ -189,6 +189,8 @@ export interface Store {
      * Replaces an existing record. Returns false if the id does not exist, or, when `expected` is
      * given, if the stored record is no longer equal to it (compare-and-set: read-modify-write
      * callers such as secret rotation retry on false, so concurrent changes are never lost).
+     * Atomic: of concurrent calls with one `expected`, at most one returns true. Pass `expected`
+     * as `get` returned it (adapters may compare its JSON text).
      */
     update(record: ClientRecord, expected?: ClientRecord): Promise<boolean>
     delete(clientId: string): Promise<boolean>

@@ -1,5 +1,6 @@
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
+import type { GatehouseEvent } from '../../src/index.ts'
 import { authorizationUrl, authorize, setup, webAuth, webClient } from '../helpers/flow.ts'
 import { RU, form } from '../helpers/service.ts'
 
@@ -54,12 +55,12 @@ describe('#17.2 a failed redemption burns nothing', () => {
       { id: 'web2', secret: 'web2-secret' },
     ],
     [
-      'CODE-06 the rightful client with a wrong code_verifier',
+      'CODE-08 the rightful client with a wrong code_verifier',
       (c: { code: string }) => ({ code: c.code, code_verifier: 'x'.repeat(43) }),
       { id: 'web', secret: 'web-secret' },
     ],
     [
-      'CODE-06 the rightful client without code_verifier',
+      'CODE-07 the rightful client without code_verifier',
       (c: { code: string }) => ({ code: c.code }),
       { id: 'web', secret: 'web-secret' },
     ],
@@ -75,14 +76,14 @@ describe('#17.2 a failed redemption burns nothing', () => {
   ])(
     '#17.2 %s fails with invalid_grant, and the rightful redemption afterwards succeeds',
     async (_name, fields, who) => {
-      const ctx = await setup()
+      const events: GatehouseEvent[] = []
+      const ctx = await setup({ onEvent: (event) => void events.push(event) })
       const c = await code(ctx)
-      const events: string[] = []
       const failed = await redeemAs(ctx, fields(c), who)
       expect(failed).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
       // twice: a second failure does not count as a replay either
       expect((await redeemAs(ctx, fields(c), who)).status).toBe(400)
-      expect(events).toEqual([])
+      expect(events.filter((e) => e.type.startsWith('code.') || e.type.startsWith('token.'))).toEqual([])
       const rightful = await redeem(ctx, { code: c.code, code_verifier: c.verifier })
       expect(rightful.status).toBe(200)
       const info = await oauth.userInfoRequest(ctx.as, webClient, rightful.body.access_token as string, ctx.opts)
@@ -91,7 +92,9 @@ describe('#17.2 a failed redemption burns nothing', () => {
   )
 
   it('#17.2 a failed attempt after the real redemption revokes nothing; the rightful replay does (CODE-03)', async () => {
-    const ctx = await setup()
+    const events: GatehouseEvent[] = []
+    const ctx = await setup({ onEvent: (event) => void events.push(event) })
+    const replays = () => events.filter((e) => e.type === 'code.replay_detected')
     const c = await code(ctx)
     const first = await redeem(ctx, { code: c.code, code_verifier: c.verifier })
     expect(first.status).toBe(200)
@@ -99,10 +102,14 @@ describe('#17.2 a failed redemption burns nothing', () => {
     expect(foreign).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
     const wrongVerifier = await redeem(ctx, { code: c.code, code_verifier: 'y'.repeat(43) })
     expect(wrongVerifier.status).toBe(400)
+    const otherUri = { code: c.code, code_verifier: c.verifier, redirect_uri: 'https://rp.example.test/cb2' }
+    expect((await redeem(ctx, otherUri)).status).toBe(400)
+    expect(replays()).toEqual([])
     const token = first.body.access_token as string
     expect((await oauth.userInfoRequest(ctx.as, webClient, token, ctx.opts)).status).toBe(200)
     const replay = await redeem(ctx, { code: c.code, code_verifier: c.verifier })
     expect(replay).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
+    expect(replays()).toHaveLength(1)
     expect((await oauth.userInfoRequest(ctx.as, webClient, token, ctx.opts)).status).toBe(401)
   })
 })
