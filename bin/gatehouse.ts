@@ -627,7 +627,8 @@ Options:
   --json            print {clientId, added, retired} as JSON
 
 With the in-memory store the file's secret is replaced by the new one (hashed); a running server
-keeps accepting the old one until it restarts with the file, so --grace does not apply.`,
+keeps accepting the old one until it restarts with the file, so --grace does not apply. With
+another store, a client the configuration file lists is refused: the file decides its secret.`,
   options: {
     grace: { type: 'string' },
     secret: { type: 'string' },
@@ -678,6 +679,14 @@ keeps accepting the old one until it restarts with the file, so --grace does not
       return finish(added, [])
     }
 
+    // The file is the source of truth for the clients it lists (#17.3): a secret rotated here would
+    // be replaced by the file's at the next start once the file's secret was retired.
+    if (config.file?.clients.some((client) => client.clientId === id)) {
+      throw new CliError(
+        `client "${id}" is listed in ${config.configPath}, which decides its secret: change clientSecret there (the next start applies it), or remove the client from the file to rotate it here`,
+        1,
+      )
+    }
     return withService(config, async (service) => {
       const client = await service.clients.find(id)
       if (!client) throw new CliError(`client "${id}" does not exist`, 1)

@@ -414,6 +414,13 @@ describe.each(stores)('gatehouse on a $name store', ({ url, env: storeEnv, clean
     60_000,
   )
 
+  it.runIf(url)(
+    '#17.3 clients rotate-secret refuses a client the configuration file lists (the file decides its secret)',
+    async () => {
+      await fails(['clients', 'rotate-secret', 'rt-service', ...args], 1, /listed in .*change clientSecret there/, env)
+    },
+  )
+
   it.runIf(url)('keys rotate publishes new keys that keys list shows', async () => {
     const before = JSON.parse((await ok(['keys', 'list', ...args, '--json'], env)).stdout) as KeyView[]
     const signing = before.find((key) => key.alg === 'ES256' && key.retiresAt === undefined) as KeyView

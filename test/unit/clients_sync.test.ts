@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { ClientRegistration } from '../../src/config.ts'
+import { parseConfigFile } from '../../src/config_file.ts'
 import { hashSecret } from '../../src/secrets.ts'
 import { ISSUER, basic, form, makeService } from '../helpers/service.ts'
 
@@ -88,5 +89,13 @@ describe('#17.3 clients.sync: the registration is the source of truth', () => {
     const skipped = await service.clients.ensure({ ...JOB, clientSecret: 'job-secret-two' })
     expect(skipped.created).toBe(false)
     expect((await cc(service, 'job-secret-one')).status).toBe(200)
+  })
+
+  it('#17.3 the configuration file takes "pruneClients": a boolean, false by default', () => {
+    const file = (extra: Record<string, unknown>) =>
+      parseConfigFile(JSON.stringify({ clients: [JOB], ...extra }), 'gatehouse.json')
+    expect(file({}).pruneClients).toBe(false)
+    expect(file({ pruneClients: true }).pruneClients).toBe(true)
+    expect(() => file({ pruneClients: 'yes' })).toThrow(/^gatehouse\.json: invalid configuration\npruneClients: /)
   })
 })

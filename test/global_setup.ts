@@ -1,0 +1,48 @@
+/**
+ * Runs once before `npm test`: says which groups of tests this machine skips and what would run
+ * them, so a green run on a laptop without PostgreSQL, Redis or Chromium is not mistaken for all
+ * of it. The groups themselves decide with the same conditions (`describe.runIf`, `skipIf`).
+ */
+import { existsSync } from 'node:fs'
+
+interface Group {
+  name: string
+  runs: boolean
+  how: string
+}
+
+/** The groups this environment skips, each with what would run it. */
+export function skippedGroups(
+  env: Record<string, string | undefined> = process.env,
+  exists: (path: string) => boolean = existsSync,
+): Group[] {
+  const groups: Group[] = [
+    {
+      name: 'PostgreSQL store, CLI and cluster tests',
+      runs: Boolean(env.DATABASE_URL),
+      how: 'set DATABASE_URL=postgres://user@host:5432/db',
+    },
+    { name: 'Redis store tests', runs: Boolean(env.REDIS_URL), how: 'set REDIS_URL=redis://host:6379' },
+    {
+      name: 'the browser test (test/browser)',
+      runs: exists('/usr/bin/chromium'),
+      how: 'install Chromium (apt-get install chromium)',
+    },
+    {
+      name: 'the Next.js example test',
+      runs: env.GATEHOUSE_TEST_NEXTJS === '1' || exists('examples/nextjs/node_modules'),
+      how: 'run `npm ci` in examples/nextjs (CI runs it after the suite)',
+    },
+  ]
+  return groups.filter((group) => !group.runs)
+}
+
+export default function report(): void {
+  const skipped = skippedGroups()
+  if (skipped.length === 0) {
+    console.log('npm test: every group of tests runs on this machine.')
+    return
+  }
+  console.log('npm test: skipped on this machine (the rest runs):')
+  for (const group of skipped) console.log(`  - ${group.name}: ${group.how}`)
+}
