@@ -12,15 +12,22 @@ export { nodeSecretDigest, nodeSha256 } from './node_crypto.ts'
 /** A fetch handler; `info.address` is the TCP peer's address (the service's throttling uses it). */
 export type FetchHandler = (request: Request, info?: { address?: string }) => Promise<Response>
 
+/** The part of `Deno.HttpServer` the adapter's callers use (structural: no Deno types needed). */
+export interface DenoServer {
+  /** Where it listens (`port` is useful with `port: 0`). */
+  readonly addr: { port: number } | { path: string }
+  /** Stops accepting connections and resolves once the in-flight requests have been answered. */
+  shutdown(): Promise<void>
+  /** Resolves when the server has closed. */
+  readonly finished: Promise<void>
+}
+
 /** Starts `Deno.serve` for `handler`; resolves once it listens. */
-export function serveDeno(
-  handler: FetchHandler,
-  options: { port: number; hostname?: string },
-): Promise<Deno.HttpServer> {
+export function serveDeno(handler: FetchHandler, options: { port: number; hostname?: string }): Promise<DenoServer> {
   return new Promise((resolve) => {
     // Deno calls onListen synchronously, before `Deno.serve` has returned the server: settle on
     // whichever of the two happens last.
-    let server: Deno.HttpServer | undefined
+    let server: DenoServer | undefined
     let listening = false
     server = Deno.serve(
       {

@@ -5,9 +5,15 @@
  * handler: bare node:http 36k req/s, @hono/node-server 31k, @hattip/adapter-node 3k; see README).
  */
 import type { Server } from 'node:http'
-import { createAdaptorServer } from '@hono/node-server'
+import { importOptional } from '../src/optional_import.ts'
 
 export { nodeSecretDigest, nodeServiceOptions, nodeSha256, nodeSigner } from './node_crypto.ts'
+
+const { createAdaptorServer } = await importOptional(
+  () => import('@hono/node-server'),
+  '@hono/node-server',
+  'gatehouse/adapters/node',
+)
 
 /** A fetch handler; `info.address` is the TCP peer's address (the service's throttling uses it). */
 export type FetchHandler = (request: Request, info?: { address?: string }) => Promise<Response>

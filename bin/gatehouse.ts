@@ -896,9 +896,14 @@ async function execute(command: Command, args: string[]): Promise<number | undef
   return command.run(values as Values, positionals, args)
 }
 
+/** The package's version: its package.json is one folder up from the sources, two from dist/bin. */
 async function version(): Promise<string> {
-  const text = await readFile(new URL('../package.json', import.meta.url), 'utf8')
-  return (JSON.parse(text) as { version: string }).version
+  for (const path of ['../package.json', '../../package.json']) {
+    const text = await readFile(new URL(path, import.meta.url), 'utf8').catch(() => undefined)
+    const manifest = text === undefined ? undefined : (JSON.parse(text) as { name?: string; version: string })
+    if (manifest?.name === 'gatehouse') return manifest.version
+  }
+  throw new Error('cannot find the package.json of gatehouse')
 }
 
 /** Runs the command line; resolves with the exit status, or undefined while a server runs. */

@@ -4,7 +4,10 @@
  * client credentials grant (RFC 6749 §4.4) through oauth4webapi, keeps it until shortly before it
  * expires, and shares one token request among concurrent callers.
  */
-import * as oauth from 'oauth4webapi'
+import type * as OAuth from 'oauth4webapi'
+import { importOptional } from './optional_import.ts'
+
+const oauth = await importOptional(() => import('oauth4webapi'), 'oauth4webapi', 'gatehouse/client')
 
 /** A fetch function (the global `fetch` fits). */
 export type FetchFunction = (url: string, init: RequestInit) => Promise<Response>
@@ -36,7 +39,7 @@ export interface ClientCredentialsSourceOptions {
 }
 
 /** A token response, with the moment it expires (epoch seconds) when the server said `expires_in`. */
-export interface ClientCredentialsToken extends oauth.TokenEndpointResponse {
+export interface ClientCredentialsToken extends OAuth.TokenEndpointResponse {
   readonly expires_at?: number
 }
 
@@ -149,7 +152,7 @@ function list(value: string | readonly string[] | undefined): string[] {
  *   })
  * }
  */
-export function createClientCredentialsSource(options: ClientCredentialsSourceOptions) {
+export function createClientCredentialsSource(options: ClientCredentialsSourceOptions): ClientCredentialsSource {
   for (const name of ['issuer', 'clientId', 'clientSecret'] as const) {
     if (typeof options[name] !== 'string' || options[name] === '') {
       throw new TypeError(`${name}: must be a non-empty string`)
@@ -169,7 +172,7 @@ export function createClientCredentialsSource(options: ClientCredentialsSourceOp
   if (clientAuthKind !== 'basic' && clientAuthKind !== 'post')
     throw new TypeError("clientAuth: must be 'basic' or 'post'")
   const now = options.now ?? (() => Date.now() / 1000)
-  const client: oauth.Client = { client_id: options.clientId }
+  const client: OAuth.Client = { client_id: options.clientId }
   const clientAuth =
     clientAuthKind === 'post'
       ? oauth.ClientSecretPost(options.clientSecret)
@@ -185,8 +188,8 @@ export function createClientCredentialsSource(options: ClientCredentialsSourceOp
     signal: () => AbortSignal.timeout(timeout * 1000),
   }
 
-  let metadata: Promise<oauth.AuthorizationServer> | undefined
-  function discover(): Promise<oauth.AuthorizationServer> {
+  let metadata: Promise<OAuth.AuthorizationServer> | undefined
+  function discover(): Promise<OAuth.AuthorizationServer> {
     if (!metadata) {
       const pending = (async () => {
         try {
@@ -216,7 +219,7 @@ export function createClientCredentialsSource(options: ClientCredentialsSourceOp
   async function request(): Promise<Cached> {
     const as = await discover()
     const requestedAt = now()
-    let response: oauth.TokenEndpointResponse
+    let response: OAuth.TokenEndpointResponse
     try {
       const raw = await oauth.clientCredentialsGrantRequest(as, client, clientAuth, parameters, http)
       response = await oauth.processClientCredentialsResponse(as, client, raw)
@@ -250,20 +253,25 @@ export function createClientCredentialsSource(options: ClientCredentialsSourceOp
   }
 
   return {
-    /** An access token, cached or new. Rejects with a {@link TokenRequestError}. */
     async getToken(): Promise<string> {
       return (await current()).access_token
     },
-    /** The whole token response behind {@link getToken} (`scope`, `expires_in`, `expires_at`…). */
     getTokenResponse: current,
-    /**
-     * Forgets the cached token, e.g. after an API answered 401 with it. With `token`, only when
-     * that is still the cached one (another caller may have replaced it already).
-     */
     invalidate(token?: string): void {
       if (token === undefined || cached?.token.access_token === token) cached = undefined
     },
   }
 }
 
-export type ClientCredentialsSource = ReturnType<typeof createClientCredentialsSource>
+/** What {@link createClientCredentialsSource} returns. */
+export interface ClientCredentialsSource {
+  /** An access token, cached or new. Rejects with a {@link TokenRequestError}. */
+  getToken(): Promise<string>
+  /** The whole token response behind {@link getToken} (`scope`, `expires_in`, `expires_at`…). */
+  getTokenResponse(): Promise<ClientCredentialsToken>
+  /**
+   * Forgets the cached token, e.g. after an API answered 401 with it. With `token`, only when
+   * that is still the cached one (another caller may have replaced it already).
+   */
+  invalidate(token?: string): void
+}

@@ -139,7 +139,7 @@ export interface ClientRegistryOptions {
 }
 
 /** Creates the registry: the host API plus `get` for the endpoints. */
-export function createClientRegistry(options: ClientRegistryOptions) {
+export function createClientRegistry(options: ClientRegistryOptions): ClientRegistry {
   const { store, now } = options
   const cacheTtl = options.cacheTtl ?? 5
   const cache = new Map<string, { record: ClientRecord | undefined; until: number }>()
@@ -252,10 +252,6 @@ export function createClientRegistry(options: ClientRegistryOptions) {
   }
 
   return {
-    /**
-     * The client for an endpoint; served from a short per-instance cache (synchronously on a hit,
-     * so a busy client's requests do not wait a turn for it).
-     */
     get(clientId: string): ClientRecord | undefined | Promise<ClientRecord | undefined> {
       const at = now()
       const hit = cache.get(clientId)
@@ -263,11 +259,6 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       return fetchClient(clientId, at)
     },
 
-    /**
-     * Registers a client unless one with this id exists (then the registration is skipped).
-     * @example
-     * await service.clients.ensure({ clientId: 'job', clientSecret: 's3cret', permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'] })
-     */
     async ensure(registration: ClientRegistration): Promise<{ created: boolean; client: ClientInfo }> {
       const existing = await store.clients.get(String((registration as { clientId?: unknown }).clientId))
       if (existing) {
@@ -281,19 +272,6 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       return { created, client: toClientInfo(stored ?? record) }
     },
 
-    /**
-     * Makes the stored client exactly what `registration` says (the configuration file's
-     * semantics, where the file is the source of truth): creates it when missing; otherwise every
-     * field becomes the registration's (a field left out returns to its default, as for a new
-     * registration). The secret: while the registration's secret still verifies against a live
-     * stored one (a pre-hashed secret: equals one), the stored secrets stay as they are, so a
-     * restart costs no rehash and secrets added with `addSecret` survive; otherwise they are all
-     * replaced by the registration's (a rotated-out secret stops working at once), and no secret
-     * makes the client public. `createdAt` is kept; `updatedAt` moves only when something changed.
-     * `ensure` keeps its skip-if-exists meaning.
-     * @example
-     * for (const client of file.clients) console.log((await service.clients.sync(client)).status)
-     */
     async sync(
       registration: ClientRegistration,
     ): Promise<{ status: 'created' | 'updated' | 'unchanged'; client: ClientInfo }> {
@@ -325,34 +303,19 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       return { status, client: toClientInfo(record) }
     },
 
-    /** The client with this id, or undefined. */
     async find(clientId: string): Promise<ClientInfo | undefined> {
       const record = await store.clients.get(clientId)
       return record && toClientInfo(record)
     },
 
-    /** Every client. */
     async list(): Promise<ClientInfo[]> {
       return (await store.clients.list()).map(toClientInfo)
     },
 
-    /**
-     * Updates a client. Fields left out keep their value; a `clientSecret` replaces every secret,
-     * `clientSecret: null` makes the client public.
-     */
     async update(clientId: string, changes: ClientChanges): Promise<ClientInfo> {
       const record = await change(clientId, (existing) => merge(existing, changes))
       return toClientInfo(record)
     },
-    /**
-     * Adds a secret to a confidential client, next to the ones it has, so callers can move to it
-     * before the old one is retired (rotation without downtime). Without `secret`, a random
-     * 256-bit one is generated. The value is returned this once; only its hash is stored.
-     * @example
-     * const next = await service.clients.addSecret('reporting-job', { expiresAt: now + 90 * 86400 })
-     * // deploy next.secret to the job, then:
-     * await service.clients.retireSecret('reporting-job', oldId)
-     */
     async addSecret(clientId: string, input: { secret?: string; expiresAt?: number } = {}): Promise<AddedSecret> {
       const parsed = parseInput(AddSecretSchema, input, 'invalid secret')
       const isPublic = (client: ClientRecord) => {
@@ -375,11 +338,6 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       return { ...toSecretInfo(record), secret }
     },
 
-    /**
-     * Retires a secret: it stops authenticating at `at` (default now; a later time leaves a grace
-     * period). Secrets expired for more than a day are dropped from the record. The last
-     * unexpired secret cannot be retired (add its successor first).
-     */
     async retireSecret(clientId: string, id: string, input: { at?: number } = {}): Promise<ClientInfo> {
       const at = parseInput(RetireSecretSchema, input, 'invalid secret retirement').at ?? now()
       const record = await change(clientId, (existing) => {
@@ -400,7 +358,6 @@ export function createClientRegistry(options: ClientRegistryOptions) {
       return toClientInfo(record)
     },
 
-    /** Deletes a client. Returns whether it existed. */
     async delete(clientId: string): Promise<boolean> {
       cache.delete(clientId)
       return store.clients.delete(clientId)
@@ -408,4 +365,58 @@ export function createClientRegistry(options: ClientRegistryOptions) {
   }
 }
 
-export type ClientRegistry = ReturnType<typeof createClientRegistry>
+/** The host's client API (`service.clients`). */
+export interface ClientRegistry {
+  /**
+   * The client for an endpoint; served from a short per-instance cache (synchronously on a hit,
+   * so a busy client's requests do not wait a turn for it).
+   */
+  get(clientId: string): ClientRecord | undefined | Promise<ClientRecord | undefined>
+  /**
+   * Registers a client unless one with this id exists (then the registration is skipped).
+   * @example
+   * await service.clients.ensure({ clientId: 'job', clientSecret: 's3cret', permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'] })
+   */
+  ensure(registration: ClientRegistration): Promise<{ created: boolean; client: ClientInfo }>
+  /**
+   * Makes the stored client exactly what `registration` says (the configuration file's
+   * semantics, where the file is the source of truth): creates it when missing; otherwise every
+   * field becomes the registration's (a field left out returns to its default, as for a new
+   * registration). The secret: while the registration's secret still verifies against a live
+   * stored one (a pre-hashed secret: equals one), the stored secrets stay as they are, so a
+   * restart costs no rehash and secrets added with `addSecret` survive; otherwise they are all
+   * replaced by the registration's (a rotated-out secret stops working at once), and no secret
+   * makes the client public. `createdAt` is kept; `updatedAt` moves only when something changed.
+   * `ensure` keeps its skip-if-exists meaning.
+   * @example
+   * for (const client of file.clients) console.log((await service.clients.sync(client)).status)
+   */
+  sync(registration: ClientRegistration): Promise<{ status: 'created' | 'updated' | 'unchanged'; client: ClientInfo }>
+  /** The client with this id, or undefined. */
+  find(clientId: string): Promise<ClientInfo | undefined>
+  /** Every client. */
+  list(): Promise<ClientInfo[]>
+  /**
+   * Updates a client. Fields left out keep their value; a `clientSecret` replaces every secret,
+   * `clientSecret: null` makes the client public.
+   */
+  update(clientId: string, changes: ClientChanges): Promise<ClientInfo>
+  /**
+   * Adds a secret to a confidential client, next to the ones it has, so callers can move to it
+   * before the old one is retired (rotation without downtime). Without `secret`, a random
+   * 256-bit one is generated. The value is returned this once; only its hash is stored.
+   * @example
+   * const next = await service.clients.addSecret('reporting-job', { expiresAt: now + 90 * 86400 })
+   * // deploy next.secret to the job, then:
+   * await service.clients.retireSecret('reporting-job', oldId)
+   */
+  addSecret(clientId: string, input?: { secret?: string; expiresAt?: number }): Promise<AddedSecret>
+  /**
+   * Retires a secret: it stops authenticating at `at` (default now; a later time leaves a grace
+   * period). Secrets expired for more than a day are dropped from the record. The last
+   * unexpired secret cannot be retired (add its successor first).
+   */
+  retireSecret(clientId: string, id: string, input?: { at?: number }): Promise<ClientInfo>
+  /** Deletes a client. Returns whether it existed. */
+  delete(clientId: string): Promise<boolean>
+}

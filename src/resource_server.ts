@@ -268,7 +268,7 @@ function refusedResponse(refusal: Refusal, realm: string | undefined): Response 
  *   scopes: ['api1.write'],
  * })
  */
-export function createResourceServer(options: ResourceServerOptions) {
+export function createResourceServer(options: ResourceServerOptions): ResourceServer {
   const allowHttp = options.allowInsecureRequests === true
   if (typeof options.issuer !== 'string') throw new TypeError('issuer: must be a string')
   const issuerUrl = checkUrl('issuer', options.issuer, allowHttp)
@@ -495,24 +495,15 @@ export function createResourceServer(options: ResourceServerOptions) {
   }
 
   return {
-    /** The issuer, as configured. */
     issuer,
-    /**
-     * Verifies the bearer token of a request (or a token given as a string) and the scopes it
-     * needs. See {@link createResourceServer}.
-     */
     verify,
-    /**
-     * Wraps a handler: it runs only for requests with a good token carrying `scopes`; others get
-     * the RFC 6750 error response.
-     */
     protect(
       handler: (request: Request, auth: AuthenticatedRequest) => Response | Promise<Response>,
       protectOptions: VerifyOptions = {},
     ): (request: Request) => Promise<Response> {
       checkScopes('scopes', protectOptions.scopes)
       return async (request) => {
-        let result: Awaited<ReturnType<typeof verify>>
+        let result: VerifyResult
         try {
           result = await verify(request, protectOptions)
         } catch (err) {
@@ -531,4 +522,21 @@ export function createResourceServer(options: ResourceServerOptions) {
   }
 }
 
-export type ResourceServer = ReturnType<typeof createResourceServer>
+/** What {@link createResourceServer} returns. */
+export interface ResourceServer {
+  /** The issuer, as configured. */
+  readonly issuer: string
+  /**
+   * Verifies the bearer token of a request (or a token given as a string) and the scopes it
+   * needs. See {@link createResourceServer}.
+   */
+  verify(input: Request | string, options?: VerifyOptions): Promise<VerifyResult>
+  /**
+   * Wraps a handler: it runs only for requests with a good token carrying `scopes`; others get
+   * the RFC 6750 error response.
+   */
+  protect(
+    handler: (request: Request, auth: AuthenticatedRequest) => Response | Promise<Response>,
+    options?: VerifyOptions,
+  ): (request: Request) => Promise<Response>
+}

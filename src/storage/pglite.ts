@@ -4,8 +4,15 @@
  * as the PostgreSQL store, in-process. For one instance on one machine that must survive restarts
  * without a database server. Migrations run on `migrate()`.
  */
-import { PGlite, type Transaction } from '@electric-sql/pglite'
+import type { PGlite, Transaction } from '@electric-sql/pglite'
+import { importOptional } from '../optional_import.ts'
 import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
+
+const driver = await importOptional(
+  () => import('@electric-sql/pglite'),
+  '@electric-sql/pglite',
+  'gatehouse/storage/pglite',
+)
 
 export interface PgliteStoreOptions {
   /** Directory of the database files (created if missing); omit for an in-memory database. */
@@ -26,7 +33,7 @@ function wrap(db: PGlite | Transaction, root: PGlite): SqlClient {
 
 /** Creates the PGlite store. */
 export function createPgliteStore(options: PgliteStoreOptions = {}): SqlStore {
-  const db = options.db ?? (options.dataDir === undefined ? new PGlite() : new PGlite(options.dataDir))
+  const db = options.db ?? (options.dataDir === undefined ? new driver.PGlite() : new driver.PGlite(options.dataDir))
   const client = wrap(db, db)
   if (options.db) client.close = async () => {}
   return createSqlStore(client, {

@@ -3,9 +3,16 @@
  * The PostgreSQL store on postgres.js (runs on Node, Bun and Deno). Call `migrate()` (or
  * `npm run migrate`) before first use; `connect()` checks the server is reachable.
  */
-import postgres from 'postgres'
+import type postgres from 'postgres'
+import { importOptional } from '../optional_import.ts'
 import { StoreUnavailableError } from '../errors.ts'
 import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
+
+const { default: connectPostgres } = await importOptional(
+  () => import('postgres'),
+  'postgres',
+  'gatehouse/storage/postgres',
+)
 
 export interface PostgresStoreOptions {
   /** Connection URL, e.g. `postgres://user@127.0.0.1:5432/db`. */
@@ -49,7 +56,7 @@ function wrap(sql: postgres.Sql | postgres.TransactionSql): SqlClient {
 
 /** Creates the store; the pool connects lazily. */
 export function createPostgresStore(options: PostgresStoreOptions): SqlStore & { connect(): Promise<void> } {
-  const sql = postgres(options.url, {
+  const sql = connectPostgres(options.url, {
     max: options.max ?? 10,
     connect_timeout: options.connectTimeout ?? 10,
     onnotice: () => {},

@@ -5,7 +5,8 @@
  * clock) removes what is dead. Keys live under a prefix so several deployments or test runs share
  * one server.
  */
-import { Redis, type RedisOptions } from 'ioredis'
+import type { Redis, RedisOptions } from 'ioredis'
+import { importOptional } from '../optional_import.ts'
 import { StoreUnavailableError } from '../errors.ts'
 import type {
   ClientRecord,
@@ -17,6 +18,8 @@ import type {
   SessionRecord,
   Store,
 } from './types.ts'
+
+const driver = await importOptional(() => import('ioredis'), 'ioredis', 'gatehouse/storage/redis')
 
 export interface RedisStoreOptions {
   /** Connection URL, e.g. `redis://127.0.0.1:6379/0`. */
@@ -94,7 +97,7 @@ interface ScriptedRedis extends Redis {
 }
 
 /** Creates the Redis store; call `connect()` before use to fail fast when Redis is down. */
-export function createRedisStore(options: RedisStoreOptions) {
+export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const prefix = options.prefix ?? 'gatehouse:'
   const now = options.now ?? (() => Math.floor(Date.now() / 1000))
   const redisOptions: RedisOptions = {
@@ -104,7 +107,7 @@ export function createRedisStore(options: RedisStoreOptions) {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
   }
-  const redis = new Redis(options.url, redisOptions) as ScriptedRedis
+  const redis = new driver.Redis(options.url, redisOptions) as ScriptedRedis
   redis.on('error', () => {}) // surfaced per command as StoreUnavailableError
   redis.defineCommand('gatehouseConsume', { numberOfKeys: 1, lua: CONSUME })
   redis.defineCommand('gatehouseRotate', { numberOfKeys: 2, lua: ROTATE })
@@ -161,7 +164,7 @@ export function createRedisStore(options: RedisStoreOptions) {
     return until !== null && Number(until) > now()
   }
 
-  const store: Store & { connect(): Promise<void>; close(): Promise<void>; clear(): Promise<void> } = {
+  const store: RedisStore = {
     clients: {
       get: (clientId) =>
         run('clients.get', async () => {
@@ -303,7 +306,6 @@ export function createRedisStore(options: RedisStoreOptions) {
     async close() {
       redis.disconnect()
     },
-    /** Deletes every key under the prefix (tests and tear-down). */
     async clear() {
       let cursor = '0'
       do {
@@ -316,4 +318,11 @@ export function createRedisStore(options: RedisStoreOptions) {
   return store
 }
 
-export type RedisStore = ReturnType<typeof createRedisStore>
+/** The Redis store: the storage contract plus its connection's life cycle. */
+export interface RedisStore extends Store {
+  /** Connects now; rejects with a StoreUnavailableError naming the host when Redis cannot be reached. */
+  connect(): Promise<void>
+  close(): Promise<void>
+  /** Deletes every key under the prefix (tests and tear-down). */
+  clear(): Promise<void>
+}

@@ -1,0 +1,37 @@
+// Run inside a project that installed the packed tarball, by Node, Bun or Deno:
+//   <runtime> check_imports.mjs core|all
+// Prints one JSON line: which subpaths imported, the error of each that did not, and the status
+// and issuer of a discovery request answered by the imported handler (no sockets).
+const mode = process.argv[2] ?? globalThis.Deno?.args[0] ?? 'core'
+
+const SUBPATHS = [
+  'gatehouse',
+  'gatehouse/resource-server',
+  'gatehouse/client',
+  'gatehouse/adapters/node',
+  'gatehouse/adapters/bun',
+  'gatehouse/adapters/deno',
+  'gatehouse/storage/postgres',
+  'gatehouse/storage/redis',
+  'gatehouse/storage/pglite',
+]
+
+const imported = {}
+const failed = {}
+for (const subpath of SUBPATHS) {
+  try {
+    const module = await import(subpath)
+    imported[subpath] = Object.keys(module).sort()
+  } catch (error) {
+    failed[subpath] = error instanceof Error ? error.message : String(error)
+  }
+}
+
+const { createTokenService } = await import('gatehouse')
+const issuer = 'https://auth.example.test'
+const service = createTokenService({ issuer })
+const response = await service.fetch(new Request(`${issuer}/.well-known/openid-configuration`))
+const discovery = { status: response.status, issuer: (await response.json()).issuer }
+await service.close?.()
+
+console.log(JSON.stringify({ mode, imported, failed, discovery }))

