@@ -805,9 +805,14 @@ Environment:
   PORT     port to listen on (default 3000)
   HOST     address to listen on (default localhost)
   ISSUER   issuer identifier, used byte for byte (default http://localhost:PORT)
+  LOG_FORMAT         text (default) or json: one JSON object per line
+  METRICS            true: Prometheus metrics at /metrics (METRICS_PORT: on their own port)
+  SHUTDOWN_TIMEOUT   seconds in-flight requests get on SIGTERM/Ctrl-C (default 10)
   GATEHOUSE_CONFIG, GATEHOUSE_STORE, DATABASE_URL, REDIS_URL, ...: as for the other commands
 
-Without a configuration file, the demo client and user are seeded. SIGTERM or Ctrl-C stops it.`,
+Serves /healthz, /readyz and a landing page at /; with the demo seed, try sign-in at /demo.
+Without a configuration file, the demo client and user are seeded. SIGTERM or Ctrl-C stops it,
+letting in-flight requests finish.`,
   options: {},
   positionals: [],
   async run(_values, _positionals, args) {

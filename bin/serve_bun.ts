@@ -9,7 +9,18 @@ await start({
   readTextFile: (path) => Bun.file(path).text(),
   async serve(handler, options) {
     const server = serveBun(handler, options)
-    return { close: async () => void (await server.stop(true)) }
+    return {
+      // stop(false): stop accepting and let requests in flight finish; stop(true) after the bound.
+      async close(graceMs) {
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const bound = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, graceMs)
+        })
+        await Promise.race([server.stop(false), bound])
+        clearTimeout(timer)
+        await server.stop(true)
+      },
+    }
   },
   onSignal: (signal, listener) => process.on(signal, listener),
   exit: (code) => process.exit(code),

@@ -9,6 +9,8 @@ import type { InteractionHook } from './interaction/types.ts'
 import { ThemeSchema } from './pages.ts'
 import { FIXED_PERMISSIONS, Permissions } from './permissions.ts'
 import { isCidr } from './networks.ts'
+import { HealthSchema } from './ops/health.ts'
+import type { MetricsHook } from './ops/metrics.ts'
 import { DEFAULT_ITERATIONS, type SecretDigest } from './secrets.ts'
 import type { Store } from './storage/types.ts'
 import type { Limiter } from './throttle.ts'
@@ -17,6 +19,10 @@ import type { JwsSigner } from './tokens/compact_jws.ts'
 /** Access-token signing algorithms we can generate keys for. */
 export const SIGNING_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const
 export type SigningAlg = (typeof SIGNING_ALGS)[number]
+
+/** What ID tokens carry besides `sub` and the protocol claims (option `idTokenClaims`). */
+export const ID_TOKEN_CLAIMS = ['scopes', 'minimal'] as const
+export type IdTokenClaims = (typeof ID_TOKEN_CLAIMS)[number]
 
 const ttl = (fallback: number) =>
   v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(31_536_000 * 10)), fallback)
@@ -148,6 +154,8 @@ export const throttleSettings = {
   signIn: v.optional(attemptLimits(5, 50, 100), {}),
 }
 
+const METRICS_METHODS = ['request', 'tokenIssued', 'clientAuthenticationFailed', 'throttled', 'storeError'] as const
+
 const fn = <T>(message: string) => v.custom<T>((value) => typeof value === 'function', message)
 const obj = <T>(message: string) => v.custom<T>((value) => typeof value === 'object' && value !== null, message)
 
@@ -210,8 +218,16 @@ export const OptionsSchema = v.strictObject({
   interaction: v.optional(fn<InteractionHook>('must be a function')),
   /** Only issue refresh tokens when `offline_access` was granted. Default false. */
   requireOfflineAccess: v.optional(v.boolean(), false),
-  /** Also put the claims of granted identity scopes into the ID token. Default false. */
-  idTokenIncludesClaims: v.optional(v.boolean(), false),
+  /**
+   * Which end-user claims ID tokens carry. `scopes` (the default, as Keycloak, Auth0, Google and
+   * Okta do): the claims of the granted identity scopes (`profile`, `email`, `address`, `phone`,
+   * configured ones) that the account has, the same set userinfo returns for that grant.
+   * `minimal`: only `sub` and the protocol claims; the rest is at userinfo (OpenID Connect Core
+   * §5.4 allows both).
+   */
+  idTokenClaims: v.optional(v.picklist(ID_TOKEN_CLAIMS)),
+  /** Deprecated: `true` is `idTokenClaims: 'scopes'`, `false` is `'minimal'` (`idTokenClaims` wins). */
+  idTokenIncludesClaims: v.optional(v.boolean()),
   /** PBKDF2 iterations for newly hashed secrets and passwords. Default 600,000. */
   secretHashIterations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), DEFAULT_ITERATIONS),
   /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
@@ -288,6 +304,24 @@ export const OptionsSchema = v.strictObject({
   now: v.optional(fn<() => number>('must be a function returning epoch seconds')),
   /** Where warnings and unexpected errors go. Default `console`. */
   logger: v.optional(obj<Logger>('must be an object with warn() and error()')),
+  /**
+   * Liveness and readiness probes at paths of the host (not below the issuer), each off while its
+   * path is absent: `{ livenessPath: '/healthz', readinessPath: '/readyz' }` (see `src/ops/health.ts`).
+   */
+  health: v.optional(HealthSchema),
+  /**
+   * Where the service reports requests, latencies, issued tokens, failed client authentications,
+   * throttling and store errors: `createMetrics()` (Prometheus text) or a hook of the host's.
+   */
+  metrics: v.optional(
+    v.custom<MetricsHook>(
+      (value) =>
+        typeof value === 'object' &&
+        value !== null &&
+        METRICS_METHODS.every((method) => typeof (value as Record<string, unknown>)[method] === 'function'),
+      `must be an object with ${METRICS_METHODS.join('(), ')}() (see createMetrics())`,
+    ),
+  ),
 })
 export type TokenServiceOptions = v.InferInput<typeof OptionsSchema>
 export type Config = v.InferOutput<typeof OptionsSchema>

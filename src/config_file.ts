@@ -54,6 +54,7 @@ export const ConfigFileSchema = v.strictObject({
   keyRotationInterval: settings.keyRotationInterval,
   keyPublishAhead: settings.keyPublishAhead,
   requireOfflineAccess: settings.requireOfflineAccess,
+  idTokenClaims: settings.idTokenClaims,
   idTokenIncludesClaims: settings.idTokenIncludesClaims,
   secretHashIterations: settings.secretHashIterations,
   limits: settings.limits,

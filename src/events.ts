@@ -5,6 +5,7 @@
  * tokens by `jti` and grants by id. A throwing or rejecting hook is logged and never fails a request.
  */
 import type { Logger } from './config.ts'
+import type { MetricsHook } from './ops/metrics.ts'
 
 /** Fields every event carries. */
 export interface EventBase {
@@ -74,9 +75,19 @@ export interface RequestMeta {
   requestId(): string
 }
 
-/** Creates the emitter; a no-op when there is no hook. */
-export function createEmitter(hook: EventHook | undefined, logger: Logger, now: () => number) {
+/**
+ * Creates the emitter; a no-op when there is neither a hook nor an observer. `observe` sees each
+ * event as the code built it (no base fields), synchronously, before the hook: the metrics count
+ * from there (see `metricsObserver`).
+ */
+export function createEmitter(
+  hook: EventHook | undefined,
+  logger: Logger,
+  now: () => number,
+  observe?: (input: EventInput) => void,
+) {
   return function emit(meta: RequestMeta | undefined, input: EventInput): void {
+    if (observe) observe(input)
     if (!hook) return
     const event = {
       ...input,
@@ -98,3 +109,24 @@ export function createEmitter(hook: EventHook | undefined, logger: Logger, now: 
 }
 
 export type Emitter = ReturnType<typeof createEmitter>
+
+/** Feeds the metrics from the audit events: tokens issued, failed client authentications, throttling. */
+export function metricsObserver(metrics: MetricsHook): (input: EventInput) => void {
+  return (input) => {
+    switch (input.type) {
+      case 'token.issued':
+        metrics.tokenIssued(input.grantType)
+        return
+      case 'token.refreshed':
+        metrics.tokenIssued('refresh_token')
+        return
+      case 'client.authentication_failed':
+        metrics.clientAuthenticationFailed(input.reason)
+        if (input.reason === 'throttled') metrics.throttled('client_authentication')
+        return
+      case 'signin.failed':
+        if (input.reason === 'throttled') metrics.throttled('sign_in')
+        return
+    }
+  }
+}

@@ -5,6 +5,8 @@
  * The issuer and endpoint URLs come from configuration, never from the request's Host header.
  * Endpoints a single-page app calls directly answer CORS for the registered redirect URIs' origins
  * (see cors.ts); introspection does not: it is for resource servers, which are not browsers.
+ * With the `health` option, liveness and readiness probes answer at host paths before routing;
+ * with `metrics`, every routed request reports its endpoint, status and latency (see ops/).
  */
 import { PATHS, type Context } from './context.ts'
 import { type CorsRoute, appendVary, createOriginPolicy, preflightResponse, withCors } from './cors.ts'
@@ -17,11 +19,15 @@ import { handleRevocation } from './endpoints/revocation.ts'
 import { handleToken } from './endpoints/token.ts'
 import { handleUserinfo } from './endpoints/userinfo.ts'
 import { OAuthError, errorResponse, toOAuthError } from './errors.ts'
+import { createProbes } from './ops/health.ts'
+import type { EndpointName } from './ops/metrics.ts'
 import { errorPage } from './pages.ts'
 
 type Handle = (request: Request) => Promise<Response> | Response
 
 interface Route {
+  /** The `endpoint` label of the metrics. */
+  name: EndpointName
   methods: Partial<Record<string, Handle>>
   /** Browser-facing: errors are HTML pages. */
   page?: boolean
@@ -61,6 +67,7 @@ export function pathnameOf(url: string): string {
 /** Creates the request handler for a context. */
 export function createHandler(ctx: Context): (request: Request) => Promise<Response> {
   const issuerPath = new URL(ctx.config.issuer).pathname.replace(/\/$/, '')
+  const metrics = ctx.config.metrics
   const document = JSON.stringify(metadata(ctx))
   const origins = createOriginPolicy({
     store: ctx.store,
@@ -70,30 +77,52 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
         error: error instanceof Error ? error.name : typeof error,
       }),
   })
-  const discovery: Route = { cors: CORS.document, methods: { GET: () => varyOrigin(handleDiscovery(document)) } }
+  const discovery: Route = {
+    name: 'discovery',
+    cors: CORS.document,
+    methods: { GET: () => varyOrigin(handleDiscovery(document)) },
+  }
   const routes = new Map<string, Route>([
     [PATHS.openidConfiguration, discovery],
     [PATHS.oauthMetadata, discovery],
-    [PATHS.jwks, { cors: CORS.document, methods: { GET: async () => varyOrigin(await handleJwks(ctx)) } }],
-    [PATHS.token, { cors: CORS.token, methods: { POST: (r) => handleToken(r, ctx) } }],
-    [PATHS.introspection, { methods: { POST: (r) => handleIntrospection(r, ctx) } }],
-    [PATHS.revocation, { cors: CORS.revocation, methods: { POST: (r) => handleRevocation(r, ctx) } }],
+    [
+      PATHS.jwks,
+      { name: 'jwks', cors: CORS.document, methods: { GET: async () => varyOrigin(await handleJwks(ctx)) } },
+    ],
+    [PATHS.token, { name: 'token', cors: CORS.token, methods: { POST: (r) => handleToken(r, ctx) } }],
+    [PATHS.introspection, { name: 'introspection', methods: { POST: (r) => handleIntrospection(r, ctx) } }],
+    [
+      PATHS.revocation,
+      { name: 'revocation', cors: CORS.revocation, methods: { POST: (r) => handleRevocation(r, ctx) } },
+    ],
     [
       PATHS.userinfo,
       {
+        name: 'userinfo',
         cors: CORS.userinfo,
         methods: { GET: (r) => handleUserinfo(r, ctx), POST: (r) => handleUserinfo(r, ctx) },
       },
     ],
     [
       PATHS.authorization,
-      { page: true, methods: { GET: (r) => handleAuthorize(r, ctx), POST: (r) => handleAuthorize(r, ctx) } },
+      {
+        name: 'authorization',
+        page: true,
+        methods: { GET: (r) => handleAuthorize(r, ctx), POST: (r) => handleAuthorize(r, ctx) },
+      },
     ],
     [
       PATHS.interaction,
-      { page: true, methods: { GET: (r) => handleInteraction(r, ctx), POST: (r) => handleInteraction(r, ctx) } },
+      {
+        name: 'interaction',
+        page: true,
+        methods: { GET: (r) => handleInteraction(r, ctx), POST: (r) => handleInteraction(r, ctx) },
+      },
     ],
-    [PATHS.logout, { page: true, methods: { GET: (r) => handleLogout(r, ctx), POST: (r) => handleLogout(r, ctx) } }],
+    [
+      PATHS.logout,
+      { name: 'logout', page: true, methods: { GET: (r) => handleLogout(r, ctx), POST: (r) => handleLogout(r, ctx) } },
+    ],
   ])
   // RFC 8414 §3.1: for an issuer with a path, the well-known suffix is inserted before the path.
   const insertedMetadataPath = issuerPath === '' ? undefined : PATHS.oauthMetadata + issuerPath
@@ -121,6 +150,7 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
       return withoutBodyForHead(request, await handle(request))
     } catch (thrown) {
       const err = toOAuthError(thrown)
+      if (err.code === 'temporarily_unavailable') metrics?.storeError()
       if (err.status >= 500) {
         const cause = thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : typeof thrown
         ctx.logger.error('request failed', { path: new URL(request.url).pathname, error: err.code, cause })
@@ -165,8 +195,8 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     return response
   }
 
-  return async function handle(request: Request): Promise<Response> {
-    const route = find(pathnameOf(request.url))
+  /** Runs the request on its route (CORS where the route answers it). */
+  async function dispatch(request: Request, route: Route | undefined): Promise<Response> {
     // Requests without Origin (servers, top-level navigations) take no CORS path at all.
     if (route?.cors === undefined) return respond(request, route)
     const origin = request.headers.get('origin')
@@ -175,5 +205,44 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
       return preflight(origin, route.cors)
     }
     return withCorsFor(origin, await respond(request, route))
+  }
+
+  const measured = metrics
+    ? async (request: Request, route: Route | undefined): Promise<Response> => {
+        const started = performance.now()
+        let status = 500
+        try {
+          const response = await dispatch(request, route)
+          status = response.status
+          return response
+        } finally {
+          metrics.request(route?.name ?? 'unknown', status, (performance.now() - started) / 1000)
+        }
+      }
+    : dispatch
+
+  const health = ctx.config.health
+  if (health?.livenessPath === undefined && health?.readinessPath === undefined) {
+    return (request) => measured(request, find(pathnameOf(request.url)))
+  }
+  // Probes answer at paths of the host, before routing (and outside the request metrics).
+  const probes = createProbes(ctx)
+  const probeRoutes = new Map<string, Handle>()
+  if (health.livenessPath !== undefined) probeRoutes.set(health.livenessPath, probes.liveness)
+  if (health.readinessPath !== undefined) probeRoutes.set(health.readinessPath, probes.readiness)
+  return async function handle(request: Request): Promise<Response> {
+    const pathname = pathnameOf(request.url)
+    const probe = probeRoutes.get(pathname)
+    if (probe === undefined) return measured(request, find(pathname))
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      return errorResponse(
+        new OAuthError('invalid_request', 'the request method is not allowed here', {
+          status: 405,
+          headers: { allow: 'GET, HEAD' },
+        }),
+        ctx.config.issuer,
+      )
+    }
+    return withoutBodyForHead(request, await probe(request))
   }
 }

@@ -17,7 +17,7 @@ import { sha256 } from './tokens/opaque.ts'
 import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
 import { createMemoryStore } from './storage/memory.ts'
 import { createUserDirectory } from './users.ts'
-import { createEmitter } from './events.ts'
+import { createEmitter, metricsObserver } from './events.ts'
 import { canonicalAddress } from './networks.ts'
 import { bindRequest } from './request_meta.ts'
 import { createExclusiveRunner, createRulesCache, storeLimiter } from './throttle.ts'
@@ -39,6 +39,16 @@ export type {
 } from './config.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
 export type { EventHook, GatehouseEvent, GatehouseEventType } from './events.ts'
+export type { CheckResult, HealthOptions } from './ops/health.ts'
+export { createMetrics } from './ops/metrics.ts'
+export type {
+  ClientAuthenticationFailure,
+  EndpointName,
+  IssuingGrantType,
+  Metrics,
+  MetricsHook,
+  ThrottledKind,
+} from './ops/metrics.ts'
 export type { AttemptLimits, Limiter, ThrottleRule } from './throttle.ts'
 export { storeLimiter } from './throttle.ts'
 export type { OAuthErrorCode } from './errors.ts'
@@ -77,6 +87,9 @@ const consoleLogger: Logger = {
   error: (message, detail) => console.error(`[gatehouse] ${message}`, detail ?? ''),
 }
 
+/** Stands in for the host's `onEvent` when only the metrics observe events (never called). */
+function noEventHook(): void {}
+
 /**
  * Creates the token service. Options are validated here: a bad option throws a TypeError naming it.
  *
@@ -93,7 +106,17 @@ export function createTokenService(options: TokenServiceOptions) {
   const config = parseOptions(options)
   const now = config.now ?? (() => Math.floor(Date.now() / 1000))
   const store = config.store ?? createMemoryStore({ now })
-  const emit = createEmitter(config.onEvent, config.logger ?? consoleLogger, now)
+  const onEvent = config.onEvent
+  if (config.metrics && !onEvent) {
+    // Code that builds an event only for a hook (`if (ctx.config.onEvent)`) builds it for the metrics too.
+    config.onEvent = noEventHook
+  }
+  const emit = createEmitter(
+    onEvent,
+    config.logger ?? consoleLogger,
+    now,
+    config.metrics ? metricsObserver(config.metrics) : undefined,
+  )
   const users = createUserDirectory(config.users, config.secretHashIterations)
   const accounts: AccountProvider = config.accounts ?? users
   const clients = createClientRegistry({ store, now, iterations: config.secretHashIterations })

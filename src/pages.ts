@@ -172,6 +172,7 @@ button.secondary:hover{background:color-mix(in srgb,var(--text) 6%,transparent)}
 .error{display:flex;gap:.6rem;align-items:flex-start;color:var(--error);background:var(--error-bg);border:1px solid var(--error-border);border-radius:10px;padding:.75rem .85rem;font-weight:500;margin:0 0 1.25rem;text-align:start}
 .error svg{flex:none;width:1.25rem;height:1.25rem;margin-top:.1rem}
 .code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
+pre{font-size:.8rem;white-space:pre-wrap;overflow-wrap:anywhere;margin:0 0 1rem}
 ul.scopes{list-style:none;padding:0;margin:0 0 .5rem;border:1px solid color-mix(in srgb,var(--border) 50%,transparent);border-radius:10px}
 ul.scopes li{display:flex;gap:.6rem;align-items:flex-start;padding:.7rem .85rem;color:var(--text)}
 ul.scopes li+li{border-top:1px solid color-mix(in srgb,var(--border) 50%,transparent)}

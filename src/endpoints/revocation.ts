@@ -6,12 +6,12 @@
  * - a token issued to another client is not revoked: invalid_request (§2.1 "refused")
  * - refresh token: its whole family is revoked (§2.1 SHOULD, RFC 9700 §4.14.2)
  * - JWT access token: its jti is denylisted until it expires
- * - unknown, expired or already revoked tokens: 200 all the same (§2.2)
+ * - unknown, expired or already revoked tokens: 200 all the same (§2.2), `{}` as JSON
  */
 import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import { readForm } from '../http.ts'
+import { noStoreJson, readForm } from '../http.ts'
 import { Permissions } from '../permissions.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
@@ -65,6 +65,8 @@ export async function handleRevocation(request: Request, ctx: Context): Promise<
   } else {
     await revokeRefreshToken(token, client, ctx, meta)
   }
-  // RFC 7009 §2.2: 200 whether or not the token was known; the body is empty.
-  return new Response(null, { status: 200, headers: { 'cache-control': 'no-store', pragma: 'no-cache' } })
+  // RFC 7009 §2.2: 200 whether or not the token was known, and the client ignores the body. It is
+  // `{}` as JSON rather than empty (#18): clients that parse every answer as JSON (simple-oauth2's
+  // `revokeAll()`, through @hapi/wreck) fail on an empty body.
+  return noStoreJson({})
 }

@@ -3,6 +3,7 @@
  * Issues the tokens of an end-user grant (authorization_code and refresh_token): access token,
  * ID token when `openid` is granted, and the next refresh token generation of the family.
  */
+import type { Config, IdTokenClaims } from '../config.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
@@ -60,7 +61,20 @@ export async function requireAccount(sub: string, ctx: Context): Promise<Record<
   return account
 }
 
-/** Picks the claims of `scopes` out of an account. */
+/**
+ * What ID tokens carry (option `idTokenClaims`, else the deprecated `idTokenIncludesClaims`).
+ * Default `scopes`: Auth.js, NextAuth and other clients that read the profile from the ID token
+ * (as Keycloak, Auth0, Google and Okta fill it) would otherwise show an empty user.
+ */
+export function idTokenClaimsOf(config: Config): IdTokenClaims {
+  // TODO(v2): drop idTokenIncludesClaims.
+  return config.idTokenClaims ?? (config.idTokenIncludesClaims === false ? 'minimal' : 'scopes')
+}
+
+/**
+ * Picks the claims of `scopes` out of an account: userinfo's answer and, by default, the ID
+ * token's end-user claims. Callers pass the scopes of this token (consented, still permitted).
+ */
 export function scopedClaims(account: Record<string, unknown>, scopes: readonly string[], ctx: Context) {
   const allowed = ctx.scopes.claims(scopes)
   const claims: Record<string, unknown> = {}
@@ -115,7 +129,9 @@ export async function issueUserTokens(
         ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
         ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
         ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
-        ...(ctx.config.idTokenIncludesClaims ? { claims: scopedClaims(options.account, grant.tokenScopes, ctx) } : {}),
+        ...(idTokenClaimsOf(ctx.config) === 'scopes'
+          ? { claims: scopedClaims(options.account, grant.tokenScopes, ctx) }
+          : {}),
       },
       await ctx.keyring.signingKey(ctx.config.idTokenSigningAlg),
     )

@@ -19,9 +19,29 @@ export interface IssueIdTokenInput {
   amr?: string[]
   /** The access token issued with it, for at_hash. */
   accessToken?: string
-  /** Extra claims (scope claims when configured). */
+  /** End-user claims of the granted identity scopes (`idTokenClaims: 'scopes'`). */
   claims?: Record<string, unknown>
 }
+
+/** Claims the service sets itself: an account or scope definition never supplies them. */
+const PROTOCOL_CLAIMS = new Set([
+  'iss',
+  'sub',
+  'aud',
+  'azp',
+  'exp',
+  'iat',
+  'nbf',
+  'jti',
+  'auth_time',
+  'nonce',
+  'sid',
+  'acr',
+  'amr',
+  'at_hash',
+  'c_hash',
+  'cnf',
+])
 
 const HASHES: Record<string, string> = {
   RS256: 'SHA-256',
@@ -40,8 +60,11 @@ export async function atHash(accessToken: string, alg: string): Promise<string> 
 
 /** Signs an ID token. `auth_time` is always included (Core §2 allows it; clients rely on it). */
 export async function issueIdToken(input: IssueIdTokenInput, key: SigningKey): Promise<string> {
-  const payload: Record<string, unknown> = {
-    ...input.claims,
+  const payload: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(input.claims ?? {})) {
+    if (!PROTOCOL_CLAIMS.has(name)) payload[name] = value
+  }
+  Object.assign(payload, {
     iss: input.issuer,
     sub: input.sub,
     aud: input.clientId,
@@ -49,7 +72,7 @@ export async function issueIdToken(input: IssueIdTokenInput, key: SigningKey): P
     exp: input.now + input.ttl,
     iat: input.now,
     auth_time: input.authTime,
-  }
+  })
   if (input.nonce !== undefined) payload.nonce = input.nonce
   if (input.sid !== undefined) payload.sid = input.sid
   if (input.acr !== undefined) payload.acr = input.acr

@@ -23,9 +23,10 @@ describe('authorization code flow with PKCE, as oauth4webapi sees it', () => {
     expect(payload.auth_time).toBeTypeOf('number')
     expect(payload.sid).toBeTypeOf('string')
     expect(payload.at_hash).toBeTypeOf('string')
-    // IDT-10: scope claims are served by userinfo, not put in the ID token
-    expect(payload.email).toBeUndefined()
-    expect(payload.given_name).toBeUndefined()
+    // #18: the granted scopes' claims are in the ID token too (idTokenClaims: 'scopes', the default);
+    // IDT-10 (scope=openid alone: none) and 'minimal' are in id_token_claims.test.ts
+    expect(payload.email).toBe('alice@example.com')
+    expect(payload.given_name).toBe('Alice')
   })
 
   it('UI-01 UI-04 UI-08: userinfo returns the claims of the granted scopes', async () => {
@@ -118,12 +119,11 @@ describe('authorization code flow with PKCE, as oauth4webapi sees it', () => {
 })
 
 describe('ID token claims option', () => {
-  it('idTokenIncludesClaims puts the granted scope claims into the ID token', async () => {
-    const ctx = await setup({ idTokenIncludesClaims: true })
+  it("idTokenClaims: 'minimal' keeps the granted scope claims out of the ID token", async () => {
+    const ctx = await setup({ idTokenClaims: 'minimal' })
     const { result } = await signIn(ctx, { scope: 'openid email' })
     const claims = decodeJwt(result.id_token as string)
-    expect(claims.email).toBe('alice@example.com')
-    expect(claims.email_verified).toBe(true)
-    expect(claims.given_name).toBeUndefined()
+    expect(claims.email).toBeUndefined()
+    expect(claims.email_verified).toBeUndefined()
   })
 })

@@ -134,6 +134,21 @@ describe('revocation (RFC 7009)', () => {
     expect((await refresh(ctx, result.refresh_token as string)).access_token).toBeTypeOf('string')
   })
 
+  it('#18 REV-01 REV-02: success is 200 `{}` as JSON with no-store, for known and unknown tokens alike', async () => {
+    // RFC 7009 §2.2: the client ignores the body; an empty one broke simple-oauth2's revokeAll(),
+    // which parses every answer as JSON (test/clients/simple_oauth2.test.ts).
+    const ctx = await setup()
+    const { result } = await signIn(ctx)
+    for (const token of [result.refresh_token as string, result.access_token, 'garbage']) {
+      const response = await oauth.revocationRequest(ctx.as, webClient, webAuth, token, ctx.opts)
+      expect(response.status).toBe(200)
+      expect(response.headers.get('content-type')).toBe('application/json')
+      expect(response.headers.get('cache-control')).toBe('no-store')
+      expect(await response.clone().json()).toEqual({})
+      await oauth.processRevocationResponse(response)
+    }
+  })
+
   it('REV-02: unknown tokens → 200', async () => {
     const ctx = await setup()
     const response = await oauth.revocationRequest(ctx.as, webClient, webAuth, 'garbage', ctx.opts)

@@ -1,13 +1,15 @@
 /**
  * The Next.js example (examples/nextjs): `next build`, then `next start` on a free loopback port,
  * driven over real HTTP by oauth4webapi: discovery, client credentials (verified against the JWKS),
- * the code flow with PKCE through the app's own sign-in page, and RFC 6749 error JSON.
+ * the code flow with PKCE through the app's own sign-in page, and RFC 6749 error JSON; and (#18)
+ * the app's own Auth.js (next-auth v5, a plain OIDC provider entry) signing alice in against the
+ * Gatehouse it embeds, its /account page showing her name and email.
  *
  * Runs when examples/nextjs/node_modules exists or GATEHOUSE_TEST_NEXTJS=1 (CI installs the
  * example and sets it); skipped otherwise, since the example has its own dependencies.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { existsSync, lstatSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
@@ -143,6 +145,21 @@ describe.skipIf(!enabled)(title, () => {
     clearTimeout(timer)
   }, 15_000)
 
+  it('#18 builds from the packed tarball (built JavaScript), without transpilePackages', () => {
+    const installedPackage = `${APP}node_modules/gatehouse/`
+    const manifest = JSON.parse(readFileSync(`${installedPackage}package.json`, 'utf8')) as {
+      exports: Record<string, { default: string }>
+    }
+    expect(lstatSync(installedPackage.slice(0, -1)).isSymbolicLink()).toBe(false)
+    expect(manifest.exports['.']?.default).toBe('./dist/src/index.js')
+    // `npm run pack:example` wrote gatehouse.tgz; the example runs exactly that (not a stale copy).
+    const packed = execFileSync('tar', ['-xzOf', `${APP}gatehouse.tgz`, 'package/dist/src/index.js'], {
+      encoding: 'utf8',
+    })
+    expect(readFileSync(`${installedPackage}dist/src/index.js`, 'utf8')).toBe(packed)
+    expect(readFileSync(`${APP}next.config.ts`, 'utf8')).not.toMatch(/transpilePackages\s*:/)
+  })
+
   it('serves discovery at the well-known routes, with URLs built from GATEHOUSE_ISSUER', async () => {
     const issuer = new URL(base)
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, opts))
@@ -240,6 +257,54 @@ describe.skipIf(!enabled)(title, () => {
     // The completed interaction cannot be used again.
     const replay = await browser.navigate(`${base}/signin?uid=${form.hidden.get('uid')}`)
     expect(replay.page?.html).toContain('Sign-in expired')
+  })
+
+  it('#18 Auth.js (next-auth v5) in the app signs alice in against the embedded Gatehouse; /account shows her', async () => {
+    // One browser for the whole app: Auth.js's routes, Gatehouse's and the app's sign-in page share the origin.
+    const browser = new Browser((request) => fetch(request), [])
+    /** Presses the button of a server-action form as a browser without JavaScript does (multipart POST). */
+    const press = (page: Page) => {
+      const form = parseForm(page)
+      const body = new FormData()
+      for (const [name, value] of form.hidden) body.set(name, value)
+      return browser.navigate(form.action, { method: 'POST', headers: { origin: base }, body })
+    }
+    const before = (await browser.navigate(`${base}/account`)).page as Page
+    expect(before.status).toBe(200)
+    expect(before.html).toContain('Not signed in')
+
+    // "Sign in with Gatehouse" → Auth.js → Gatehouse's authorize → the interaction hook → the app's /signin
+    const started = await press(before)
+    const page = started.page as Page
+    expect(page.status, page.html.slice(0, 2000)).toBe(200)
+    expect(new URL(page.url).pathname).toBe('/signin')
+    expect(page.html).toContain('Demo app (Auth.js)')
+    const form = parseForm(page)
+    const body = new URLSearchParams(form.hidden)
+    for (const [name, value] of Object.entries({ username: 'alice', password: 'alice-password', decision: 'login' })) {
+      body.set(name, value)
+    }
+    // sign in → Gatehouse's 303 to Auth.js's callback (code exchange, ID token) → Auth.js's 302 to /account
+    const done = await browser.navigate(form.action, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+      body,
+    })
+    const account = done.page as Page
+    expect(new URL(account.url).pathname, account.html.slice(0, 2000)).toBe('/account')
+    expect(account.html).toContain('Signed in')
+    expect(account.html).toContain('alice@example.com')
+    expect(account.html).toContain('Alice Example')
+    const session = (await (await browser.request(`${base}/api/auth/session`)).json()) as {
+      user?: { name?: string; email?: string }
+    }
+    expect(session.user).toMatchObject({ name: 'Alice Example', email: 'alice@example.com' })
+
+    // "Sign out" ends Auth.js's session (Gatehouse's single sign-on session stays, as Auth.js leaves it)
+    const signedOut = await press(account)
+    expect(signedOut.page?.html).toContain('Not signed in')
+    const gone = (await (await browser.request(`${base}/api/auth/session`)).json()) as { user?: unknown } | null
+    expect(gone?.user).toBeUndefined()
   })
 
   it('bad requests get RFC 6749 error JSON from Gatehouse, not Next pages', async () => {

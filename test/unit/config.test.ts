@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { isLoopback, parseClientRegistration, parseOptions } from '../../src/config.ts'
+import { parseConfigFile } from '../../src/config_file.ts'
 import { createTokenService } from '../../src/index.ts'
 
 const ISSUER = 'https://auth.example.test'
@@ -34,6 +35,8 @@ describe('createTokenService options', () => {
     ['accessTokenSigningAlg', { issuer: ISSUER, accessTokenSigningAlg: 'HS256' }],
     ['accessTokenSigningAlg', { issuer: ISSUER, accessTokenSigningAlg: 'none' }],
     ['idTokenSigningAlg', { issuer: ISSUER, idTokenSigningAlg: 'HS256' }],
+    ['idTokenClaims', { issuer: ISSUER, idTokenClaims: 'all' }],
+    ['idTokenClaims', { issuer: ISSUER, idTokenClaims: true }],
     ['limits.maxBodyBytes', { issuer: ISSUER, limits: { maxBodyBytes: 10 } }],
     ['limits.maxScopes', { issuer: ISSUER, limits: { maxScopes: 0 } }],
     ['secretHashIterations', { issuer: ISSUER, secretHashIterations: 0 }],
@@ -80,6 +83,15 @@ describe('createTokenService options', () => {
       limits: { maxBodyBytes: 16_384, maxParameterLength: 4096, maxScopes: 32 },
       secretHashIterations: 600_000,
     })
+  })
+
+  it("#18 idTokenClaims: 'scopes' | 'minimal', also as a configuration-file key", () => {
+    expect(parseOptions({ issuer: ISSUER, idTokenClaims: 'minimal' }).idTokenClaims).toBe('minimal')
+    expect(parseConfigFile(JSON.stringify({ idTokenClaims: 'minimal' })).idTokenClaims).toBe('minimal')
+    expect(parseConfigFile(JSON.stringify({ idTokenClaims: 'scopes' })).idTokenClaims).toBe('scopes')
+    expect(() => parseConfigFile(JSON.stringify({ idTokenClaims: 'full' }), 'gatehouse.json')).toThrow(
+      /^gatehouse\.json: invalid configuration\nidTokenClaims: /,
+    )
   })
 
   it('a valid configuration constructs and endpoint URLs derive from the issuer', () => {

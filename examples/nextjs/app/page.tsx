@@ -22,6 +22,9 @@ export default function Home() {
           <code>/connect/token</code>, <code>/connect/authorize</code>, <code>/connect/userinfo</code>, ...
         </li>
       </ul>
+      <p>
+        This app also signs its own visitors in through it with Auth.js: <a href="/account">/account</a>.
+      </p>
     </main>
   )
 }

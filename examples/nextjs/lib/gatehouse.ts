@@ -12,6 +12,14 @@ export function issuer(): string {
   return process.env.GATEHOUSE_ISSUER ?? 'http://127.0.0.1:3000'
 }
 
+/** The client Auth.js (lib/auth.ts) signs the app's own visitors in as. */
+export const NEXTAUTH_CLIENT_ID = 'demo-nextauth'
+
+/** Its secret: Auth.js authenticates with it at the token endpoint. */
+export function nextAuthSecret(): string {
+  return process.env.DEMO_NEXTAUTH_SECRET ?? 'demo-nextauth-secret'
+}
+
 /** Where the app's own sign-in page is, for a pending interaction. */
 export function signInUrl(uid: string, extra: Record<string, string> = {}): string {
   const url = new URL(`${issuer().replace(/\/$/, '')}/signin`)
@@ -57,6 +65,22 @@ async function create(): Promise<TokenService> {
       'scp:api1',
     ],
     redirectUris: [process.env.DEMO_WEB_REDIRECT_URI ?? 'http://127.0.0.1:8080/callback'],
+  })
+  // This app's own Auth.js sign-in (lib/auth.ts): its callback route is on the issuer's host.
+  await service.clients.ensure({
+    clientId: NEXTAUTH_CLIENT_ID,
+    clientSecret: nextAuthSecret(),
+    displayName: 'Demo app (Auth.js)',
+    permissions: [
+      Permissions.Endpoints.Authorization,
+      Permissions.Endpoints.Token,
+      Permissions.GrantTypes.AuthorizationCode,
+      Permissions.ResponseTypes.Code,
+      'scp:openid',
+      'scp:profile',
+      'scp:email',
+    ],
+    redirectUris: [`${issuer().replace(/\/$/, '')}/api/auth/callback/gatehouse`],
   })
   await service.ready()
   return service
