@@ -224,7 +224,7 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
     const keepSecrets = changes.clientSecret === undefined
     if (keepSecrets && existing.secrets.length > 0) merged.clientSecret = existing.secrets[0]?.hash
     if (changes.clientSecret === null) delete merged.clientSecret
-    const record = await toRecord(merged as ClientRegistration, existing.createdAt)
+    const record = await toRecord(merged as unknown as ClientRegistration, existing.createdAt)
     if (keepSecrets) record.secrets = existing.secrets
     return record
   }

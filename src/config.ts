@@ -3,6 +3,14 @@
  * Options of `createTokenService`, client registrations and users, validated with valibot at the
  * boundary. A bad option fails at construction with a message naming the field.
  */
+import type {
+  AccountProvider,
+  ClientRegistration,
+  Logger,
+  ScopeConfig,
+  TokenServiceOptions,
+  UserConfig,
+} from './options.ts'
 import * as v from 'valibot'
 import type { EventHook } from './events.ts'
 import type { InteractionHook } from './interaction/types.ts'
@@ -86,7 +94,7 @@ export const ClientRegistrationSchema = v.strictObject({
     {},
   ),
 })
-export type ClientRegistration = v.InferInput<typeof ClientRegistrationSchema>
+export type { AccountProvider, ClientRegistration, Logger, ScopeConfig, TokenServiceOptions, UserConfig }
 export type ParsedClientRegistration = v.InferOutput<typeof ClientRegistrationSchema>
 
 /** A built-in user for the embedded sign-in page. Extra standard claims are kept as given. */
@@ -106,7 +114,6 @@ export const UserSchema = v.looseObject({
   family_name: v.optional(v.string()),
   name: v.optional(v.string()),
 })
-export type UserConfig = v.InferInput<typeof UserSchema>
 
 /** A scope the service knows. API scopes put their audience into access tokens. */
 export const ScopeSchema = v.union([
@@ -119,19 +126,6 @@ export const ScopeSchema = v.union([
     claims: v.optional(v.array(v.string())),
   }),
 ])
-export type ScopeConfig = v.InferInput<typeof ScopeSchema>
-
-/** Account lookup: the host's user directory. */
-export interface AccountProvider {
-  /** Claims of the subject (must include `sub`), or undefined when it does not exist (any more). */
-  findAccount(sub: string): Promise<Record<string, unknown> | undefined>
-}
-
-/** A log sink. Messages never carry secrets or token values. */
-export interface Logger {
-  warn(message: string, detail?: Record<string, unknown>): void
-  error(message: string, detail?: Record<string, unknown>): void
-}
 
 const count = (fallback: number) => v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), fallback)
 const attemptLimits = (pair: number, identity: number, address: number) =>
@@ -323,7 +317,15 @@ export const OptionsSchema = v.strictObject({
     ),
   ),
 })
-export type TokenServiceOptions = v.InferInput<typeof OptionsSchema>
+
+/** True when A and B accept the same values (each assignable to the other). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+// The public types (src/options.ts) are written out; each must be what its schema accepts.
+const _optionsMatch: Same<TokenServiceOptions, v.InferInput<typeof OptionsSchema>> = true
+const _registrationMatches: Same<ClientRegistration, v.InferInput<typeof ClientRegistrationSchema>> = true
+const _userMatches: Same<UserConfig, v.InferInput<typeof UserSchema>> = true
+const _scopeMatches: Same<ScopeConfig, v.InferInput<typeof ScopeSchema>> = true
+void [_optionsMatch, _registrationMatches, _userMatches, _scopeMatches]
 export type Config = v.InferOutput<typeof OptionsSchema>
 
 /** Formats valibot issues as `path: message` lines. */

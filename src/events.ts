@@ -4,7 +4,7 @@
  * token id, in which request. Events never carry a secret, a password or a token value: they name
  * tokens by `jti` and grants by id. A throwing or rejecting hook is logged and never fails a request.
  */
-import type { Logger } from './config.ts'
+import type { Logger } from './options.ts'
 import type { MetricsHook } from './ops/metrics.ts'
 
 /** Fields every event carries. */

@@ -2,14 +2,15 @@
  * @module gatehouse
  * An OAuth 2.0 and OpenID Connect token service as one Web-standard fetch handler.
  */
-import { createClientRegistry } from './clients.ts'
+import { type ClientRegistry, createClientRegistry } from './clients.ts'
 import { type AccountProvider, type Logger, type TokenServiceOptions, parseOptions } from './config.ts'
 import { type Context, endpointUrls } from './context.ts'
 import { createHandler } from './handler.ts'
 import { toPending, completeInteraction } from './interaction/flow.ts'
 import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
 import { createKeyring } from './keys/keyring.ts'
-import type { KeyRecord } from './storage/types.ts'
+import type { KeyRecord, Store } from './storage/types.ts'
+import type { SigningAlgorithm } from './options.ts'
 import type { SigningAlg } from './config.ts'
 import { createScopeRegistry } from './scopes.ts'
 import { createVerificationCache } from './secrets.ts'
@@ -31,12 +32,15 @@ export interface RequestInfo {
 export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clients.ts'
 export type {
   AccountProvider,
+  AttemptLimitOptions,
   ClientRegistration,
   Logger,
   ScopeConfig,
+  SigningAlgorithm,
+  Theme,
   TokenServiceOptions,
   UserConfig,
-} from './config.ts'
+} from './options.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
 export type { EventHook, GatehouseEvent, GatehouseEventType } from './events.ts'
 export type { CheckResult, HealthOptions } from './ops/health.ts'
@@ -102,7 +106,7 @@ function noEventHook(): void {}
  * })
  * Deno.serve(service.fetch)
  */
-export function createTokenService(options: TokenServiceOptions) {
+export function createTokenService(options: TokenServiceOptions): TokenService {
   const config = parseOptions(options)
   const now = config.now ?? (() => Math.floor(Date.now() / 1000))
   const store = config.store ?? createMemoryStore({ now })
@@ -186,20 +190,13 @@ export function createTokenService(options: TokenServiceOptions) {
   }
 
   return {
-    /**
-     * The fetch handler serving every endpoint. Adapters pass the TCP peer's address as
-     * `info.address` (throttling, `allowedNetworks` and audit events use it).
-     */
     fetch: (request: Request, info?: RequestInfo): Promise<Response> => {
       const address = canonicalAddress(clientAddress ? hostAddress(clientAddress, request, info) : info?.address)
       if (address !== undefined) bindRequest(request, address)
       return handler(request)
     },
-    /** The issuer identifier, as configured. */
     issuer: config.issuer,
-    /** Absolute URLs of the endpoints. */
     endpoints: ctx.urls,
-    /** Host-side client registration. */
     clients: {
       ensure: clients.ensure,
       sync: clients.sync,
@@ -210,7 +207,6 @@ export function createTokenService(options: TokenServiceOptions) {
       addSecret: clients.addSecret,
       retireSecret: clients.retireSecret,
     },
-    /** Host-side sign-in: read a pending interaction, and resume it once the host's login is done. */
     interactions: {
       async get(uid: string): Promise<PendingInteraction | undefined> {
         const record = await store.interactions.get(uid)
@@ -218,31 +214,19 @@ export function createTokenService(options: TokenServiceOptions) {
         const clientId = String(record.request.clientId)
         return toPending(record, await clients.get(clientId))
       },
-      /**
-       * Completes a pending authorization request and returns the Response for the browser: a
-       * redirect to the client with the code (or the error), setting the session cookie.
-       */
       complete(uid: string, result: InteractionResult, request?: Request): Promise<Response> {
         return completeInteraction(uid, result, request, ctx)
       },
     },
-    /** Signing keys. */
     keys: {
-      /** The public JWKS as published. */
       jwks: () => keyring.jwks(),
-      /** Every key's public metadata (no private members). */
       async list(): Promise<KeyInfo[]> {
         return (await keyring.list()).map(toKeyInfo)
       },
-      /**
-       * Rotates the signing keys: new keys are published at once and sign after `keyPublishAhead`
-       * seconds; the old ones stop signing then and stay published until their tokens expired.
-       */
       async rotate(options: { algorithms?: SigningAlg[] } = {}): Promise<KeyInfo[]> {
         return (await keyring.rotate(options.algorithms)).map(toKeyInfo)
       },
     },
-    /** Settles when built-in users are hashed and signing keys are loaded (or generated). */
     async ready(): Promise<void> {
       await Promise.all([
         users.ready,
@@ -250,13 +234,64 @@ export function createTokenService(options: TokenServiceOptions) {
         keyring.signingKey(config.idTokenSigningAlg),
       ])
     },
-    /** The store in use. */
     store,
-    /** Releases the store's connections. */
     async close(): Promise<void> {
       await store.close?.()
     },
   }
 }
 
-export type TokenService = ReturnType<typeof createTokenService>
+/** The names of the endpoints whose absolute URLs `service.endpoints` lists. */
+export type EndpointUrlName =
+  | 'interaction'
+  | 'authorization'
+  | 'token'
+  | 'userinfo'
+  | 'logout'
+  | 'introspection'
+  | 'revocation'
+  | 'jwks'
+  | 'openidConfiguration'
+  | 'oauthMetadata'
+
+/** What {@link createTokenService} returns. */
+export interface TokenService {
+  /**
+   * The fetch handler serving every endpoint. Adapters pass the TCP peer's address as
+   * `info.address` (throttling, `allowedNetworks` and audit events use it).
+   */
+  fetch(request: Request, info?: RequestInfo): Promise<Response>
+  /** The issuer identifier, as configured. */
+  readonly issuer: string
+  /** Absolute URLs of the endpoints. */
+  readonly endpoints: Record<EndpointUrlName, string>
+  /** Host-side client registration. */
+  readonly clients: Omit<ClientRegistry, 'get'>
+  /** Host-side sign-in: read a pending interaction, and resume it once the host's login is done. */
+  readonly interactions: {
+    get(uid: string): Promise<PendingInteraction | undefined>
+    /**
+     * Completes a pending authorization request and returns the Response for the browser: a
+     * redirect to the client with the code (or the error), setting the session cookie.
+     */
+    complete(uid: string, result: InteractionResult, request?: Request): Promise<Response>
+  }
+  /** Signing keys. */
+  readonly keys: {
+    /** The public JWKS as published. */
+    jwks(): Promise<{ keys: Record<string, unknown>[] }>
+    /** Every key's public metadata (no private members). */
+    list(): Promise<KeyInfo[]>
+    /**
+     * Rotates the signing keys: new keys are published at once and sign after `keyPublishAhead`
+     * seconds; the old ones stop signing then and stay published until their tokens expired.
+     */
+    rotate(options?: { algorithms?: SigningAlgorithm[] }): Promise<KeyInfo[]>
+  }
+  /** Settles when built-in users are hashed and signing keys are loaded (or generated). */
+  ready(): Promise<void>
+  /** The store in use. */
+  readonly store: Store
+  /** Releases the store's connections. */
+  close(): Promise<void>
+}

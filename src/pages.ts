@@ -8,6 +8,7 @@
  * sheet), colour scheme, language and every visible text. Form field names (`username`,
  * `password`, `uid`, `csrf`, `action`, `decision`, `confirm`) are a public contract and never change.
  */
+import type { Theme } from './options.ts'
 import * as v from 'valibot'
 import { escapeHtml as e } from './http.ts'
 import { randomToken } from './tokens/opaque.ts'
@@ -85,7 +86,14 @@ export const ThemeSchema = v.strictObject({
 })
 
 /** A theme as given (the validated option, or any part of it). */
-export type Theme = v.InferInput<typeof ThemeSchema>
+export type { Theme }
+// The public Theme (src/options.ts) is written out; it must be what ThemeSchema accepts.
+const _themeMatches: [Theme] extends [v.InferInput<typeof ThemeSchema>]
+  ? [v.InferInput<typeof ThemeSchema>] extends [Theme]
+    ? true
+    : false
+  : false = true
+void _themeMatches
 
 function isLogoUrl(value: string): boolean {
   if (/^data:image\/[a-z0-9.+-]+[;,]/i.test(value)) return true

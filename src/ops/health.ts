@@ -5,6 +5,7 @@
  * signing keys are loaded, each within a time bound: 200 `{"status":"ok"}`, else 503
  * `{"status":"unavailable","checks":{...}}`. The answers name checks only, never a driver's error.
  */
+import type { HealthOptions } from '../options.ts'
 import * as v from 'valibot'
 import type { Context } from '../context.ts'
 
@@ -23,7 +24,14 @@ export const HealthSchema = v.strictObject({
   /** Seconds each readiness check may take before it counts as failed. Default 2. */
   readinessTimeout: v.optional(v.pipe(v.number(), v.minValue(0.01), v.maxValue(60)), 2),
 })
-export type HealthOptions = v.InferInput<typeof HealthSchema>
+export type { HealthOptions }
+// The public HealthOptions (src/options.ts) is written out; it must be what HealthSchema accepts.
+const _healthMatches: [HealthOptions] extends [v.InferInput<typeof HealthSchema>]
+  ? [v.InferInput<typeof HealthSchema>] extends [HealthOptions]
+    ? true
+    : false
+  : false = true
+void _healthMatches
 
 /** The outcome of one readiness check. */
 export type CheckResult = 'ok' | 'failed' | 'timeout' | 'skipped'

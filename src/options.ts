@@ -1,0 +1,238 @@
+/**
+ * @module options
+ * The option and registration types of the public API, written out (JSR's "no slow types": a
+ * public type may not be inferred from a valibot schema). src/config.ts validates them with its
+ * schemas and checks, at compile time, that each schema's input is exactly the type here.
+ */
+import type { EventHook } from './events.ts'
+import type { InteractionHook } from './interaction/types.ts'
+import type { MetricsHook } from './ops/metrics.ts'
+import type { SecretDigest } from './secrets.ts'
+import type { Store } from './storage/types.ts'
+import type { Limiter } from './throttle.ts'
+import type { JwsSigner } from './tokens/compact_jws.ts'
+
+/** A JWS algorithm Gatehouse signs with. */
+export type SigningAlgorithm = 'ES256' | 'ES384' | 'RS256' | 'PS256' | 'EdDSA'
+
+/** Account lookup: the host's user directory. */
+export interface AccountProvider {
+  /** Claims of the subject (must include `sub`), or undefined when it does not exist (any more). */
+  findAccount(sub: string): Promise<Record<string, unknown> | undefined>
+}
+
+/** A log sink. Messages never carry secrets or token values. */
+export interface Logger {
+  warn(message: string, detail?: Record<string, unknown>): void
+  error(message: string, detail?: Record<string, unknown>): void
+}
+
+/** A client as the host registers it (`service.clients.ensure`, the configuration file's `clients`). */
+export interface ClientRegistration {
+  /** Unique client identifier. */
+  clientId: string
+  /** Plain-text secret, hashed before it is stored; absent for a public client. */
+  clientSecret?: string
+  /** Human-readable name. */
+  displayName?: string
+  /** Permission strings: fixed ones (`ept:token`, …) or `scp:` + scope name. */
+  permissions: string[]
+  redirectUris?: string[]
+  postLogoutRedirectUris?: string[]
+  /** `explicit` shows a consent page; default `implicit`. */
+  consentType?: 'implicit' | 'explicit'
+  /** Let this client use PKCE `plain`. Default false. */
+  allowPlainPkce?: boolean
+  /** Require PKCE from this confidential client too. Default false (public clients always must). */
+  requirePkce?: boolean
+  /**
+   * Source networks (CIDR, IPv4 or IPv6, e.g. `10.0.0.0/8`, `fd00::/8`, or a single address) the
+   * client may authenticate from. Absent: anywhere. Requests from elsewhere fail as `invalid_client`.
+   */
+  allowedNetworks?: string[]
+  /** Per-client lifetimes in seconds overriding the service defaults. */
+  lifetimes?: { accessToken?: number; authorizationCode?: number; idToken?: number; refreshToken?: number }
+}
+
+/** A built-in user of the embedded sign-in page; other members are claims (`email`, `name`, …). */
+export interface UserConfig {
+  sub: string
+  username: string
+  /** The plain password (hashed at start) or a stored hash. */
+  password: string
+  email?: string
+  email_verified?: boolean
+  given_name?: string
+  family_name?: string
+  name?: string
+  [claim: string]: unknown
+}
+
+/** A scope beyond the built-in ones: its name, or its name with the API audience and claims it releases. */
+export type ScopeConfig = string | { name: string; audience?: string; claims?: string[] }
+
+/** Limits on failed attempts per window (client authentication or sign-in). */
+export interface AttemptLimitOptions {
+  /** Failures of one client id / username from one address. */
+  perIdentityAndAddress?: number
+  /** Failures of one client id / username from anywhere. */
+  perIdentity?: number
+  /** Failures from one address, whatever the identity. */
+  perAddress?: number
+}
+
+/** Look and words of the built-in pages. */
+export interface Theme {
+  productName?: string
+  logoUrl?: string
+  primaryColor?: string
+  primaryTextColor?: string
+  backgroundColor?: string
+  colorScheme?: 'auto' | 'light' | 'dark'
+  lang?: string
+  dir?: 'auto' | 'ltr' | 'rtl'
+  texts?: {
+    signInTitle?: string
+    signInSubtitle?: string
+    usernameLabel?: string
+    passwordLabel?: string
+    signInButton?: string
+    cancelButton?: string
+    consentTitle?: string
+    consentIntro?: string
+    allowButton?: string
+    denyButton?: string
+    signOutTitle?: string
+    signOutQuestion?: string
+    signOutButton?: string
+    staySignedInButton?: string
+    signedOutTitle?: string
+    signedOutMessage?: string
+    errorTitle?: string
+    errorHint?: string
+  }
+}
+
+/** Liveness and readiness probes of an embedding host. */
+export interface HealthOptions {
+  /** Path of the liveness probe, e.g. `/healthz`; matched on the whole request path, not below the issuer. */
+  livenessPath?: string
+  /** Path of the readiness probe, e.g. `/readyz`; matched on the whole request path, not below the issuer. */
+  readinessPath?: string
+  /** Seconds each readiness check may take before it counts as failed. Default 2. */
+  readinessTimeout?: number
+}
+
+/** Options of `createTokenService`. */
+export interface TokenServiceOptions {
+  /** The issuer identifier, used byte for byte (no trailing slash is added or removed). */
+  issuer: string
+  /** The store; default a new in-memory store. */
+  store?: Store
+  /** Access token lifetime, seconds. Default 3600. */
+  accessTokenTtl?: number
+  /** Authorization code lifetime, seconds. Default 300. */
+  authorizationCodeTtl?: number
+  /** ID token lifetime, seconds. Default 3600. */
+  idTokenTtl?: number
+  /** Lifetime of each refresh token generation (idle timeout), seconds. Default 14 days. */
+  refreshTokenTtl?: number
+  /** Absolute lifetime of a refresh token family, seconds. Default 90 days. */
+  refreshTokenFamilyTtl?: number
+  /** Browser session lifetime, seconds. Default 14 days. */
+  sessionTtl?: number
+  /** How long a pending sign-in may take, seconds. Default 900. */
+  interactionTtl?: number
+  /** Access token signing algorithm. Default ES256. */
+  accessTokenSigningAlg?: SigningAlgorithm
+  /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */
+  idTokenSigningAlg?: SigningAlgorithm
+  /** Private signing keys as a JWK set (each with `kid` and `alg`); default: generated and kept in the store. */
+  keys?: { keys: Array<{ kid: string; alg: SigningAlgorithm; kty: string; d: string; [member: string]: unknown }> }
+  /** Rotate signing keys automatically after this many seconds of use. Default: only on request. */
+  keyRotationInterval?: number
+  /** Seconds a new signing key is published before it signs (JWKS caches). Default 300. */
+  keyPublishAhead?: number
+  /** Extra scopes beyond openid, profile, email, offline_access and api1. */
+  scopes?: ScopeConfig[]
+  /** Built-in users for the embedded sign-in page. */
+  users?: UserConfig[]
+  /** The host's account lookup; default: the built-in users. */
+  accounts?: AccountProvider
+  /** The host's sign-in hook; default: the built-in sign-in page. */
+  interaction?: InteractionHook
+  /** Only issue refresh tokens when `offline_access` was granted. Default false. */
+  requireOfflineAccess?: boolean
+  /**
+   * Which end-user claims ID tokens carry. `scopes` (the default, as Keycloak, Auth0, Google and
+   * Okta do): the claims of the granted identity scopes (`profile`, `email`, `address`, `phone`,
+   * configured ones) that the account has, the same set userinfo returns for that grant.
+   * `minimal`: only `sub` and the protocol claims; the rest is at userinfo (OpenID Connect Core
+   * §5.4 allows both).
+   */
+  idTokenClaims?: 'scopes' | 'minimal'
+  /** Deprecated: `true` is `idTokenClaims: 'scopes'`, `false` is `'minimal'` (`idTokenClaims` wins). */
+  idTokenIncludesClaims?: boolean
+  /** PBKDF2 iterations for newly hashed secrets and passwords. Default 600,000. */
+  secretHashIterations?: number
+  /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
+  secretCacheTtl?: number
+  /**
+   * A synchronous keyed hash for the verified-secret cache (see `nodeSecretDigest` in
+   * adapters/node.ts). Default: WebCrypto HMAC (asynchronous).
+   */
+  secretDigest?: SecretDigest
+  /**
+   * A synchronous SHA-256 for the storage keys of codes, refresh tokens and sessions and for PKCE
+   * S256: base64url of the digest of the UTF-8 value (see `nodeSha256` in adapters/node.ts).
+   * Default: WebCrypto `digest` (asynchronous: a thread-pool hop on Node).
+   */
+  sha256?: (value: string) => string
+  /**
+   * Synchronous JWT signing (see `nodeSigner` in adapters/node.ts): called once per signing key
+   * with `{ alg, kid, privateJwk }`, returns `(signingInput) => raw JWS signature` (ECDSA as
+   * r || s), or undefined to sign that key with jose. Default: jose (WebCrypto, asynchronous).
+   */
+  signer?: JwsSigner
+  /** Request limits. */
+  limits?: { maxBodyBytes?: number; maxParameterLength?: number; trustContentLength?: boolean; maxScopes?: number }
+  /** Name of the session cookie. Default `gatehouse.session`. */
+  cookieName?: string
+  /** Theme of the built-in pages. */
+  theme?: Theme
+  /**
+   * Throttling of failed client authentications and sign-ins (see `src/throttle.ts`): counters per
+   * identity + address, per identity and per address, in fixed windows, kept in the store so every
+   * instance shares them. `false` turns it off (for a host that throttles in front).
+   */
+  throttle?:
+    | false
+    | {
+        limiter?: Limiter
+        window?: number
+        clientAuthentication?: AttemptLimitOptions
+        signIn?: AttemptLimitOptions
+      }
+  /**
+   * The source address of a request, for throttling, `allowedNetworks` and audit events. Gets the
+   * address the adapter saw (the TCP peer). Behind a proxy, derive it from a header the proxy
+   * sets, trusting it only from the proxy. Default: the adapter's address.
+   */
+  clientAddress?: (request: Request, peer: string | undefined) => string | undefined
+  /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events.ts`. */
+  onEvent?: EventHook
+  /** Clock in epoch seconds. Default `Date.now()`. */
+  now?: () => number
+  /** Where warnings and unexpected errors go. Default `console`. */
+  logger?: Logger
+  /**
+   * Liveness and readiness probes at paths of the host (not below the issuer), each off while its
+   * path is absent: `{ livenessPath: '/healthz', readinessPath: '/readyz' }` (see `src/ops/health.ts`).
+   */
+  health?: HealthOptions
+  /**
+   * Where the service reports requests, latencies, issued tokens, failed client authentications,
+   * throttling and store errors: `createMetrics()` (Prometheus text) or a hook of the host's.
+   */
+  metrics?: MetricsHook
+}
