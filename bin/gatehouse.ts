@@ -17,6 +17,7 @@ import { type ClientRegistration, SIGNING_ALGS, type SigningAlg, parseClientRegi
 import { type ConfigFile, type StoreConfig, parseConfigFile } from '../src/config_file.ts'
 import { type KeyInfo, type TokenService, createTokenService, hashSecret } from '../src/index.ts'
 import { isSecretHash } from '../src/secrets.ts'
+import { migrateStore } from './migrate.ts'
 import { chooseStore, describeStore, openStore } from './store.ts'
 
 type Options = NonNullable<ParseArgsConfig['options']>
@@ -60,6 +61,7 @@ const USAGE = `Usage: gatehouse <command> [options]
 
 Commands:
   serve                       start the server (what npm start does)
+  migrate                     apply the SQL migrations (PostgreSQL, PGlite)
   clients add                 register a client
   clients list                list the registered clients
   clients remove ID           delete a client
@@ -823,9 +825,38 @@ letting in-flight requests finish.`,
   },
 }
 
+const migrate: Command = {
+  name: 'migrate',
+  summary: 'apply the SQL migrations (PostgreSQL, PGlite)',
+  usage: 'Usage: gatehouse migrate [--config FILE]',
+  details: `Applies the pending SQL migrations of the PostgreSQL or PGlite store (the server also runs them
+when it starts). Safe to run from several instances at once; prints "up to date" when there is nothing
+to apply.`,
+  options: {},
+  positionals: [],
+  async run(values) {
+    const config = await setup(values)
+    try {
+      out(await migrateStore(config.store))
+    } catch (err) {
+      throw new CliError((err as Error).message, 1)
+    }
+    return 0
+  },
+}
+
 // --- dispatch ---------------------------------------------------------------------------------------
 
-const COMMANDS: Command[] = [serve, clientsAdd, clientsList, clientsRemove, clientsRotateSecret, keysList, keysRotate]
+const COMMANDS: Command[] = [
+  serve,
+  migrate,
+  clientsAdd,
+  clientsList,
+  clientsRemove,
+  clientsRotateSecret,
+  keysList,
+  keysRotate,
+]
 const GROUPS = ['clients', 'keys']
 
 function help(command: Command): string {

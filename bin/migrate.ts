@@ -1,18 +1,17 @@
 /**
- * `npm run migrate`: applies the SQL migrations of the store chosen as for `npm start`
- * (DATABASE_URL with GATEHOUSE_PG_SCHEMA, or GATEHOUSE_STORE=pglite with GATEHOUSE_DATA_DIR).
+ * `gatehouse migrate` (and `npm run migrate` in this repository): applies the SQL migrations of the
+ * store chosen as for `npm start` (DATABASE_URL with GATEHOUSE_PG_SCHEMA, or GATEHOUSE_STORE=pglite
+ * with GATEHOUSE_DATA_DIR, or the configuration file's "store").
  */
+import { pathToFileURL } from 'node:url'
+import type { StoreConfig } from '../src/config_file.ts'
 import { chooseStore, describeStore } from './store.ts'
 
-const config = chooseStore((name) => process.env[name], undefined)
-if (config.type !== 'postgres' && config.type !== 'pglite') {
-  console.error(
-    'gatehouse migrate: set DATABASE_URL (PostgreSQL) or GATEHOUSE_STORE=pglite; nothing to migrate for',
-    config.type,
-  )
-  process.exit(1)
-}
-try {
+/** Applies the pending migrations; resolves with the line to print, rejects with a message. */
+export async function migrateStore(config: StoreConfig): Promise<string> {
+  if (config.type !== 'postgres' && config.type !== 'pglite') {
+    throw new Error(`set DATABASE_URL (PostgreSQL) or GATEHOUSE_STORE=pglite; nothing to migrate for ${config.type}`)
+  }
   const store =
     config.type === 'postgres'
       ? (await import('../src/storage/postgres.ts')).createPostgresStore({
@@ -20,13 +19,20 @@ try {
           ...(config.schema ? { schema: config.schema } : {}),
         })
       : (await import('../src/storage/pglite.ts')).createPgliteStore({ dataDir: config.dataDir })
-  if ('connect' in store && typeof store.connect === 'function') await store.connect()
-  const applied = await store.migrate()
-  console.log(
-    `${describeStore(config)}: ${applied.length === 0 ? 'up to date' : `applied migration(s) ${applied.join(', ')}`}`,
-  )
-  await store.close()
-} catch (err) {
-  console.error(`gatehouse migrate: ${(err as Error).message}`)
-  process.exit(1)
+  try {
+    if ('connect' in store && typeof store.connect === 'function') await store.connect()
+    const applied = await store.migrate()
+    return `${describeStore(config)}: ${applied.length === 0 ? 'up to date' : `applied migration(s) ${applied.join(', ')}`}`
+  } finally {
+    await store.close()
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  try {
+    console.log(await migrateStore(chooseStore((name) => process.env[name], undefined)))
+  } catch (err) {
+    console.error(`gatehouse migrate: ${(err as Error).message}`)
+    process.exit(1)
+  }
 }

@@ -169,6 +169,8 @@ describe('gatehouse command line', () => {
     expect((await ok(['help', 'clients', 'rotate-secret'])).stdout).toMatch(/--grace SECONDS/)
     expect((await ok(['clients', 'add', '--help'])).stdout).toMatch(/^Usage: gatehouse clients add --id ID/)
     expect((await ok(['help', 'keys'])).stdout).toMatch(/keys rotate/)
+    expect((await ok(['--help'])).stdout).toMatch(/migrate {2,}apply the SQL migrations/)
+    expect((await ok(['migrate', '--help'])).stdout).toMatch(/^Usage: gatehouse migrate/)
     expect((await ok(['serve', '--help'])).stdout).toMatch(/PORT/)
     expect((await ok(['--version'])).stdout.trim()).toBe(PACKAGE.version)
   })
