@@ -8,6 +8,7 @@ import type {
   ClientRegistration,
   Logger,
   ScopeConfig,
+  SigningAlgorithm,
   TokenServiceOptions,
   UserConfig,
 } from './options.ts'
@@ -26,7 +27,8 @@ import type { JwsSigner } from './tokens/compact_jws.ts'
 
 /** Access-token signing algorithms we can generate keys for. */
 export const SIGNING_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const
-export type SigningAlg = (typeof SIGNING_ALGS)[number]
+/** The signing algorithms (src/options.ts's `SigningAlgorithm`, which SIGNING_ALGS lists). */
+export type SigningAlg = SigningAlgorithm
 
 /** What ID tokens carry besides `sub` and the protocol claims (option `idTokenClaims`). */
 export const ID_TOKEN_CLAIMS = ['scopes', 'minimal'] as const
@@ -325,7 +327,8 @@ const _optionsMatch: Same<TokenServiceOptions, v.InferInput<typeof OptionsSchema
 const _registrationMatches: Same<ClientRegistration, v.InferInput<typeof ClientRegistrationSchema>> = true
 const _userMatches: Same<UserConfig, v.InferInput<typeof UserSchema>> = true
 const _scopeMatches: Same<ScopeConfig, v.InferInput<typeof ScopeSchema>> = true
-void [_optionsMatch, _registrationMatches, _userMatches, _scopeMatches]
+const _algorithmsMatch: Same<SigningAlgorithm, (typeof SIGNING_ALGS)[number]> = true
+void [_optionsMatch, _registrationMatches, _userMatches, _scopeMatches, _algorithmsMatch]
 export type Config = v.InferOutput<typeof OptionsSchema>
 
 /** Formats valibot issues as `path: message` lines. */

@@ -75,6 +75,13 @@ export interface RequestMeta {
   requestId(): string
 }
 
+/** Sends an event to the host's hook and the metrics. */
+export interface Emitter {
+  (meta: RequestMeta | undefined, input: EventInput): void
+  /** Whether anyone listens: code that builds an event only to emit it checks this first. */
+  readonly active: boolean
+}
+
 /**
  * Creates the emitter; a no-op when there is neither a hook nor an observer. `observe` sees each
  * event as the code built it (no base fields), synchronously, before the hook: the metrics count
@@ -85,8 +92,8 @@ export function createEmitter(
   logger: Logger,
   now: () => number,
   observe?: (input: EventInput) => void,
-) {
-  return function emit(meta: RequestMeta | undefined, input: EventInput): void {
+): Emitter {
+  function emit(meta: RequestMeta | undefined, input: EventInput): void {
     if (observe) observe(input)
     if (!hook) return
     const event = {
@@ -106,9 +113,8 @@ export function createEmitter(
       logger.error('onEvent hook failed', { type: event.type, err })
     }
   }
+  return Object.assign(emit, { active: hook !== undefined || observe !== undefined })
 }
-
-export type Emitter = ReturnType<typeof createEmitter>
 
 /** Feeds the metrics from the audit events: tokens issued, failed client authentications, throttling. */
 export function metricsObserver(metrics: MetricsHook): (input: EventInput) => void {

@@ -11,7 +11,6 @@ import type { InteractionResult, PendingInteraction } from './interaction/types.
 import { createKeyring } from './keys/keyring.ts'
 import type { KeyRecord, Store } from './storage/types.ts'
 import type { SigningAlgorithm } from './options.ts'
-import type { SigningAlg } from './config.ts'
 import { createScopeRegistry } from './scopes.ts'
 import { createVerificationCache } from './secrets.ts'
 import { sha256 } from './tokens/opaque.ts'
@@ -91,9 +90,6 @@ const consoleLogger: Logger = {
   error: (message, detail) => console.error(`[gatehouse] ${message}`, detail ?? ''),
 }
 
-/** Stands in for the host's `onEvent` when only the metrics observe events (never called). */
-function noEventHook(): void {}
-
 /**
  * Creates the token service. Options are validated here: a bad option throws a TypeError naming it.
  *
@@ -110,13 +106,8 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
   const config = parseOptions(options)
   const now = config.now ?? (() => Math.floor(Date.now() / 1000))
   const store = config.store ?? createMemoryStore({ now })
-  const onEvent = config.onEvent
-  if (config.metrics && !onEvent) {
-    // Code that builds an event only for a hook (`if (ctx.config.onEvent)`) builds it for the metrics too.
-    config.onEvent = noEventHook
-  }
   const emit = createEmitter(
-    onEvent,
+    config.onEvent,
     config.logger ?? consoleLogger,
     now,
     config.metrics ? metricsObserver(config.metrics) : undefined,
@@ -223,7 +214,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       async list(): Promise<KeyInfo[]> {
         return (await keyring.list()).map(toKeyInfo)
       },
-      async rotate(options: { algorithms?: SigningAlg[] } = {}): Promise<KeyInfo[]> {
+      async rotate(options: { algorithms?: SigningAlgorithm[] } = {}): Promise<KeyInfo[]> {
         return (await keyring.rotate(options.algorithms)).map(toKeyInfo)
       },
     },

@@ -100,7 +100,7 @@ export async function handleIntrospection(request: Request, ctx: Context): Promi
     ? ((await introspectAccessToken(token, client, ctx)) ?? (await introspectRefreshToken(token, client, ctx)))
     : ((await introspectRefreshToken(token, client, ctx)) ??
       (looksLikeJwt(token) ? await introspectAccessToken(token, client, ctx) : undefined))
-  if (ctx.config.onEvent) {
+  if (ctx.emit.active) {
     ctx.emit(metaOf(request), {
       type: 'token.introspected',
       clientId: client.clientId,

@@ -60,7 +60,7 @@ export const clientCredentials: Grant = {
       key instanceof Promise ? await key : key,
     )
     const { token, claims } = issued instanceof Promise ? await issued : issued
-    if (ctx.config.onEvent) {
+    if (ctx.emit.active) {
       ctx.emit(metaOf(request), {
         type: 'token.issued',
         grantType: 'client_credentials',

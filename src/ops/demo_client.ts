@@ -9,10 +9,11 @@
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-4.1 (authorization code grant)
  * @see https://www.rfc-editor.org/rfc/rfc7636 (PKCE)
  */
-import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
+import { base64url, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import type { Endpoint } from '../context.ts'
 import { escapeHtml as e } from '../http.ts'
 import { type Theme, page } from '../pages.ts'
+import { randomToken, sha256 } from '../tokens/opaque.ts'
 
 /** What the demo client needs of the service. */
 export interface DemoService {
@@ -36,20 +37,6 @@ export interface DemoClientOptions {
 
 const COOKIE = 'gatehouse.demo'
 
-function base64url(bytes: Uint8Array): string {
-  let binary = ''
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
-}
-
-function random(): string {
-  return base64url(crypto.getRandomValues(new Uint8Array(32)))
-}
-
-async function s256(verifier: string): Promise<string> {
-  return base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))))
-}
-
 function cookieValue(request: Request, name: string): string | undefined {
   for (const part of (request.headers.get('cookie') ?? '').split(';')) {
     const eq = part.indexOf('=')
@@ -67,7 +54,7 @@ interface Pending {
 function parsePending(value: string | undefined): Pending | undefined {
   if (!value) return undefined
   try {
-    const parsed = JSON.parse(atob(value.replace(/-/g, '+').replace(/_/g, '/'))) as Partial<Pending>
+    const parsed = JSON.parse(new TextDecoder().decode(base64url.decode(value))) as Partial<Pending>
     const { state, nonce, verifier } = parsed
     if (typeof state === 'string' && typeof nonce === 'string' && typeof verifier === 'string') {
       return { state, nonce, verifier }
@@ -113,7 +100,7 @@ export function createDemoClient(
     if (url.origin !== new URL(start).origin && !url.searchParams.has('moved')) {
       return new Response(null, { status: 303, headers: { location: `${start}?moved` } })
     }
-    const pending: Pending = { state: random(), nonce: random(), verifier: random() }
+    const pending: Pending = { state: randomToken(), nonce: randomToken(), verifier: randomToken() }
     const authorize = new URL(service.endpoints.authorization)
     authorize.search = new URLSearchParams({
       response_type: 'code',
@@ -122,10 +109,10 @@ export function createDemoClient(
       scope,
       state: pending.state,
       nonce: pending.nonce,
-      code_challenge: await s256(pending.verifier),
+      code_challenge: await sha256(pending.verifier), // RFC 7636 S256: base64url(SHA-256(verifier))
       code_challenge_method: 'S256',
     }).toString()
-    const value = base64url(new TextEncoder().encode(JSON.stringify(pending)))
+    const value = base64url.encode(JSON.stringify(pending))
     return new Response(null, {
       status: 303,
       headers: { location: authorize.href, 'set-cookie': cookie(value, 600), 'cache-control': 'no-store' },

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Browser, type Page } from '../helpers/browser.ts'
+import { Browser, type Page, unescapeHtml } from '../helpers/browser.ts'
 import { authorizationUrl } from '../helpers/flow.ts'
 import { freePort } from '../runtime/server.ts'
 
@@ -84,18 +84,9 @@ function parseForm(page: Page): { action: string; hidden: URLSearchParams } {
   const hidden = new URLSearchParams()
   for (const [input] of (form[2] as string).matchAll(/<input\b[^>]*>/g)) {
     if (attr(input, 'type') !== 'hidden') continue
-    hidden.set(attr(input, 'name') as string, decode(attr(input, 'value') ?? ''))
+    hidden.set(attr(input, 'name') as string, unescapeHtml(attr(input, 'value') ?? ''))
   }
-  return { action: new URL(decode(action), page.url).href, hidden }
-}
-
-function decode(html: string): string {
-  return html
-    .replace(/&quot;/g, '"')
-    .replace(/&#x27;|&#39;/g, "'")
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&amp;/g, '&')
+  return { action: new URL(unescapeHtml(action), page.url).href, hidden }
 }
 
 describe.skipIf(!enabled)(title, () => {

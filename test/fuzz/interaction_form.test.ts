@@ -11,16 +11,7 @@ import { describe, expect, it } from 'vitest'
 import { RU } from '../helpers/service.ts'
 import { MARKER, settings, text } from './arbitraries.ts'
 import { INTERACTION_URL, ISSUER, checkBrowser, fuzzSetup, redirectUrisOf, startInteraction } from './fixtures.ts'
-
-/** How a browser reads an attribute value back (the inverse of the page's escaping). */
-function unescapeHtml(html: string): string {
-  return html
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&amp;/g, '&')
-}
+import { unescapeHtml } from '../helpers/browser.ts'
 
 /** A value as it reaches the service through a urlencoded form or query (USVString). */
 function asSent(value: string): string {

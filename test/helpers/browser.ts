@@ -80,10 +80,10 @@ export class Browser {
   async submit(page: Page, fields: Record<string, string>): Promise<{ page?: Page; callback?: URL }> {
     const formMatch = /<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/.exec(page.html)
     if (!formMatch) throw new Error(`no form on the page:\n${page.html}`)
-    const action = decode(formMatch[1] as string)
+    const action = unescapeHtml(formMatch[1] as string)
     const body = new URLSearchParams()
     for (const m of (formMatch[2] as string).matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-      body.set(decode(m[1] as string), decode(m[2] as string))
+      body.set(unescapeHtml(m[1] as string), unescapeHtml(m[2] as string))
     }
     for (const [name, value] of Object.entries(fields)) body.set(name, value)
     return this.navigate(action, {
@@ -99,10 +99,11 @@ export class Browser {
   }
 }
 
-function decode(html: string): string {
+/** How a browser reads text or an attribute value back: the inverse of HTML escaping. */
+export function unescapeHtml(html: string): string {
   return html
     .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
+    .replace(/&#x27;|&#39;/g, "'")
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
     .replace(/&amp;/g, '&')

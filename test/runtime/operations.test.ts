@@ -6,6 +6,7 @@
 import { createServer } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { CONFIG, CookieJar, type Running, freePort, launch, waitUntilServing, writeConfig } from './server.ts'
+import { unescapeHtml } from '../helpers/browser.ts'
 
 const NPM_START = ['npm', 'start', '--']
 
@@ -63,15 +64,6 @@ const token = (base: string, id: string, secret: string) =>
     body: 'grant_type=client_credentials&scope=api1',
   })
 
-function decode(html: string): string {
-  return html
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&amp;/g, '&')
-}
-
 describe('npm start (demo seed)', () => {
   it('serves /healthz, /readyz, a landing page at / and no /metrics by default; the banner names the demo', async () => {
     const { server, base, issuer } = await start(NPM_START)
@@ -125,13 +117,13 @@ describe('npm start (demo seed)', () => {
       // The built-in sign-in page: post the form as a browser would.
       const body = new URLSearchParams()
       for (const m of (form[2] as string).matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-        body.set(decode(m[1] as string), decode(m[2] as string))
+        body.set(unescapeHtml(m[1] as string), unescapeHtml(m[2] as string))
       }
       body.set('username', 'alice')
       body.set('password', 'alice-password')
       body.set('decision', 'login')
       signedIn = true
-      response = await jar.fetch(new URL(decode(form[1] as string), url).href, {
+      response = await jar.fetch(new URL(unescapeHtml(form[1] as string), url).href, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body,
@@ -142,7 +134,7 @@ describe('npm start (demo seed)', () => {
     expect(signedIn).toBe(true)
     expect(new URL(url).pathname).toBe('/demo/callback')
     expect(response.status).toBe(200)
-    const page = decode(html)
+    const page = unescapeHtml(html)
     expect(page).toContain('<h1>Signed in</h1>')
     expect(page).toContain('"sub": "demo-user-1"')
     expect(page).toContain('"email": "alice@example.com"')

@@ -18,6 +18,7 @@ import {
   waitUntilServing,
   writeConfig,
 } from './server.ts'
+import { unescapeHtml } from '../helpers/browser.ts'
 
 interface RuntimeRow {
   name: string
@@ -253,12 +254,3 @@ describe.each(runtimes)('$name', ({ command }) => {
     expect(loggedOut.headers.get('location')).toBe(`${PLRU}?state=logout-state`)
   })
 })
-
-function unescapeHtml(html: string): string {
-  return html
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&amp;/g, '&')
-}

@@ -50,7 +50,7 @@ async function context() {
     now: () => NOW,
     secretCache: createVerificationCache({ ttl: 300, max: 100, now: () => NOW }),
     config: { secretHashIterations: 1000, limits: { maxParameterLength: 4096 } },
-    emit: () => {},
+    emit: Object.assign(() => {}, { active: false }),
   } as unknown as Context
   return { ctx, store }
 }
