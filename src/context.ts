@@ -22,6 +22,7 @@ export const PATHS = {
   logout: '/connect/logout',
   introspection: '/connect/introspect',
   revocation: '/connect/revoke',
+  registration: '/connect/register',
   interaction: '/connect/interaction',
   jwks: '/.well-known/jwks.json',
   openidConfiguration: '/.well-known/openid-configuration',

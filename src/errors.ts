@@ -27,6 +27,11 @@ export type OAuthErrorCode =
   | 'insufficient_scope'
   // RFC 7009 §2.2.1
   | 'unsupported_token_type'
+  // RFC 8707 §2 (resource indicators)
+  | 'invalid_target'
+  // RFC 7591 §3.2.2 (dynamic client registration)
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata'
   | 'server_error'
   | 'temporarily_unavailable'
 

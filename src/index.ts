@@ -241,6 +241,7 @@ export type EndpointUrlName =
   | 'logout'
   | 'introspection'
   | 'revocation'
+  | 'registration'
   | 'jwks'
   | 'openidConfiguration'
   | 'oauthMetadata'
