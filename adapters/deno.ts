@@ -6,6 +6,7 @@
  */
 import type { SecretDigest } from '../src/secrets.ts'
 import { nodeSecretDigest, nodeSha256 } from './node_crypto.ts'
+import { nodeResolveHost } from './node_dns.ts'
 
 export { nodeSecretDigest, nodeSha256 } from './node_crypto.ts'
 
@@ -48,12 +49,16 @@ export function serveDeno(handler: FetchHandler, options: { port: number; hostna
 }
 
 /**
- * The service options `npm run start:deno` passes: the secret digest and SHA-256 through Deno's
- * `node:crypto`, synchronous, instead of WebCrypto's promises (introspection on the bench:
+ * The service options `npm run start:deno` passes: `resolveHost` through `node:dns/promises`, and
+ * the secret digest and SHA-256 through Deno's `node:crypto`, synchronous, instead of WebCrypto's promises (introspection on the bench:
  * 30k -> 45k req/s). No `signer`: Deno's ES256 signature costs ~450 us through `node:crypto`
  * against ~375 us through WebCrypto, which also spreads them over its worker threads (measured
  * with Deno 2.9.6; Node's OpenSSL takes ~25 us), so jose on WebCrypto signs.
  */
-export function denoServiceOptions(): { secretDigest: SecretDigest; sha256: (value: string) => string } {
-  return { secretDigest: nodeSecretDigest(), sha256: nodeSha256() }
+export function denoServiceOptions(): {
+  secretDigest: SecretDigest
+  sha256: (value: string) => string
+  resolveHost: (hostname: string) => Promise<string[]>
+} {
+  return { secretDigest: nodeSecretDigest(), sha256: nodeSha256(), resolveHost: nodeResolveHost() }
 }

@@ -6,6 +6,7 @@
  */
 import { type JsonWebKey, constants, createPrivateKey, hash, randomBytes, sign } from 'node:crypto'
 import type { SecretDigest } from '../src/secrets.ts'
+import { nodeResolveHost } from './node_dns.ts'
 import type { JwsSigner, SignFunction } from '../src/tokens/compact_jws.ts'
 
 /**
@@ -96,11 +97,20 @@ function batchedPerTurn(signNow: (input: Uint8Array) => Buffer): SignFunction {
     })
 }
 
-/** The service options `npm start` passes on Node and Bun (so do the bench servers). */
+/**
+ * The service options `npm start` passes on Node and Bun (so do the bench servers), with
+ * `resolveHost` through `node:dns/promises` (see adapters/node_dns.ts).
+ */
 export function nodeServiceOptions(): {
   secretDigest: SecretDigest
   signer: JwsSigner
   sha256: (value: string) => string
+  resolveHost: (hostname: string) => Promise<string[]>
 } {
-  return { secretDigest: nodeSecretDigest(), signer: nodeSigner(), sha256: nodeSha256() }
+  return {
+    secretDigest: nodeSecretDigest(),
+    signer: nodeSigner(),
+    sha256: nodeSha256(),
+    resolveHost: nodeResolveHost(),
+  }
 }

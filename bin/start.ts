@@ -125,7 +125,8 @@ export async function syncClients(
   const lines = results.map(({ status, client }) => `client ${client.clientId}: ${status}`)
   const listed = new Set(clients.map((client) => client.clientId))
   for (const stored of await service.clients.list()) {
-    if (listed.has(stored.clientId)) continue
+    // Clients that registered themselves (RFC 7591) are not the file's: never listed, never pruned.
+    if (listed.has(stored.clientId) || stored.registration !== undefined) continue
     if (prune) {
       await service.clients.delete(stored.clientId)
       lines.push(`client ${stored.clientId}: removed (not in the configuration file; pruneClients is true)`)

@@ -10,10 +10,12 @@ import {
   parseClientRegistration,
   withoutInputs,
 } from './config.ts'
+import { type MetadataDocumentResolver, isClientIdUrl } from './client_id_metadata_document.ts'
 import { hashSecret, isSecretHash, verifySecret } from './secrets.ts'
 import { base64url } from 'jose'
 import * as v from 'valibot'
 import type { ClientRecord, SecretRecord, Store } from './storage/types.ts'
+import type { SelfRegisteredNotice } from './pages.ts'
 
 const AddSecretSchema = v.strictObject({
   secret: v.optional(v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters'), v.maxLength(1024))),
@@ -44,6 +46,14 @@ export interface ClientInfo {
   allowedNetworks?: string[]
   /** The secrets' ids, creation and expiry, never the secrets. */
   secrets: SecretInfo[]
+  /** Set when the client registered itself (RFC 7591, or a client id metadata document). */
+  registration?: {
+    kind: 'dynamic' | 'metadata_document'
+    /** Last token request (epoch s), recorded at most once a day. */
+    lastUsedAt?: number
+    /** URL of the client's metadata document (metadata-document clients). */
+    documentUrl?: string
+  }
   createdAt: number
   updatedAt: number
 }
@@ -84,6 +94,35 @@ export function isConfidential(client: ClientRecord): boolean {
   return client.secrets.length > 0
 }
 
+/**
+ * Whether the client registered itself (RFC 7591, or a client id metadata document) rather than
+ * being configured by the host: such a client always gets the consent page (it is never implicit,
+ * and no earlier consent in the session skips it), which says that the client registered itself.
+ */
+export function isSelfRegistered(client: ClientRecord): boolean {
+  return client.registration !== undefined
+}
+
+/** What the consent page shows about a self-registered client for a redirect URI (undefined for the host's clients). */
+export function selfRegistrationNotice(client: ClientRecord, redirectUri: string): SelfRegisteredNotice | undefined {
+  const registration = client.registration
+  if (registration === undefined) return undefined
+  const notice: SelfRegisteredNotice = { kind: registration.kind, redirectHost: hostOf(redirectUri) }
+  if (registration.kind === 'metadata_document')
+    notice.documentHost = hostOf(registration.documentUrl ?? client.clientId)
+  return notice
+}
+
+/** The host of a URL, or its scheme for a private-use scheme URI without one (`com.example.app:`). */
+function hostOf(url: string): string {
+  try {
+    const parsed = new URL(url)
+    return parsed.host === '' ? parsed.protocol : parsed.host
+  } catch {
+    return url
+  }
+}
+
 /** The host-facing view of a stored client. */
 export function toClientInfo(record: ClientRecord): ClientInfo {
   return {
@@ -99,6 +138,15 @@ export function toClientInfo(record: ClientRecord): ClientInfo {
     lifetimes: { ...record.lifetimes },
     ...(record.allowedNetworks ? { allowedNetworks: [...record.allowedNetworks] } : {}),
     secrets: record.secrets.map(toSecretInfo),
+    ...(record.registration
+      ? {
+          registration: {
+            kind: record.registration.kind,
+            ...(record.registration.lastUsedAt !== undefined ? { lastUsedAt: record.registration.lastUsedAt } : {}),
+            ...(record.registration.documentUrl !== undefined ? { documentUrl: record.registration.documentUrl } : {}),
+          },
+        }
+      : {}),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   }
@@ -136,7 +184,17 @@ export interface ClientRegistryOptions {
   iterations: number
   /** Seconds a client read by the endpoints may be served from memory. Default 5. */
   cacheTtl?: number
+  /** Default `unusedFor` of `pruneDynamic`, seconds. Default 30 days. */
+  pruneUnusedAfter?: number
+  /**
+   * Client ID Metadata Documents: a client id that is an https URL with a path and no stored
+   * client resolves through its document (see `src/client_id_metadata_document.ts`).
+   */
+  documents?: MetadataDocumentResolver
 }
+
+/** How often, at most, a self-registered client's `lastUsedAt` is written (seconds). */
+const LAST_USED_GRANULARITY = 86_400
 
 /** Creates the registry: the host API plus `get` for the endpoints. */
 export function createClientRegistry(options: ClientRegistryOptions): ClientRegistry {
@@ -144,6 +202,8 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
   const cacheTtl = options.cacheTtl ?? 5
   const cache = new Map<string, { record: ClientRecord | undefined; until: number }>()
   const CACHE_MAX = 10_000
+  /** When this instance last wrote `lastUsedAt` per client id (so a busy client costs one write a day). */
+  const touched = new Map<string, number>()
 
   async function toRecord(registration: ClientRegistration, createdAt: number): Promise<ClientRecord> {
     const reg = parseClientRegistration(registration)
@@ -189,6 +249,12 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
     return undefined
   }
 
+  const documents = options.documents
+  /** A stored client comes first; then a client id URL is its metadata document's client (throws invalid_client when unusable). */
+  function fromDocument(clientId: string): Promise<ClientRecord> | undefined {
+    return documents && isClientIdUrl(clientId) ? documents.resolve(clientId) : undefined
+  }
+
   /** Reads a client from the store into the cache (an unknown id is remembered too). */
   async function fetchClient(clientId: string, at: number): Promise<ClientRecord | undefined> {
     const record = await store.clients.get(clientId)
@@ -226,6 +292,7 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
     if (changes.clientSecret === null) delete merged.clientSecret
     const record = await toRecord(merged as unknown as ClientRegistration, existing.createdAt)
     if (keepSecrets) record.secrets = existing.secrets
+    if (existing.registration) record.registration = existing.registration
     return record
   }
 
@@ -255,8 +322,9 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
     get(clientId: string): ClientRecord | undefined | Promise<ClientRecord | undefined> {
       const at = now()
       const hit = cache.get(clientId)
-      if (hit && hit.until > at) return hit.record
-      return fetchClient(clientId, at)
+      if (hit && hit.until > at) return hit.record ?? fromDocument(clientId)
+      const loading = fetchClient(clientId, at)
+      return documents && isClientIdUrl(clientId) ? loading.then((record) => record ?? fromDocument(clientId)) : loading
     },
 
     async ensure(registration: ClientRegistration): Promise<{ created: boolean; client: ClientInfo }> {
@@ -362,6 +430,46 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
       cache.delete(clientId)
       return store.clients.delete(clientId)
     },
+
+    forget(clientId: string): void {
+      cache.delete(clientId)
+    },
+
+    touch(client: ClientRecord): void {
+      const registration = client.registration
+      // Only stored (dynamic) clients: a metadata-document client may not be a stored record.
+      if (registration?.kind !== 'dynamic') return
+      const at = now()
+      const last = Math.max(registration.lastUsedAt ?? client.createdAt, touched.get(client.clientId) ?? 0)
+      if (at - last < LAST_USED_GRANULARITY) return
+      if (touched.size >= CACHE_MAX) touched.clear()
+      touched.set(client.clientId, at)
+      // Not awaited: the request does not wait for bookkeeping. A concurrent change wins (no retry).
+      const next: ClientRecord = { ...client, registration: { ...registration, lastUsedAt: at } }
+      store.clients.update(next, client).then(
+        (written) => {
+          if (written) cache.delete(client.clientId)
+        },
+        () => touched.delete(client.clientId),
+      )
+    },
+
+    async pruneDynamic(input: { unusedFor?: number } = {}): Promise<string[]> {
+      const unusedFor = input.unusedFor ?? options.pruneUnusedAfter ?? 2_592_000
+      if (!Number.isSafeInteger(unusedFor) || unusedFor < 0) {
+        throw new TypeError('unusedFor must be a non-negative integer (seconds)')
+      }
+      const cutoff = now() - unusedFor
+      const removed: string[] = []
+      for (const record of await store.clients.list()) {
+        const registration = record.registration
+        if (registration?.kind !== 'dynamic') continue
+        if (Math.max(registration.lastUsedAt ?? record.createdAt, touched.get(record.clientId) ?? 0) > cutoff) continue
+        cache.delete(record.clientId)
+        if (await store.clients.delete(record.clientId)) removed.push(record.clientId)
+      }
+      return removed
+    },
   }
 }
 
@@ -369,7 +477,9 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
 export interface ClientRegistry {
   /**
    * The client for an endpoint; served from a short per-instance cache (synchronously on a hit,
-   * so a busy client's requests do not wait a turn for it).
+   * so a busy client's requests do not wait a turn for it). With Client ID Metadata Documents on,
+   * an https URL id that is not stored resolves through its document, and an unusable document
+   * rejects with `invalid_client`.
    */
   get(clientId: string): ClientRecord | undefined | Promise<ClientRecord | undefined>
   /**
@@ -419,4 +529,20 @@ export interface ClientRegistry {
   retireSecret(clientId: string, id: string, input?: { at?: number }): Promise<ClientInfo>
   /** Deletes a client. Returns whether it existed. */
   delete(clientId: string): Promise<boolean>
+  /**
+   * Deletes the dynamically registered clients (RFC 7591) whose last token request is more than
+   * `unusedFor` seconds ago (default: the `pruneUnusedAfter` option, 30 days), or that never made
+   * one within that time of registering. Last use is recorded at most once a day, so the cut-off
+   * is a day coarse. Returns the deleted client ids.
+   * @example
+   * const removed = await service.clients.pruneDynamic({ unusedFor: 7 * 86400 })
+   */
+  pruneDynamic(input?: { unusedFor?: number }): Promise<string[]>
+  /** Drops the client from this instance's cache (after a change the registry did not make). */
+  forget(clientId: string): void
+  /**
+   * Records that a dynamically registered client was used (the token endpoint calls it): written
+   * at most once a day per client, in the background, for `pruneDynamic`. No-op for other clients.
+   */
+  touch(client: ClientRecord): void
 }

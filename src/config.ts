@@ -6,6 +6,7 @@
 import type {
   AccountProvider,
   ClientRegistration,
+  DynamicClientRegistrationOptions,
   Logger,
   ScopeConfig,
   SigningAlgorithm,
@@ -149,6 +150,45 @@ export const throttleSettings = {
   /** Failed sign-ins on the built-in sign-in page. Defaults 5, 50, 100. */
   signIn: v.optional(attemptLimits(5, 50, 100), {}),
 }
+
+/** Client ID Metadata Document settings that a configuration file can hold too (all but `fetch`). */
+export const clientIdMetadataDocumentSettings = {
+  /** Scopes such clients may be granted (a document's `scope` narrows them). */
+  scopes: v.pipe(v.array(name), v.maxLength(100)),
+  /** Fetch documents from private, loopback, link-local and unique-local addresses too. Default false. */
+  allowPrivateNetworks: v.optional(v.boolean(), false),
+  /** Seconds a document fetch may take, at most 5. Default 5. */
+  timeout: v.optional(v.pipe(v.number(), v.minValue(0.01), v.maxValue(5)), 5),
+}
+
+/** Grant types a dynamically registered client can get. */
+export const DYNAMIC_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const
+
+/** The `dynamicClientRegistration` option (see `DynamicClientRegistrationOptions` in src/options.ts). */
+export const DynamicClientRegistrationSchema = v.strictObject({
+  /** The scopes a registered client may get; a client's `scope` is cut to these (all of them when it sends none). */
+  scopes: v.pipe(v.array(name), v.minLength(1), v.maxLength(100)),
+  /** A bearer token registration requires (`Authorization: Bearer …`). Absent: open registration. */
+  initialAccessToken: v.optional(
+    v.pipe(v.string(), v.regex(/^[A-Za-z0-9\-._~+/]+=*$/, 'must be a bearer token (RFC 6750 §2.1 characters)')),
+  ),
+  /** The grant types a registered client may get. Default `authorization_code` and `refresh_token`. */
+  grantTypes: v.optional(v.pipe(v.array(v.picklist(DYNAMIC_GRANT_TYPES)), v.minLength(1)), [
+    'authorization_code',
+    'refresh_token',
+  ]),
+  /** Registration requests one source address may make per hour. Default 20. */
+  maxPerAddressPerHour: count(20),
+  /**
+   * Dynamic clients unused (no token request) for this many seconds are deleted, checked at most
+   * once an hour after a registration (`service.clients.pruneDynamic()` does it on demand).
+   * Default 30 days; `false` never deletes them automatically.
+   */
+  pruneUnusedAfter: v.optional(
+    v.union([v.literal(false), v.pipe(v.number(), v.safeInteger(), v.minValue(86_400))]),
+    2_592_000,
+  ),
+})
 
 const METRICS_METHODS = ['request', 'tokenIssued', 'clientAuthenticationFailed', 'throttled', 'storeError'] as const
 
@@ -294,6 +334,12 @@ export const OptionsSchema = v.strictObject({
       'must be a function (request, peer) => string | undefined',
     ),
   ),
+  /**
+   * Dynamic client registration (RFC 7591, RFC 7592): `{ scopes: ['mcp:tools'] }` serves open
+   * registration at `/connect/register`. Self-registered clients always see the consent page.
+   * Default: off.
+   */
+  dynamicClientRegistration: v.optional(DynamicClientRegistrationSchema),
   /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events.ts`. */
   onEvent: v.optional(fn<EventHook>('must be a function (event) => void')),
   /** Clock in epoch seconds. Default `Date.now()`. */
@@ -318,6 +364,31 @@ export const OptionsSchema = v.strictObject({
       `must be an object with ${METRICS_METHODS.join('(), ')}() (see createMetrics())`,
     ),
   ),
+  /**
+   * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, as MCP uses them):
+   * when present, a `client_id` that is an https URL with a path is a client whose metadata the
+   * service fetches from that URL (see `src/client_id_metadata_document.ts` for the checks).
+   * Advertised as `client_id_metadata_document_supported` in the discovery documents.
+   */
+  clientIdMetadataDocuments: v.optional(
+    v.strictObject({
+      ...clientIdMetadataDocumentSettings,
+      /** The fetch used for documents (e.g. one trusting a test CA). Default: the global `fetch`. */
+      fetch: v.optional(
+        fn<(url: string, init: RequestInit) => Promise<Response>>(
+          'must be a function (url, init) => Promise<Response>',
+        ),
+      ),
+    }),
+  ),
+  /**
+   * The runtime's name resolution, `(hostname) => addresses` (see `nodeServiceOptions` in
+   * adapters/node.ts): lets the service refuse a metadata document host that resolves to a private
+   * address. Default: none, only literal addresses are checked.
+   */
+  resolveHost: v.optional(
+    fn<(hostname: string) => Promise<string[]>>('must be a function (hostname) => Promise<string[]>'),
+  ),
 })
 
 /** True when A and B accept the same values (each assignable to the other). */
@@ -326,9 +397,10 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 const _optionsMatch: Same<TokenServiceOptions, v.InferInput<typeof OptionsSchema>> = true
 const _registrationMatches: Same<ClientRegistration, v.InferInput<typeof ClientRegistrationSchema>> = true
 const _userMatches: Same<UserConfig, v.InferInput<typeof UserSchema>> = true
+const _dcrMatches: Same<DynamicClientRegistrationOptions, v.InferInput<typeof DynamicClientRegistrationSchema>> = true
 const _scopeMatches: Same<ScopeConfig, v.InferInput<typeof ScopeSchema>> = true
 const _algorithmsMatch: Same<SigningAlgorithm, (typeof SIGNING_ALGS)[number]> = true
-void [_optionsMatch, _registrationMatches, _userMatches, _scopeMatches, _algorithmsMatch]
+void [_optionsMatch, _registrationMatches, _userMatches, _dcrMatches, _scopeMatches, _algorithmsMatch]
 export type Config = v.InferOutput<typeof OptionsSchema>
 
 /** Formats valibot issues as `path: message` lines. */

@@ -9,6 +9,7 @@ import {
   OptionsSchema,
   ScopeSchema,
   UserSchema,
+  clientIdMetadataDocumentSettings,
   formatIssues,
   throttleSettings,
 } from './config.ts'
@@ -59,7 +60,9 @@ export const ConfigFileSchema = v.strictObject({
   secretHashIterations: settings.secretHashIterations,
   limits: settings.limits,
   theme: settings.theme,
+  dynamicClientRegistration: settings.dynamicClientRegistration,
   throttle: v.optional(v.union([v.literal(false), v.strictObject(throttleSettings)]), {}),
+  clientIdMetadataDocuments: v.optional(v.strictObject(clientIdMetadataDocumentSettings)),
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

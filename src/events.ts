@@ -54,6 +54,28 @@ export type GatehouseEvent = EventBase &
       }
     | { type: 'session.ended'; sub: string; sid: string; clientId?: string }
     | { type: 'key.rotated'; kids: string[]; algorithms: string[] }
+    | {
+        /** A client registered itself (RFC 7591). */
+        type: 'client.registered'
+        clientId: string
+        /** `none`, `client_secret_basic` or `client_secret_post`. */
+        authMethod: string
+        grantTypes: string[]
+        scope: string
+      }
+    | { type: 'client.registration_updated' | 'client.registration_deleted'; clientId: string }
+    | {
+        /** A registration or RFC 7592 request was refused. */
+        type: 'client.registration_failed'
+        /** The client of an RFC 7592 request, when the path named one. */
+        clientId?: string
+        reason:
+          | 'invalid_initial_access_token'
+          | 'invalid_registration_access_token'
+          | 'invalid_metadata'
+          | 'too_many_registrations'
+          | 'throttled'
+      }
   )
 
 /** The event types. */

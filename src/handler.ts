@@ -15,6 +15,7 @@ import { handleDiscovery, handleJwks, metadata } from './endpoints/discovery.ts'
 import { handleInteraction } from './endpoints/interaction.ts'
 import { handleIntrospection } from './endpoints/introspection.ts'
 import { handleLogout } from './endpoints/logout.ts'
+import { createRegistration } from './endpoints/registration.ts'
 import { handleRevocation } from './endpoints/revocation.ts'
 import { handleToken } from './endpoints/token.ts'
 import { handleUserinfo } from './endpoints/userinfo.ts'
@@ -33,6 +34,11 @@ interface Route {
   page?: boolean
   /** Called cross-origin by browser apps: answers CORS for registered origins. */
   cors?: CorsRoute
+  /**
+   * Answers CORS for every origin (public documents and open registration, when clients register
+   * themselves: their origins are not known before they come). Never with credentials.
+   */
+  anyOrigin?: boolean
 }
 
 /** CORS of the endpoints: what a browser app may send (header names spelled out, never `*`). */
@@ -41,6 +47,9 @@ const CORS = {
   token: { methods: 'POST', headers: 'authorization, content-type' },
   userinfo: { methods: 'GET, POST', headers: 'authorization, content-type' },
   revocation: { methods: 'POST', headers: 'authorization, content-type' },
+  // MCP clients send MCP-Protocol-Version with discovery and registration requests.
+  publicDocument: { methods: 'GET, HEAD', headers: 'accept, mcp-protocol-version' },
+  registration: { methods: 'POST', headers: 'authorization, content-type, accept, mcp-protocol-version' },
 } as const satisfies Record<string, CorsRoute>
 
 /** Publicly cacheable documents differ by Origin once CORS is answered: shared caches must key on it. */
@@ -77,18 +86,19 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
         error: error instanceof Error ? error.name : typeof error,
       }),
   })
+  // With self-registration on, a browser client (MCP Inspector, a web agent) reads discovery and the
+  // JWKS before any of its origins is registered: those public documents then answer every origin.
+  const openDocuments = Boolean(ctx.config.dynamicClientRegistration || ctx.config.clientIdMetadataDocuments)
+  const documentCors = openDocuments ? { cors: CORS.publicDocument, anyOrigin: true } : { cors: CORS.document }
   const discovery: Route = {
     name: 'discovery',
-    cors: CORS.document,
+    ...documentCors,
     methods: { GET: () => varyOrigin(handleDiscovery(document)) },
   }
   const routes = new Map<string, Route>([
     [PATHS.openidConfiguration, discovery],
     [PATHS.oauthMetadata, discovery],
-    [
-      PATHS.jwks,
-      { name: 'jwks', cors: CORS.document, methods: { GET: async () => varyOrigin(await handleJwks(ctx)) } },
-    ],
+    [PATHS.jwks, { name: 'jwks', ...documentCors, methods: { GET: async () => varyOrigin(await handleJwks(ctx)) } }],
     [PATHS.token, { name: 'token', cors: CORS.token, methods: { POST: (r) => handleToken(r, ctx) } }],
     [PATHS.introspection, { name: 'introspection', methods: { POST: (r) => handleIntrospection(r, ctx) } }],
     [
@@ -124,11 +134,32 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
       { name: 'logout', page: true, methods: { GET: (r) => handleLogout(r, ctx), POST: (r) => handleLogout(r, ctx) } },
     ],
   ])
+  // Dynamic client registration (RFC 7591) and its management URIs (RFC 7592), when configured.
+  let management: Route | undefined
+  let managementPrefix: string | undefined
+  if (ctx.config.dynamicClientRegistration) {
+    const registration = createRegistration(ctx)
+    routes.set(PATHS.registration, {
+      name: 'registration',
+      cors: CORS.registration,
+      anyOrigin: true,
+      methods: { POST: registration.register },
+    })
+    management = {
+      name: 'registration',
+      methods: { GET: registration.manage, PUT: registration.manage, DELETE: registration.manage },
+    }
+    managementPrefix = registration.managementPrefix
+  }
   // RFC 8414 §3.1: for an issuer with a path, the well-known suffix is inserted before the path.
+  // MCP clients try that location for the OpenID document too, so both are served there as well
+  // as appended to the path.
   const insertedMetadataPath = issuerPath === '' ? undefined : PATHS.oauthMetadata + issuerPath
+  const insertedOpenidPath = issuerPath === '' ? undefined : PATHS.openidConfiguration + issuerPath
 
   function find(pathname: string): Route | undefined {
-    if (pathname === insertedMetadataPath) return discovery
+    if (pathname === insertedMetadataPath || pathname === insertedOpenidPath) return discovery
+    if (managementPrefix !== undefined && pathname.startsWith(managementPrefix)) return management
     if (!pathname.startsWith(issuerPath)) return undefined
     return routes.get(pathname.slice(issuerPath.length))
   }
@@ -169,9 +200,9 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
    * A preflight: 204 with the route's methods and headers for an allowed origin; otherwise 403
    * (503 while the store cannot tell), without CORS headers, so the browser blocks the request.
    */
-  async function preflight(origin: string, cors: CorsRoute): Promise<Response> {
+  async function preflight(origin: string, cors: CorsRoute, anyOrigin: boolean): Promise<Response> {
     try {
-      if (await origins.allows(origin)) return preflightResponse(origin, cors)
+      if (anyOrigin || (await origins.allows(origin))) return preflightResponse(origin, cors)
       throw new OAuthError('invalid_request', 'cross-origin requests are not allowed from this origin', {
         status: 403,
       })
@@ -202,8 +233,9 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     const origin = request.headers.get('origin')
     if (origin === null) return respond(request, route)
     if (request.method === 'OPTIONS' && request.headers.has('access-control-request-method')) {
-      return preflight(origin, route.cors)
+      return preflight(origin, route.cors, route.anyOrigin === true)
     }
+    if (route.anyOrigin) return withCors(await respond(request, route), origin)
     return withCorsFor(origin, await respond(request, route))
   }
 

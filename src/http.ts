@@ -4,8 +4,20 @@
  */
 import { OAuthError } from './errors.ts'
 
-/** Parameters of a request: each name once, empty values treated as absent (RFC 6749 §3.1). */
-export type Params = Map<string, string>
+/**
+ * Parameters of a request: each name once, empty values treated as absent (RFC 6749 §3.1). A name
+ * the endpoint reads multi-valued (`resource`, RFC 8707 §2) keeps every value in `lists` and its
+ * first in the map; read it with `allValues`.
+ */
+export type Params = Map<string, string> & { lists?: Map<string, string[]> }
+
+/** Every value of `name`: the values of a multi-valued parameter in order, else its one value, else none. */
+export function allValues(params: Params, name: string): string[] {
+  const list = params.lists?.get(name)
+  if (list) return [...list]
+  const value = params.get(name)
+  return value === undefined ? [] : [value]
+}
 
 export interface FormLimits {
   maxBodyBytes: number
@@ -56,15 +68,28 @@ function tooLarge(limit: number): OAuthError {
 
 /**
  * Parses `application/x-www-form-urlencoded` text into parameters.
- * - a parameter given twice is `invalid_request` (RFC 6749 §3.1, §3.2)
+ * - a parameter given twice is `invalid_request` (RFC 6749 §3.1, §3.2), unless `multiValued` names
+ *   it (RFC 8707 §2 `resource`): then every value is kept, in order
  * - empty values are treated as omitted (RFC 6749 §3.1)
  * - values longer than the limit, or holding U+0000 or an unpaired surrogate, are `invalid_request`
  * Descriptions name a parameter only when the service knows the name (see `parameterName`).
  */
-export function parseParams(text: string, maxParameterLength: number): Params {
+export function parseParams(text: string, maxParameterLength: number, multiValued?: ReadonlySet<string>): Params {
   const params: Params = new Map()
   const seen = new Set<string>()
   for (const [name, value] of formPairs(text)) {
+    if (multiValued?.has(name)) {
+      checkParameter(name, value, maxParameterLength)
+      if (value === '') continue
+      params.lists ??= new Map()
+      const list = params.lists.get(name)
+      if (list) list.push(value)
+      else {
+        params.lists.set(name, [value])
+        params.set(name, value)
+      }
+      continue
+    }
     if (seen.has(name)) throw new OAuthError('invalid_request', `${parameterName(name)} is repeated`)
     seen.add(name)
     checkParameter(name, value, maxParameterLength)
@@ -104,12 +129,17 @@ const FORM_TYPE = 'application/x-www-form-urlencoded'
 /**
  * Reads a POST form body (RFC 6749 §3.2: application/x-www-form-urlencoded). Any other body (JSON,
  * text, multipart, no content type) is `400 invalid_request`, the RFC 6749 §5.2 answer to a
- * malformed request, at every endpoint alike.
+ * malformed request, at every endpoint alike. `multiValued`: the names that may repeat (see `parseParams`).
  */
-export async function readForm(request: Request, limits: FormLimits): Promise<Params> {
+export async function readForm(
+  request: Request,
+  limits: FormLimits,
+  multiValued?: ReadonlySet<string>,
+): Promise<Params> {
   const type = request.headers.get('content-type') ?? ''
   if (type !== FORM_TYPE && mediaType(type) !== FORM_TYPE) throw notAForm()
-  return parseParams(await readText(request, limits.maxBodyBytes, limits.trustContentLength), limits.maxParameterLength)
+  const text = await readText(request, limits.maxBodyBytes, limits.trustContentLength)
+  return parseParams(text, limits.maxParameterLength, multiValued)
 }
 
 /** The error for a body that is not a form. */

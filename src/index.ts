@@ -4,6 +4,8 @@
  */
 import { type ClientRegistry, createClientRegistry } from './clients.ts'
 import { type AccountProvider, type Logger, type TokenServiceOptions, parseOptions } from './config.ts'
+import { type MetadataDocumentResolver, createMetadataDocumentResolver } from './client_id_metadata_document.ts'
+import type { Config } from './config.ts'
 import { type Context, endpointUrls } from './context.ts'
 import { createHandler } from './handler.ts'
 import { toPending, completeInteraction } from './interaction/flow.ts'
@@ -11,7 +13,7 @@ import type { InteractionResult, PendingInteraction } from './interaction/types.
 import { createKeyring } from './keys/keyring.ts'
 import type { KeyRecord, Store } from './storage/types.ts'
 import type { SigningAlgorithm } from './options.ts'
-import { createScopeRegistry } from './scopes.ts'
+import { type ScopeRegistry, createScopeRegistry } from './scopes.ts'
 import { createVerificationCache } from './secrets.ts'
 import { sha256 } from './tokens/opaque.ts'
 import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
@@ -20,7 +22,7 @@ import { createUserDirectory } from './users.ts'
 import { createEmitter, metricsObserver } from './events.ts'
 import { canonicalAddress } from './networks.ts'
 import { bindRequest } from './request_meta.ts'
-import { createExclusiveRunner, createRulesCache, storeLimiter } from './throttle.ts'
+import { type Limiter, createExclusiveRunner, createRulesCache, storeLimiter } from './throttle.ts'
 
 /** What the runtime adapter knows about a request beyond the Request itself. */
 export interface RequestInfo {
@@ -32,7 +34,9 @@ export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clie
 export type {
   AccountProvider,
   AttemptLimitOptions,
+  ClientIdMetadataDocumentsOptions,
   ClientRegistration,
+  DynamicClientRegistrationOptions,
   Logger,
   ScopeConfig,
   SigningAlgorithm,
@@ -114,7 +118,19 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
   )
   const users = createUserDirectory(config.users, config.secretHashIterations)
   const accounts: AccountProvider = config.accounts ?? users
-  const clients = createClientRegistry({ store, now, iterations: config.secretHashIterations })
+  const limiter = config.throttle === false ? undefined : (config.throttle.limiter ?? storeLimiter(store))
+  const scopes = createScopeRegistry(config.scopes)
+  const clients = createClientRegistry({
+    store,
+    now,
+    iterations: config.secretHashIterations,
+    ...(typeof config.dynamicClientRegistration?.pruneUnusedAfter === 'number'
+      ? { pruneUnusedAfter: config.dynamicClientRegistration.pruneUnusedAfter }
+      : {}),
+    ...(config.clientIdMetadataDocuments
+      ? { documents: metadataDocuments(config.clientIdMetadataDocuments, config, scopes, now, limiter) }
+      : {}),
+  })
   const keyring = createKeyring({
     store,
     now,
@@ -137,7 +153,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     store,
     keyring,
     clients,
-    scopes: createScopeRegistry(config.scopes),
+    scopes,
     users,
     accounts,
     secretCache: createVerificationCache({
@@ -156,7 +172,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       ? {}
       : {
           throttle: {
-            limiter: config.throttle.limiter ?? storeLimiter(store),
+            limiter: limiter ?? storeLimiter(store),
             clientRules: createRulesCache('client', config.throttle.clientAuthentication, config.throttle.window),
             userRules: createRulesCache('user', config.throttle.signIn, config.throttle.window),
             exclusive: createExclusiveRunner(),
@@ -197,6 +213,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       delete: clients.delete,
       addSecret: clients.addSecret,
       retireSecret: clients.retireSecret,
+      pruneDynamic: clients.pruneDynamic,
     },
     interactions: {
       async get(uid: string): Promise<PendingInteraction | undefined> {
@@ -232,6 +249,32 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
   }
 }
 
+/** The resolver of the `clientIdMetadataDocuments` option; every scope it names must be known. */
+function metadataDocuments(
+  settings: NonNullable<Config['clientIdMetadataDocuments']>,
+  config: Config,
+  scopes: ScopeRegistry,
+  now: () => number,
+  limiter: Limiter | undefined,
+): MetadataDocumentResolver {
+  for (const scope of settings.scopes) {
+    if (!scopes.get(scope)) {
+      throw new TypeError(
+        `invalid token service options\nclientIdMetadataDocuments.scopes: ${JSON.stringify(scope)} is not a known scope`,
+      )
+    }
+  }
+  return createMetadataDocumentResolver({
+    scopes: settings.scopes,
+    allowPrivateNetworks: settings.allowPrivateNetworks,
+    timeout: settings.timeout,
+    ...(settings.fetch ? { fetch: settings.fetch } : {}),
+    ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+    now,
+    ...(limiter && config.throttle !== false ? { limiter, window: config.throttle.window } : {}),
+  })
+}
+
 /** The names of the endpoints whose absolute URLs `service.endpoints` lists. */
 export type EndpointUrlName =
   | 'interaction'
@@ -258,7 +301,7 @@ export interface TokenService {
   /** Absolute URLs of the endpoints. */
   readonly endpoints: Record<EndpointUrlName, string>
   /** Host-side client registration. */
-  readonly clients: Omit<ClientRegistry, 'get'>
+  readonly clients: Omit<ClientRegistry, 'get' | 'forget' | 'touch'>
   /** Host-side sign-in: read a pending interaction, and resume it once the host's login is done. */
   readonly interactions: {
     get(uid: string): Promise<PendingInteraction | undefined>

@@ -100,6 +100,8 @@ export interface Theme {
     cancelButton?: string
     consentTitle?: string
     consentIntro?: string
+    selfRegisteredNotice?: string
+    metadataDocumentNotice?: string
     allowButton?: string
     denyButton?: string
     signOutTitle?: string
@@ -121,6 +123,27 @@ export interface HealthOptions {
   readinessPath?: string
   /** Seconds each readiness check may take before it counts as failed. Default 2. */
   readinessTimeout?: number
+}
+
+/**
+ * Dynamic client registration (RFC 7591, RFC 7592): the `dynamicClientRegistration` option. While
+ * present, `POST {issuer}/connect/register` is served and advertised as `registration_endpoint`.
+ */
+export interface DynamicClientRegistrationOptions {
+  /** The scopes a registered client may get; a client's `scope` is cut to these (all of them when it sends none). */
+  scopes: string[]
+  /** A bearer token registration requires (`Authorization: Bearer …`). Absent: open registration. */
+  initialAccessToken?: string
+  /** The grant types a registered client may get. Default `authorization_code` and `refresh_token`. */
+  grantTypes?: Array<'authorization_code' | 'refresh_token' | 'client_credentials'>
+  /** Registration requests one source address may make per hour. Default 20. */
+  maxPerAddressPerHour?: number
+  /**
+   * Dynamic clients unused (no token request) for this many seconds are deleted, checked at most
+   * once an hour after a registration (`service.clients.pruneDynamic()` does it on demand).
+   * Default 30 days; `false` never deletes them automatically.
+   */
+  pruneUnusedAfter?: number | false
 }
 
 /** Options of `createTokenService`. */
@@ -219,6 +242,12 @@ export interface TokenServiceOptions {
    * sets, trusting it only from the proxy. Default: the adapter's address.
    */
   clientAddress?: (request: Request, peer: string | undefined) => string | undefined
+  /**
+   * Dynamic client registration (RFC 7591, RFC 7592): `{ scopes: ['mcp:tools'] }` serves open
+   * registration at `/connect/register`. Self-registered clients always see the consent page.
+   * Default: off.
+   */
+  dynamicClientRegistration?: DynamicClientRegistrationOptions
   /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events.ts`. */
   onEvent?: EventHook
   /** Clock in epoch seconds. Default `Date.now()`. */
@@ -235,4 +264,32 @@ export interface TokenServiceOptions {
    * throttling and store errors: `createMetrics()` (Prometheus text) or a hook of the host's.
    */
   metrics?: MetricsHook
+  /**
+   * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, as MCP uses them):
+   * when present, a `client_id` that is an https URL with a path is a client whose metadata the
+   * service fetches from that URL (see `src/client_id_metadata_document.ts` for the checks).
+   * Advertised as `client_id_metadata_document_supported` in the discovery documents.
+   */
+  clientIdMetadataDocuments?: ClientIdMetadataDocumentsOptions
+  /**
+   * The runtime's name resolution, `(hostname) => addresses` (see `nodeServiceOptions` in
+   * adapters/node.ts): lets the service refuse a metadata document host that resolves to a private
+   * address. Default: none, only literal addresses are checked.
+   */
+  resolveHost?: (hostname: string) => Promise<string[]>
+}
+
+/** Settings of the `clientIdMetadataDocuments` option. */
+export interface ClientIdMetadataDocumentsOptions {
+  /** Scopes such clients may be granted (a document's `scope` narrows them). Each must be a known scope. */
+  scopes: string[]
+  /**
+   * Fetch documents from private, loopback, link-local and unique-local addresses too. Default
+   * false (the fetch must not reach the service's own network on a stranger's behalf).
+   */
+  allowPrivateNetworks?: boolean
+  /** Seconds a document fetch may take, at most 5. Default 5. */
+  timeout?: number
+  /** The fetch used for documents (e.g. one trusting a test CA). Default: the global `fetch`. */
+  fetch?: (url: string, init: RequestInit) => Promise<Response>
 }

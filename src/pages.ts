@@ -36,6 +36,10 @@ export const DEFAULT_TEXTS = {
   cancelButton: 'Cancel',
   consentTitle: 'Allow access?',
   consentIntro: '{client} asks to:',
+  selfRegisteredNotice:
+    '{client} registered itself: the operator of this service has not reviewed it. Allowing sends you to {host}.',
+  metadataDocumentNotice:
+    '{client} registered itself with a metadata document at {document}: the operator of this service has not reviewed it. Allowing sends you to {host}.',
   allowButton: 'Allow',
   denyButton: 'Deny',
   signOutTitle: 'Sign out?',
@@ -179,6 +183,8 @@ button.secondary{background:transparent;color:var(--text);border:1px solid var(-
 button.secondary:hover{background:color-mix(in srgb,var(--text) 6%,transparent)}
 .error{display:flex;gap:.6rem;align-items:flex-start;color:var(--error);background:var(--error-bg);border:1px solid var(--error-border);border-radius:10px;padding:.75rem .85rem;font-weight:500;margin:0 0 1.25rem;text-align:start}
 .error svg{flex:none;width:1.25rem;height:1.25rem;margin-top:.1rem}
+.notice{display:flex;gap:.6rem;align-items:flex-start;border:1px solid var(--error-border);border-radius:10px;padding:.75rem .85rem;margin:0 0 1.25rem;text-align:start}
+.notice svg{flex:none;width:1.25rem;height:1.25rem;margin-top:.1rem;color:var(--error)}
 .code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
 pre{font-size:.8rem;white-space:pre-wrap;overflow-wrap:anywhere;margin:0 0 1rem}
 ul.scopes{list-style:none;padding:0;margin:0 0 .5rem;border:1px solid color-mix(in srgb,var(--border) 50%,transparent);border-radius:10px}
@@ -300,6 +306,32 @@ export interface ConsentPageInput {
   csrf: string
   clientName: string
   scopes: string[]
+  /** Set for a client that registered itself (see `selfRegistrationNotice` in src/clients.ts). */
+  selfRegistered?: SelfRegisteredNotice
+}
+
+/** What the consent page says about a client that registered itself. */
+export interface SelfRegisteredNotice {
+  kind: 'dynamic' | 'metadata_document'
+  /** Host (or private-use scheme) of the redirect URI the browser returns to. */
+  redirectHost: string
+  /** Host of the client's metadata document (metadata-document clients). */
+  documentHost?: string
+}
+
+/** The notice about a self-registered client: escaped, with client, host and document in bold. */
+function noticeOf(t: PageTexts, clientName: string, notice: SelfRegisteredNotice): string {
+  const template = notice.kind === 'metadata_document' ? t.metadataDocumentNotice : t.selfRegisteredNotice
+  const values: Record<string, string> = {
+    client: clientName,
+    host: notice.redirectHost,
+    document: notice.documentHost ?? notice.redirectHost,
+  }
+  const html = e(template).replace(
+    /\{(client|host|document)\}/g,
+    (_, key: string) => `<strong>${e(values[key] ?? '')}</strong>`,
+  )
+  return `<p class="notice" id="self-registered" role="note">${ALERT_ICON}<span>${html}</span></p>`
 }
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -322,7 +354,7 @@ export function consentPage(theme: Theme, input: ConsentPageInput): Response {
   return page(
     theme,
     t.consentTitle,
-    `<p id="consent-intro">${withClient(t.consentIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="consent-intro">${items}</ul>
+    `${input.selfRegistered ? noticeOf(t, input.clientName, input.selfRegistered) : ''}<p id="consent-intro">${withClient(t.consentIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="consent-intro">${items}</ul>
 <form method="post" action="${e(input.action)}">${hidden({ uid: input.uid, csrf: input.csrf, action: 'consent' })}
 <div class="actions"><button class="primary" type="submit" name="decision" value="allow" autofocus>${e(t.allowButton)}</button>
 <button class="secondary" type="submit" name="decision" value="deny">${e(t.denyButton)}</button></div></form>`,

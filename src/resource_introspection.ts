@@ -13,6 +13,7 @@ export interface IntrospectionOptions {
   endpoint?: string
   /** A confidential client holding `ept:introspection`, whose id is one of the token audiences (or the token's client). */
   clientId: string
+  /** That client's secret (sent with HTTP Basic, RFC 6749 §2.3.1). */
   clientSecret: string
   /** Seconds an answer is reused, never past the token's `exp`. Default 5; 0 asks every time. */
   cacheTtl?: number

@@ -12,6 +12,11 @@
  * revoked (at the revocation endpoint, by refresh-token reuse, by logout) before it expires. With
  * the `introspection` option it also asks the authorization server (RFC 7662) and refuses a token
  * that is no longer active, reusing each answer for `cacheTtl` seconds (default 5).
+ *
+ * Discovery by clients (RFC 9728): with the `resource` option the helper serves the protected
+ * resource metadata at `/.well-known/oauth-protected-resource` + the resource's path, names it in
+ * every challenge (`resource_metadata`), and requires the resource in the token's `aud`. This is
+ * how MCP clients find the authorization server of an MCP server.
  */
 import { type JWTVerifyGetKey, createRemoteJWKSet, customFetch, errors, jwtVerify } from 'jose'
 import {
@@ -36,15 +41,34 @@ const DEFAULT_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA']
 /** RFC 6749 §3.3 scope-token. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/
 
+/** The options of {@link createResourceServer}. */
 export interface ResourceServerOptions {
   /** The issuer identifier, compared byte for byte with discovery's `issuer` and the token's `iss`. */
   issuer: string
   /**
    * This API's identifier: the token's `aud` must be or contain it (RFC 9068 §4). Gatehouse puts
-   * the audience of each API scope there (by default the scope's name). Required: without it a
-   * token meant for another API would get in.
+   * the audience of each API scope there (by default the scope's name). Required unless `resource`
+   * is given: without either a token meant for another API would get in. With both, `aud` must
+   * contain one of them (an API moving from a plain audience to its resource URL).
    */
-  audience: string
+  audience?: string
+  /**
+   * This API's resource identifier (RFC 9728 §1.2, RFC 8707): an absolute `https:` URL without a
+   * fragment, e.g. `https://mcp.example.com/mcp`, byte for byte as clients send it in `resource`.
+   * When given, the token's `aud` must contain it (it is the audience unless `audience` is also
+   * given), the helper serves its RFC 9728 metadata at {@link ResourceServer.metadataPath}, and
+   * every 401 and 403 challenge carries `resource_metadata` (and `scope`, when scopes are required).
+   */
+  resource?: string
+  /**
+   * RFC 9728 `scopes_supported`: the scopes a client can request for this resource (MCP clients
+   * request them all when a challenge names none). Default: `requiredScopes` (omitted when empty).
+   */
+  scopesSupported?: readonly string[]
+  /** RFC 9728 `resource_name`: a human-readable name of the resource. */
+  resourceName?: string
+  /** RFC 9728 `resource_documentation`: a URL of human-readable documentation for developers. */
+  resourceDocumentation?: string
   /** The JWKS URL; default: `jwks_uri` from `<issuer>/.well-known/openid-configuration`. */
   jwksUri?: string
   /** Scopes every request must carry (403 insufficient_scope otherwise). */
@@ -99,6 +123,7 @@ export type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficien
 
 /** A refused request: the `response` to send back, and why (for logs). */
 export interface RefusedRequest {
+  /** Always `false`: the request is refused. */
   ok: false
   /**
    * The RFC 6750 error code; `undefined` when the request carried no bearer token at all (the
@@ -111,8 +136,32 @@ export interface RefusedRequest {
   response: Response
 }
 
+/** What {@link ResourceServer.verify} resolves: the verified token, or why the request is refused. */
 export type VerifyResult = ({ ok: true } & AuthenticatedRequest) | RefusedRequest
 
+/**
+ * RFC 9728 §2 OAuth 2.0 Protected Resource Metadata, as served by the helper.
+ * @see https://www.rfc-editor.org/rfc/rfc9728#section-2
+ */
+export type ProtectedResourceMetadata = {
+  /** The resource identifier (the `resource` option, as given). */
+  resource: string
+  /** The issuers whose tokens this resource accepts: the `issuer` option. */
+  authorization_servers: string[]
+  /** The scopes a client can request for this resource. */
+  scopes_supported?: string[]
+  /** How the token may be sent: `header` only (RFC 6750 §2.1). */
+  bearer_methods_supported: string[]
+  /** A human-readable name of the resource. */
+  resource_name?: string
+  /** Human-readable documentation for developers. */
+  resource_documentation?: string
+}
+
+/** RFC 9728 §3.1: the well-known URI suffix of protected resource metadata. */
+const WELL_KNOWN = '/.well-known/oauth-protected-resource'
+
+/** Per-call options of {@link ResourceServer.verify} and {@link ResourceServer.protect}. */
 export interface VerifyOptions {
   /** Scopes this call needs, in addition to `requiredScopes`. */
   scopes?: readonly string[]
@@ -123,6 +172,7 @@ export interface VerifyOptions {
  * that does not match the issuer). Not the caller's fault: answer 503, not 401.
  */
 export class IssuerUnavailableError extends Error {
+  /** `IssuerUnavailableError`. */
   override name = 'IssuerUnavailableError'
 }
 
@@ -175,6 +225,61 @@ function checkUrl(name: string, value: string, allowHttp: boolean): URL {
   return url
 }
 
+function optionalString(name: string, value: string | undefined): string | undefined {
+  if (value !== undefined && (typeof value !== 'string' || value === '')) {
+    throw new TypeError(`${name}: must be a non-empty string`)
+  }
+  return value
+}
+
+/** A checked resource identifier and where its metadata lives. */
+interface ResourceLocation {
+  /** The identifier as given (clients send it verbatim in `resource`; it is compared with `aud`). */
+  identifier: string
+  /** `/.well-known/oauth-protected-resource` + the resource's path. */
+  metadataPath: string
+  /** The absolute metadata URL, named in `resource_metadata`. */
+  metadataUrl: string
+}
+
+/**
+ * RFC 9728 §3.1: the metadata URL inserts the well-known suffix between the host and the path
+ * (a lone `/` path dropped); the query, if any, stays at the end.
+ */
+function checkResource(value: string, allowHttp: boolean): ResourceLocation {
+  if (typeof value !== 'string') throw new TypeError('resource: must be a string')
+  const url = checkUrl('resource', value, allowHttp)
+  // RFC 8707 §2: an absolute URI without a fragment.
+  if (url.hash !== '' || value.includes('#')) throw new TypeError('resource: must not have a fragment')
+  if (url.username !== '' || url.password !== '') throw new TypeError('resource: must not have user info')
+  const metadataPath = `${WELL_KNOWN}${url.pathname === '/' ? '' : url.pathname}`
+  return { identifier: value, metadataPath, metadataUrl: `${url.origin}${metadataPath}${url.search}` }
+}
+
+/** The pathname of a request URL, relative ones included (some frameworks). */
+function pathnameOf(requestUrl: string): string {
+  try {
+    return new URL(requestUrl, 'http://localhost').pathname
+  } catch {
+    return ''
+  }
+}
+
+/** Paths compared without a trailing slash (clients strip it before inserting the well-known suffix). */
+function samePath(a: string, b: string): boolean {
+  const trim = (path: string) => (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path)
+  return trim(a) === trim(b)
+}
+
+/** Headers of the public metadata document: any origin may read it, caches may keep it 5 minutes. */
+function metadataHeaders(extra: Record<string, string>): Headers {
+  return new Headers({
+    'access-control-allow-origin': '*',
+    'cache-control': 'public, max-age=300',
+    ...extra,
+  })
+}
+
 /** The bearer token of a request, or a refusal (RFC 6750 §2.1; §2.3 query tokens are not accepted). */
 function readBearer(request: Request): string | Refusal {
   const header = request.headers.get('authorization')
@@ -223,15 +328,31 @@ function reason(err: unknown): string {
   return 'the access token is invalid'
 }
 
-function refusedResponse(refusal: Refusal, realm: string | undefined): Response {
+/** What every challenge of one resource server carries besides the error. */
+interface ChallengeSettings {
+  realm: string | undefined
+  /**
+   * RFC 9728 §5.1: the metadata URL, when the `resource` option is given. Its 401s then name the
+   * scopes the request needs too (RFC 6750 §3 `scope`), which MCP clients request.
+   */
+  resourceMetadata: string | undefined
+}
+
+function refusedResponse(refusal: Refusal, challenge: ChallengeSettings, required: readonly string[]): Response {
   const headers = new Headers({ 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' })
   if (refusal.status !== 400) {
     const params: string[] = []
-    if (realm !== undefined) params.push(`realm=${quoted(realm)}`)
+    if (challenge.realm !== undefined) params.push(`realm=${quoted(challenge.realm)}`)
+    // RFC 9728 §5.1: a client discovers the authorization server from here.
+    if (challenge.resourceMetadata !== undefined) params.push(`resource_metadata=${quoted(challenge.resourceMetadata)}`)
+    // RFC 6750 §3.1: no error code when the request carried no token.
     if (refusal.error !== undefined) {
       params.push(`error=${quoted(refusal.error)}`, `error_description=${quoted(refusal.description)}`)
-      if (refusal.scope !== undefined) params.push(`scope=${quoted(refusal.scope)}`)
     }
+    const scope =
+      refusal.scope ??
+      (challenge.resourceMetadata !== undefined && required.length > 0 ? required.join(' ') : undefined)
+    if (scope !== undefined) params.push(`scope=${quoted(scope)}`)
     headers.set('www-authenticate', params.length > 0 ? `Bearer ${params.join(', ')}` : 'Bearer')
   }
   const body = {
@@ -267,16 +388,31 @@ function refusedResponse(refusal: Refusal, realm: string | undefined): Response 
  * export const POST = api.protect((request, { claims }) => Response.json({ sub: claims.sub }), {
  *   scopes: ['api1.write'],
  * })
+ *
+ * @example
+ * // An MCP server (RFC 9728): tokens must name the resource in `aud`; one `protect` wrapper
+ * // also serves GET /.well-known/oauth-protected-resource/mcp, and its 401s name that URL.
+ * const mcp = createResourceServer({
+ *   issuer: 'https://id.example.com',
+ *   resource: 'https://mcp.example.com/mcp',
+ *   requiredScopes: ['mcp:tools'],
+ * })
+ * export const handler = mcp.protect((request, auth) => handleMcp(request, auth))
  */
 export function createResourceServer(options: ResourceServerOptions): ResourceServer {
   const allowHttp = options.allowInsecureRequests === true
   if (typeof options.issuer !== 'string') throw new TypeError('issuer: must be a string')
   const issuerUrl = checkUrl('issuer', options.issuer, allowHttp)
   const issuer = options.issuer
-  if (typeof options.audience !== 'string' || options.audience === '') {
-    throw new TypeError('audience: must be a non-empty string (RFC 9068 §4: the API checks aud)')
+  const resource = options.resource !== undefined ? checkResource(options.resource, allowHttp) : undefined
+  if (options.audience !== undefined || resource === undefined) {
+    if (typeof options.audience !== 'string' || options.audience === '') {
+      throw new TypeError('audience: must be a non-empty string (RFC 9068 §4: the API checks aud), or give resource')
+    }
   }
   const audience = options.audience
+  // RFC 9728 §1.2 / RFC 8707: a token for this resource names it in aud.
+  const audiences = [...new Set([audience, resource?.identifier].filter((a) => a !== undefined))]
   const givenJwksUri = options.jwksUri !== undefined ? checkUrl('jwksUri', options.jwksUri, allowHttp) : undefined
   const requiredScopes = checkScopes('requiredScopes', options.requiredScopes)
   const algorithms = options.algorithms !== undefined ? [...options.algorithms] : DEFAULT_ALGS
@@ -287,7 +423,13 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
   const cooldown = seconds('jwksCooldown', options.jwksCooldown, 30)
   const cacheMaxAge = seconds('jwksCacheMaxAge', options.jwksCacheMaxAge, 600)
   const timeout = seconds('timeout', options.timeout, 5)
-  const realm = options.realm ?? audience
+  const realm = options.realm ?? audience ?? resource?.identifier
+  const scopesSupported =
+    options.scopesSupported !== undefined ? checkScopes('scopesSupported', options.scopesSupported) : requiredScopes
+  const resourceName = optionalString('resourceName', options.resourceName)
+  const resourceDocumentation = options.resourceDocumentation
+  if (resourceDocumentation !== undefined) checkUrl('resourceDocumentation', resourceDocumentation, true)
+  const challenge: ChallengeSettings = { realm, resourceMetadata: resource?.metadataUrl }
   const fetchImpl: FetchFunction = options.fetch ?? ((url, init) => fetch(url, init))
   const now = options.now
   const introspect = options.introspection ? introspectionCheck(options.introspection) : undefined
@@ -318,7 +460,7 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
 
   let metadataPromise: Promise<Record<string, unknown>> | undefined
   /** The issuer's discovery document, fetched once (a failure is not kept: the next call retries). */
-  function metadata(): Promise<Record<string, unknown>> {
+  function issuerMetadata(): Promise<Record<string, unknown>> {
     if (!metadataPromise) {
       const pending = fetchMetadata()
       metadataPromise = pending
@@ -330,7 +472,7 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
   }
 
   async function discoverIntrospectionEndpoint(): Promise<URL> {
-    const record = await metadata()
+    const record = await issuerMetadata()
     if (typeof record.introspection_endpoint !== 'string') {
       throw new IssuerUnavailableError("the issuer's metadata has no introspection_endpoint")
     }
@@ -342,7 +484,7 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
   }
 
   async function discoverJwksUri(): Promise<URL> {
-    const record = await metadata()
+    const record = await issuerMetadata()
     if (typeof record.jwks_uri !== 'string') throw new IssuerUnavailableError("the issuer's metadata has no jwks_uri")
     try {
       return checkUrl('jwks_uri', record.jwks_uri, allowHttp)
@@ -422,7 +564,7 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
       const current = now?.()
       const { payload } = await jwtVerify(token, getKey, {
         issuer,
-        audience,
+        audience: audiences,
         typ: 'at+jwt',
         algorithms,
         clockTolerance,
@@ -488,14 +630,66 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
         ok: false,
         error: outcome.error,
         description: outcome.description,
-        response: refusedResponse(outcome, realm),
+        response: refusedResponse(outcome, challenge, required),
       }
     }
     return { ok: true, ...outcome }
   }
 
+  function requireResource(): NonNullable<typeof resource> {
+    if (resource === undefined) throw new TypeError('resource: required for protected resource metadata (RFC 9728)')
+    return resource
+  }
+
+  function metadata(): ProtectedResourceMetadata {
+    const { identifier } = requireResource()
+    return {
+      resource: identifier,
+      authorization_servers: [issuer],
+      ...(scopesSupported.length > 0 ? { scopes_supported: [...scopesSupported] } : {}),
+      bearer_methods_supported: ['header'],
+      ...(resourceName !== undefined ? { resource_name: resourceName } : {}),
+      ...(resourceDocumentation !== undefined ? { resource_documentation: resourceDocumentation } : {}),
+    }
+  }
+
+  function metadataResponse(): Response {
+    return new Response(JSON.stringify(metadata()), {
+      status: 200,
+      headers: metadataHeaders({ 'content-type': 'application/json' }),
+    })
+  }
+
+  function metadataHandler(request: Request): Response {
+    const { metadataPath } = requireResource()
+    if (!samePath(pathnameOf(request.url), metadataPath)) {
+      return new Response(null, { status: 404, headers: metadataHeaders({ 'cache-control': 'no-store' }) })
+    }
+    if (request.method === 'GET') return metadataResponse()
+    if (request.method === 'HEAD') {
+      return new Response(null, { status: 200, headers: metadataHeaders({ 'content-type': 'application/json' }) })
+    }
+    if (request.method === 'OPTIONS') {
+      // CORS preflight: MCP clients in browsers send `MCP-Protocol-Version`.
+      const headers = metadataHeaders({ 'access-control-allow-methods': 'GET, HEAD, OPTIONS' })
+      const requested = request.headers.get('access-control-request-headers')
+      if (requested !== null && /^[\w-]+(?:\s*,\s*[\w-]+)*$/.test(requested.trim())) {
+        headers.set('access-control-allow-headers', requested.trim())
+      }
+      headers.set('access-control-max-age', '86400')
+      return new Response(null, { status: 204, headers })
+    }
+    return new Response(null, { status: 405, headers: metadataHeaders({ allow: 'GET, HEAD, OPTIONS' }) })
+  }
+
   return {
     issuer,
+    resource: resource?.identifier,
+    metadataPath: resource?.metadataPath,
+    metadataUrl: resource?.metadataUrl,
+    metadata,
+    metadataResponse,
+    metadataHandler,
     verify,
     protect(
       handler: (request: Request, auth: AuthenticatedRequest) => Response | Promise<Response>,
@@ -503,6 +697,10 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
     ): (request: Request) => Promise<Response> {
       checkScopes('scopes', protectOptions.scopes)
       return async (request) => {
+        // The metadata is public: a wrapper around the whole host serves it without a token.
+        if (resource !== undefined && samePath(pathnameOf(request.url), resource.metadataPath)) {
+          return metadataHandler(request)
+        }
         let result: VerifyResult
         try {
           result = await verify(request, protectOptions)
@@ -526,6 +724,37 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
 export interface ResourceServer {
   /** The issuer, as configured. */
   readonly issuer: string
+  /** The `resource` option, as given; `undefined` without it. */
+  readonly resource: string | undefined
+  /**
+   * Where the RFC 9728 metadata is served: `/.well-known/oauth-protected-resource` + the
+   * resource's path (`/.well-known/oauth-protected-resource/mcp` for `https://host/mcp`); route
+   * GET, HEAD and OPTIONS requests for it to {@link ResourceServer.metadataHandler}. `undefined`
+   * without `resource`.
+   * @see https://www.rfc-editor.org/rfc/rfc9728#section-3.1
+   */
+  readonly metadataPath: string | undefined
+  /** The absolute metadata URL, as named in `resource_metadata`; `undefined` without `resource`. */
+  readonly metadataUrl: string | undefined
+  /**
+   * The RFC 9728 metadata document: `resource`, `authorization_servers` (the issuer),
+   * `scopes_supported`, `bearer_methods_supported`, `resource_name`, `resource_documentation`.
+   * Throws a `TypeError` without the `resource` option.
+   * @see https://www.rfc-editor.org/rfc/rfc9728#section-2
+   */
+  metadata(): ProtectedResourceMetadata
+  /**
+   * The metadata as a 200 JSON response, with `Access-Control-Allow-Origin: *` and
+   * `Cache-Control: public, max-age=300`. Throws a `TypeError` without the `resource` option.
+   */
+  metadataResponse(): Response
+  /**
+   * Answers requests for {@link ResourceServer.metadataPath}: GET and HEAD with the metadata,
+   * OPTIONS as a CORS preflight, other methods 405, other paths 404. `protect` wrappers call it
+   * themselves for that path.
+   * @see https://www.rfc-editor.org/rfc/rfc9728#section-3.1
+   */
+  metadataHandler(request: Request): Response
   /**
    * Verifies the bearer token of a request (or a token given as a string) and the scopes it
    * needs. See {@link createResourceServer}.
@@ -533,7 +762,8 @@ export interface ResourceServer {
   verify(input: Request | string, options?: VerifyOptions): Promise<VerifyResult>
   /**
    * Wraps a handler: it runs only for requests with a good token carrying `scopes`; others get
-   * the RFC 6750 error response.
+   * the RFC 6750 error response. With `resource`, a request for {@link ResourceServer.metadataPath}
+   * gets the RFC 9728 metadata instead (no token needed), so one wrapper can cover a whole host.
    */
   protect(
     handler: (request: Request, auth: AuthenticatedRequest) => Response | Promise<Response>,

@@ -110,7 +110,8 @@ export async function authenticateClient(
   const throttle = ctx.throttle
   // A cached client answers synchronously: not awaited then (an await is a turn of the microtask queue).
   const found = ctx.clients.get(clientId)
-  const client = found instanceof Promise ? await found : found
+  // A client id URL whose metadata document cannot be used (unreachable, invalid) is an unknown client.
+  const client = found instanceof Promise ? await found.catch(documentFailure) : found
   // Anyone can send a request from outside a client's networks, so such failures count against
   // the address only: they must not let outsiders use up the client's own counter.
   const cachedRules =
@@ -165,6 +166,12 @@ export async function authenticateClient(
   }
   await (throttle && rules ? throttle.exclusive(rules.exclusive, verify) : verify())
   return { client, method, request }
+}
+
+/** A client metadata document's failure (always invalid_client) as a 401 with the Basic challenge. */
+function documentFailure(err: unknown): never {
+  if (err instanceof OAuthError && err.code === 'invalid_client') throw invalidClient(err.message, err)
+  throw err
 }
 
 type FailureReason = Extract<GatehouseEvent, { type: 'client.authentication_failed' }>['reason']

@@ -9,38 +9,53 @@
  * 4. request / request_uri                       → request_not_supported / request_uri_not_supported
  * 5. response_type = code, response_mode query   → invalid_request / unsupported_response_type
  * 6. repeated parameters                         → invalid_request
- * 7. scope: known and permitted                  → invalid_scope
+ * 7. resource (RFC 8707 §2): absolute, no fragment, the audience of a permitted scope → invalid_target;
+ *    scope: known and permitted                  → invalid_scope
  * 8. PKCE (RFC 7636 §4.3, §4.4.1)                → invalid_request
  * 9. prompt, max_age, id_token_hint              → invalid_request
  * then: sign-in / consent when needed (prompt=none → login_required / consent_required), and the
  * code redirect with code, state and iss (RFC 9207).
  */
-import { isConfidential } from '../clients.ts'
+import { isConfidential, isSelfRegistered } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode, safeDescription } from '../errors.ts'
 import { checkParameter, formPairs, mediaType, notAForm, parameterName, readText } from '../http.ts'
 import { type AuthorizationRequest, startInteraction, issueCodeRedirect, loadSession } from '../interaction/flow.ts'
 import { errorPage } from '../pages.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
+import {
+  RESOURCE_PARAMETERS,
+  defaultScopesForResources,
+  parseResources,
+  scopesForResources,
+} from '../resource_indicators.ts'
 import { parseScope } from '../scopes.ts'
 import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
 import { isValidChallenge } from '../tokens/pkce.ts'
 
-/** Raw parameters with the names that were repeated. */
+/** Raw parameters with the names that were repeated, and every value of the multi-valued ones. */
 interface RawParams {
   values: Map<string, string>
   repeated: Set<string>
+  /** Non-empty values of the names that may repeat (`RESOURCE_PARAMETERS`), in order. */
+  lists: Map<string, string[]>
 }
 
 function collect(search: URLSearchParams, maxLength: number): RawParams {
   const values = new Map<string, string>()
   const repeated = new Set<string>()
+  const lists = new Map<string, string[]>()
   for (const [name, value] of search) {
-    if (values.has(name)) repeated.add(name)
     checkParameter(name, value, maxLength)
+    // RFC 8707 §2: `resource` may be given once per target.
+    if (RESOURCE_PARAMETERS.has(name)) {
+      if (value !== '') lists.set(name, [...(lists.get(name) ?? []), value])
+      continue
+    }
+    if (values.has(name)) repeated.add(name)
     if (value !== '') values.set(name, value)
   }
-  return { values, repeated }
+  return { values, repeated, lists }
 }
 
 async function readParams(request: Request, ctx: Context): Promise<RawParams> {
@@ -133,12 +148,17 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
 
   // 7
   let scopes: string[]
+  let resources: string[]
   try {
     scopes = parseScope(p.get('scope'), ctx.config.limits.maxScopes)
+    resources = parseResources(raw.lists.get('resource') ?? [], client, ctx)
   } catch (err) {
     if (err instanceof OAuthError) return fail(err.code, err.message)
     throw err
   }
+  // RFC 6749 §3.3: without scope, a request naming resources asks for the scopes of those resources
+  // the client is permitted (MCP clients may send no scope); without either, scope is required.
+  if (scopes.length === 0) scopes = defaultScopesForResources(client, resources, ctx)
   if (scopes.length === 0) return fail('invalid_scope', 'scope is required')
   const granted: string[] = []
   for (const scope of scopes) {
@@ -151,6 +171,15 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
     if (!client.permissions.includes(scopePermission(scope)))
       return fail('invalid_scope', 'scope contains a scope the client is not allowed')
     granted.push(scope)
+  }
+  // RFC 8707: with resources, the grant holds only the API scopes of those resources (plus identity
+  // scopes and offline_access). A requested scope of another audience is dropped here, not only
+  // from the access token: the code and refresh family are bound to the resources and could never
+  // issue it, so the end-user is not asked to consent to it and no token response lists it.
+  if (resources.length > 0) {
+    const kept = scopesForResources(granted, resources, ctx)
+    if (kept.length === 0) return fail('invalid_scope', 'scope names no scope of the requested resources')
+    granted.splice(0, granted.length, ...kept)
   }
 
   // 8: PKCE
@@ -202,6 +231,7 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
     ...(p.get('login_hint') !== undefined ? { loginHint: p.get('login_hint') as string } : {}),
     ...(p.get('ui_locales') !== undefined ? { uiLocales: p.get('ui_locales') as string } : {}),
     ...(hintSub !== undefined ? { idTokenHintSub: hintSub } : {}),
+    ...(resources.length > 0 ? { resources } : {}),
   }
 
   const { session } = await loadSession(request, ctx)
@@ -213,9 +243,11 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
     maxAge === 0 || // Core §3.1.2.1: max_age=0 is prompt=login
     (maxAge !== undefined && now - session.authTime > maxAge) ||
     (hintSub !== undefined && hintSub !== session.sub)
+  // A client that registered itself asks every time: no earlier consent stands in for it.
   const needsConsent =
-    client.consentType === 'explicit' &&
-    (prompt.includes('consent') || !granted.every((scope) => session?.consents[clientId]?.includes(scope)))
+    isSelfRegistered(client) ||
+    (client.consentType === 'explicit' &&
+      (prompt.includes('consent') || !granted.every((scope) => session?.consents[clientId]?.includes(scope))))
 
   if (prompt.includes('none')) {
     if (needsLogin) return fail('login_required', 'the end-user is not signed in')

@@ -19,6 +19,7 @@ export function metadata(ctx: Context): Record<string, unknown> {
     end_session_endpoint: urls.logout,
     revocation_endpoint: urls.revocation,
     introspection_endpoint: urls.introspection,
+    ...(config.dynamicClientRegistration ? { registration_endpoint: urls.registration } : {}),
     scopes_supported: ctx.scopes.names(),
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
@@ -35,6 +36,8 @@ export function metadata(ctx: Context): Record<string, unknown> {
     request_uri_parameter_supported: false,
     prompt_values_supported: ['none', 'login', 'consent'],
     authorization_response_iss_parameter_supported: true,
+    // draft-ietf-oauth-client-id-metadata-document §5: URL client ids are fetched.
+    ...(config.clientIdMetadataDocuments ? { client_id_metadata_document_supported: true } : {}),
   }
 }
 

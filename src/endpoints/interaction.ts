@@ -7,6 +7,7 @@
  * - a wrong username or password shows the form again with a message, never a redirect
  * - cancel / deny → access_denied to the client
  */
+import { isSelfRegistered, selfRegistrationNotice } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie } from '../cookies.ts'
 import { OAuthError } from '../errors.ts'
@@ -28,6 +29,7 @@ async function isSameBrowser(request: Request, record: InteractionRecord, ctx: C
 async function needsConsent(record: InteractionRecord, request: Request, ctx: Context): Promise<boolean> {
   const req = record.request as unknown as AuthorizationRequest
   const client = await ctx.clients.get(req.clientId)
+  if (client && isSelfRegistered(client)) return true
   if (client?.consentType !== 'explicit') return false
   if (req.prompt.includes('consent')) return true
   const { session } = await loadSession(request, ctx)
@@ -50,7 +52,14 @@ async function render(
     csrf: record.csrf,
     clientName: client?.displayName ?? req.clientId,
   }
-  if (record.login) return consentPage(ctx.config.theme, { ...common, scopes: req.scopes })
+  if (record.login) {
+    const notice = client && selfRegistrationNotice(client, req.redirectUri)
+    return consentPage(ctx.config.theme, {
+      ...common,
+      scopes: req.scopes,
+      ...(notice ? { selfRegistered: notice } : {}),
+    })
+  }
   const name = username ?? req.loginHint
   return loginPage(
     ctx.config.theme,

@@ -12,6 +12,7 @@ import { refreshToken } from '../grants/refresh_token.ts'
 import type { Grant } from '../grants/types.ts'
 import { noStoreJson, readForm } from '../http.ts'
 import { Permissions } from '../permissions.ts'
+import { RESOURCE_PARAMETERS } from '../resource_indicators.ts'
 
 /** The grants the token endpoint dispatches to. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
@@ -19,7 +20,8 @@ export const GRANTS: ReadonlyMap<string, Grant> = new Map(
 )
 
 export async function handleToken(request: Request, ctx: Context): Promise<Response> {
-  const params = await readForm(request, ctx.config.limits)
+  // RFC 8707 §2: `resource` may repeat; any other repeated parameter is invalid_request.
+  const params = await readForm(request, ctx.config.limits, RESOURCE_PARAMETERS)
   const grantType = params.get('grant_type')
   if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
   const grant = GRANTS.get(grantType)
@@ -29,5 +31,7 @@ export async function handleToken(request: Request, ctx: Context): Promise<Respo
   const auth = await authenticateClient(request, params, ctx, { allowPublic: grant.allowPublic })
   requirePermission(auth.client, Permissions.Endpoints.Token, 'the token endpoint')
   requirePermission(auth.client, grant.permission, `the ${grant.type} grant`)
+  // Self-registered clients: last use, written at most once a day (pruning of unused ones).
+  if (auth.client.registration) ctx.clients.touch(auth.client)
   return noStoreJson(await grant.handle(params, auth, ctx))
 }

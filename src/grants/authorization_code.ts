@@ -11,6 +11,7 @@
  *   wrong verifier or redirect_uri, presenting a redeemed code gets invalid_grant and revokes
  *   nothing, since it does not prove it holds what the rightful client holds and must not be able
  *   to end that client's grant with a leaked code.
+ * - `resource` (RFC 8707 §2.2): each permitted and one of the code's resources, else invalid_target
  * - the scopes still permitted, the account still exists
  * - the code is consumed atomically (if a concurrent redemption won, this one is a replay), and
  *   its family must not be revoked (logout ends the grants of its session)
@@ -21,6 +22,8 @@ import { Permissions } from '../permissions.ts'
 import { checkCodeVerifier } from '../tokens/pkce.ts'
 import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
+import { allValues } from '../http.ts'
+import { grantResources, scopesForResources } from '../resource_indicators.ts'
 import type { CodeRecord } from '../storage/types.ts'
 import type { Grant } from './types.ts'
 
@@ -57,7 +60,10 @@ export const authorizationCode: Grant = {
       throw new OAuthError('invalid_grant', 'the code has already been used')
     }
     if (record.consumedAt !== undefined) return replayed(record)
+    // RFC 8707 §2.2: a subset of the code's resources (none named: all of them).
+    const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
     const scopes = permittedScopes(client, record.scope === '' ? [] : record.scope.split(' '), ctx)
+    const tokenScopes = scopesForResources(scopes, resources, ctx)
     const account = await requireAccount(record.sub, ctx)
     // Logout ends the grants of its session, codes not yet redeemed included. Asked alongside the
     // consume (one round trip, not two): consuming a revoked code takes nothing from anyone.
@@ -75,7 +81,8 @@ export const authorizationCode: Grant = {
         familyId: record.familyId,
         sub: record.sub,
         scopes,
-        tokenScopes: scopes,
+        tokenScopes,
+        ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
         authTime: record.authTime,
         familyExpiresAt: now + ctx.config.refreshTokenFamilyTtl,
         ...(record.sid !== undefined ? { sid: record.sid } : {}),
@@ -91,7 +98,13 @@ export const authorizationCode: Grant = {
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
     ctx.emit(meta, { type: 'code.redeemed', ...subjects })
-    ctx.emit(meta, { type: 'token.issued', grantType: 'authorization_code', ...subjects, jti, scope: scopes.join(' ') })
+    ctx.emit(meta, {
+      type: 'token.issued',
+      grantType: 'authorization_code',
+      ...subjects,
+      jti,
+      scope: tokenScopes.join(' '),
+    })
     return response
   },
 }

@@ -5,6 +5,8 @@
  * - each requested scope must be an API scope the client holds `scp:` for, else invalid_scope
  * - identity scopes (openid, profile, email, offline_access) need an end-user: invalid_scope
  * - no scope requested: every API scope the client is permitted
+ * - `resource` (RFC 8707 §2): each the audience of a permitted scope, else invalid_target; the token's
+ *   `aud` is exactly the resources, its scope only the scopes of those resources
  * - the response holds exactly access_token, token_type and expires_in (§4.4.3: no refresh token)
  */
 import type { Context } from '../context.ts'
@@ -13,6 +15,8 @@ import { Permissions, scopePermission } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
 import { issueAccessToken } from '../tokens/access_token.ts'
 import { metaOf } from '../request_meta.ts'
+import { allValues } from '../http.ts'
+import { parseResources, scopesForResources } from '../resource_indicators.ts'
 import type { Grant } from './types.ts'
 
 function grantedScopes(requested: string[], permissions: readonly string[], ctx: Context): string[] {
@@ -39,9 +43,11 @@ export const clientCredentials: Grant = {
   permission: Permissions.GrantTypes.ClientCredentials,
   allowPublic: false,
   async handle(params, { client, request }, ctx) {
-    const scopes = grantedScopes(parseScope(params.get('scope'), ctx.config.limits.maxScopes), client.permissions, ctx)
+    const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
+    const resources = parseResources(allValues(params, 'resource'), client, ctx)
+    const scopes = scopesForResources(grantedScopes(requested, client.permissions, ctx), resources, ctx)
     const ttl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
-    const audience = ctx.scopes.audiences(scopes)
+    const audience = resources.length > 0 ? resources : ctx.scopes.audiences(scopes)
     const scope = scopes.join(' ')
     // The signing key and a synchronous signature (the usual case) are not awaited: each await is
     // a turn of the microtask queue on the hottest path of the service.

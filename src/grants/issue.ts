@@ -21,6 +21,10 @@ export interface UserGrant {
   scopes: string[]
   /** Scopes of this access token (⊆ scopes). */
   tokenScopes: string[]
+  /** Resources of the grant (RFC 8707; the refresh token keeps these). */
+  resources?: string[]
+  /** Resources of this access token (⊆ resources): its `aud` exactly, when any. */
+  tokenResources?: string[]
   authTime: number
   sid?: string
   acr?: string
@@ -93,7 +97,8 @@ export async function issueUserTokens(
 ): Promise<{ response: TokenResponse; refreshRecord?: RefreshTokenRecord; jti: string }> {
   const now = ctx.now()
   const accessTtl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
-  const audience = ctx.scopes.audiences(grant.tokenScopes)
+  // RFC 8707 §2: a token asked for resources is for exactly those; else for its scopes' audiences.
+  const audience = grant.tokenResources?.length ? grant.tokenResources : ctx.scopes.audiences(grant.tokenScopes)
   const { token: accessToken, claims } = await issueAccessToken(
     {
       issuer: ctx.config.issuer,
@@ -153,6 +158,7 @@ export async function issueUserTokens(
     ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
     ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
     ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
+    ...(grant.resources?.length ? { resources: grant.resources } : {}),
   }
   response.refresh_token = value
   return { response, refreshRecord, jti }

@@ -9,6 +9,8 @@
  * - a requested `scope` is a subset of the granted one (invalid_scope)
  * - the client still holds the permission of every scope issued (a lost one is dropped; nothing
  *   left is invalid_grant; a requested one that was lost is invalid_scope)
+ * - `resource` (RFC 8707 §2.2): each permitted and one of the grant's resources, else invalid_target;
+ *   the access token is for those (none named: all of the grant's), the next generation keeps all
  * - atomically rotate: exactly one of concurrent callers gets the next generation
  */
 import type { Context } from '../context.ts'
@@ -17,6 +19,8 @@ import { Permissions } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
 import { issueUserTokens, permittedScopes, requireAccount } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
+import { allValues } from '../http.ts'
+import { grantResources, scopesForResources } from '../resource_indicators.ts'
 import type { Grant } from './types.ts'
 
 export const refreshToken: Grant = {
@@ -59,13 +63,15 @@ export const refreshToken: Grant = {
       if (!granted.includes(scope))
         throw new OAuthError('invalid_scope', 'scope names a scope the client may no longer use')
     }
+    const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
     const account = await requireAccount(record.sub, ctx)
     const { response, refreshRecord, jti } = await issueUserTokens(
       {
         familyId: record.familyId,
         sub: record.sub,
         scopes: granted,
-        tokenScopes: requested.length > 0 ? requested : granted,
+        tokenScopes: scopesForResources(requested.length > 0 ? requested : granted, resources, ctx),
+        ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
         authTime: record.authTime,
         familyExpiresAt: record.familyExpiresAt,
         ...(record.sid !== undefined ? { sid: record.sid } : {}),

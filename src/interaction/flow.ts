@@ -4,6 +4,7 @@
  * session, starting an interaction (built-in pages or the host's hook), completing it, keeping the
  * session (single sign-on) and issuing the authorization code.
  */
+import { isSelfRegistered, selfRegistrationNotice } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
 import { appendQuery, errorRedirect, redirect } from '../endpoints/authorize.ts'
@@ -27,6 +28,8 @@ export interface AuthorizationRequest {
   uiLocales?: string
   /** `sub` of a valid id_token_hint. */
   idTokenHintSub?: string
+  /** Validated `resource` values (RFC 8707): the code remembers them. */
+  resources?: string[]
 }
 
 /** The authenticated end-user of a completed sign-in or a live session. */
@@ -90,6 +93,8 @@ export function toPending(
   if (req.maxAge !== undefined) pending.maxAge = req.maxAge
   if (req.uiLocales !== undefined) pending.uiLocales = req.uiLocales
   if (session) pending.session = { sub: session.sub, authTime: session.authTime }
+  const notice = client && selfRegistrationNotice(client, req.redirectUri)
+  if (notice) pending.selfRegistered = notice
   return pending
 }
 
@@ -128,7 +133,7 @@ export async function startInteraction(
       response.headers.append('set-cookie', binding.setCookie)
       return response
     }
-    return completeInteraction(record.id, outcome, request, ctx)
+    return completeInteraction(record.id, outcome, request, ctx, headers)
   }
   return redirect(`${ctx.urls.interaction}?uid=${encodeURIComponent(record.id)}`, headers)
 }
@@ -191,6 +196,15 @@ export async function completeInteraction(
       authRequest.state,
       ctx,
     )
+  }
+  if (result.consent === undefined) {
+    // A self-registered client is never approved implicitly: a host that signed the end-user in
+    // without asking consent hands over to the built-in consent page.
+    const client = await ctx.clients.get(authRequest.clientId)
+    if (client && isSelfRegistered(client)) {
+      await ctx.store.interactions.put({ ...record, login: auth })
+      return redirect(`${ctx.urls.interaction}?uid=${encodeURIComponent(record.id)}`, new Headers(extraHeaders))
+    }
   }
   const consented = consentedScopes(authRequest.scopes, result.consent?.scopes)
   // RFC 6749 §4.1.2.1: a consent to nothing is a denial, never a code without scopes.
@@ -284,6 +298,7 @@ export async function issueCodeRedirect(
       ? { codeChallenge: authRequest.codeChallenge, codeChallengeMethod: authRequest.codeChallengeMethod ?? 'plain' }
       : {}),
     ...(authRequest.maxAge !== undefined ? { requireAuthTime: true } : {}),
+    ...(authRequest.resources?.length ? { resources: authRequest.resources } : {}),
   }
   await ctx.store.codes.insert(record)
   const params = new URLSearchParams({ code })

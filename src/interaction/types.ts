@@ -50,6 +50,18 @@ export interface PendingInteraction {
   uiLocales?: string
   /** The current signed-in end-user, if any (e.g. when re-authentication is forced). */
   session?: { sub: string; authTime: number }
+  /**
+   * Set when the client registered itself (dynamic registration, or a client id metadata
+   * document): the consent screen should say so and name the host the browser returns to. A
+   * result without `consent` for such a client continues on the built-in consent page.
+   */
+  selfRegistered?: {
+    kind: 'dynamic' | 'metadata_document'
+    /** Host (or private-use scheme) of the redirect URI. */
+    redirectHost: string
+    /** Host of the metadata document (metadata-document clients). */
+    documentHost?: string
+  }
   /** Epoch seconds after which the interaction can no longer complete. */
   expiresAt: number
 }

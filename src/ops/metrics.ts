@@ -19,6 +19,7 @@ export type EndpointName =
   | 'authorization'
   | 'interaction'
   | 'logout'
+  | 'registration'
   | 'unknown'
 
 /** Why a client authentication failed (the `client.authentication_failed` audit event's reason). */

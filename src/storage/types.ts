@@ -49,10 +49,44 @@ export interface ClientRecord {
     idToken?: number
     refreshToken?: number
   }
+  /**
+   * Present when the client registered itself instead of being configured by the host: through
+   * dynamic client registration (RFC 7591), or as a client id metadata document. Such a client
+   * always gets the consent page, which says that it registered itself.
+   */
+  registration?: SelfRegistration
   /** Registration time (epoch s). */
   createdAt: number
   /** Last update (epoch s). */
   updatedAt: number
+}
+
+/** How a self-registered client came to exist, and what it registered (see `ClientRecord.registration`). */
+export interface SelfRegistration {
+  /** `dynamic`: RFC 7591 registration; `metadata_document`: the client id is the URL of its metadata document. */
+  kind: 'dynamic' | 'metadata_document'
+  /** The accepted client metadata, in RFC 7591 §2 names (what RFC 7592 reads return). */
+  metadata: ClientMetadata
+  /** base64url SHA-256 of the RFC 7592 registration access token (dynamic clients only). */
+  accessTokenHash?: string
+  /** URL of the client's metadata document (metadata-document clients only). */
+  documentUrl?: string
+  /** Last time the client used the token endpoint (epoch s), recorded at most once a day (pruning). */
+  lastUsedAt?: number
+}
+
+/** Client metadata in RFC 7591 §2 names, as accepted (defaults filled in, scope cut to what is allowed). */
+export interface ClientMetadata {
+  redirect_uris: string[]
+  /** `none`, `client_secret_basic` or `client_secret_post`. */
+  token_endpoint_auth_method: string
+  grant_types: string[]
+  response_types: string[]
+  client_name?: string
+  /** The scopes the client may ask for, space-separated. */
+  scope?: string
+  client_uri?: string
+  logo_uri?: string
 }
 
 /** An authorization code, stored under the SHA-256 of its value. */
@@ -79,6 +113,8 @@ export interface CodeRecord {
   codeChallengeMethod?: 'S256' | 'plain'
   /** Whether the ID token must carry auth_time (max_age was sent). */
   requireAuthTime?: boolean
+  /** The resources (RFC 8707) of the authorization request; the token request may name a subset. */
+  resources?: string[]
   /** Issue time (epoch s). */
   issuedAt: number
   /** Expiry (epoch s); an expired code is `missing`. */
@@ -106,6 +142,8 @@ export interface RefreshTokenRecord {
   expiresAt: number
   /** The family's absolute end (epoch s): rotation never extends past it. */
   familyExpiresAt: number
+  /** The resources (RFC 8707) of the grant; a refresh may name a subset. */
+  resources?: string[]
   /** Set once by `rotate`. */
   consumedAt?: number
 }

@@ -379,3 +379,45 @@ describe('CORS: the origin set', () => {
     expect(originOf('not a url')).toBeUndefined()
   })
 })
+
+describe('#19 CORS with self-registration: browser MCP clients (MCP Inspector) come from unknown origins', () => {
+  const INSPECTOR = 'http://localhost:6274'
+  const open = { dynamicClientRegistration: { scopes: ['openid', 'api1'] } }
+
+  it('#19 discovery and JWKS answer every origin, preflights with MCP-Protocol-Version included', async () => {
+    const { service } = await makeService(open)
+    for (const path of [
+      '/.well-known/oauth-authorization-server',
+      '/.well-known/openid-configuration',
+      '/.well-known/jwks.json',
+    ]) {
+      expectAllowed(await service.fetch(get(path, INSPECTOR, { 'mcp-protocol-version': '2025-11-25' })), INSPECTOR)
+      const pre = await service.fetch(preflight(path, INSPECTOR, 'GET', 'mcp-protocol-version'))
+      expect(pre.status).toBe(204)
+      expect(pre.headers.get('access-control-allow-origin')).toBe(INSPECTOR)
+      expect(pre.headers.get('access-control-allow-headers')).toContain('mcp-protocol-version')
+    }
+  })
+
+  it('#19 the registration endpoint answers every origin; the token endpoint still only registered ones', async () => {
+    const { service } = await makeService(open)
+    const pre = await service.fetch(preflight('/connect/register', INSPECTOR, 'POST', 'content-type'))
+    expect(pre.status).toBe(204)
+    expect(pre.headers.get('access-control-allow-methods')).toBe('POST')
+    const registered = await service.fetch(
+      new Request(url('/connect/register'), {
+        method: 'POST',
+        headers: { origin: INSPECTOR, 'content-type': 'application/json' },
+        body: JSON.stringify({ redirect_uris: [`${INSPECTOR}/oauth/callback`], token_endpoint_auth_method: 'none' }),
+      }),
+    )
+    expect(registered.status).toBe(201)
+    expectAllowed(registered, INSPECTOR)
+    expect((await service.fetch(preflight(TOKEN, EVIL))).status).toBe(403)
+  })
+
+  it('#19 without self-registration an unknown origin still gets no CORS on discovery', async () => {
+    const { service } = await makeService()
+    expectNoCors(await service.fetch(get('/.well-known/openid-configuration', INSPECTOR)))
+  })
+})

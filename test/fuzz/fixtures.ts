@@ -35,6 +35,7 @@ const ERROR_CODES = new Set([
   'invalid_token',
   'insufficient_scope',
   'unsupported_token_type',
+  'invalid_target',
   'temporarily_unavailable',
 ])
 

@@ -1,4 +1,4 @@
-/** `denoServiceOptions()` under the real Deno binary: node:crypto SHA-256 and keyed digest, no signer. */
+/** `denoServiceOptions()` under the real Deno binary: node:crypto SHA-256 and keyed digest, no signer; resolveHost through node:dns. */
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -13,7 +13,7 @@ describe('denoServiceOptions on Deno', () => {
     )
     expect(JSON.parse(output.trim().split('\n').at(-1) as string)).toEqual({
       runtime: 'deno',
-      options: ['secretDigest', 'sha256'],
+      options: ['resolveHost', 'secretDigest', 'sha256'],
       sha256Matches: [true, true, true, true],
       digestStable: true,
       digestKeyed: true,

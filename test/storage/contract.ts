@@ -311,6 +311,15 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect(await store.codes.get(record.id)).toBeUndefined()
       })
 
+      test('#19 a code round-trips its resources (RFC 8707) through get and consume', async () => {
+        const resources = ['https://mcp.example.com/mcp', 'https://calendar.example.com/']
+        const record = codeRecord(now, { resources })
+        await store.codes.insert(record)
+        expect((await store.codes.get(record.id))?.resources).toEqual(resources)
+        const consumed = await store.codes.consume(record.id, now)
+        expect(consumed.status === 'ok' && consumed.record.resources).toEqual(resources)
+      })
+
       test('consume of an unknown code is missing', async () => {
         expect(await store.codes.consume(uniqueId('code'), now)).toEqual({ status: 'missing' })
       })
@@ -383,6 +392,17 @@ export function describeStorageContract(options: StorageContractOptions): void {
         await store.refreshTokens.insert(record)
         expect(await store.refreshTokens.get(record.id)).toEqual(record)
         expect(await store.refreshTokens.get(uniqueId('rt'))).toBeUndefined()
+      })
+
+      test('#19 a refresh token round-trips its resources (RFC 8707) through insert, get and rotate', async () => {
+        const resources = ['https://mcp.example.com/mcp', 'https://calendar.example.com/']
+        const current = refreshRecord(now, { resources })
+        await store.refreshTokens.insert(current)
+        expect((await store.refreshTokens.get(current.id))?.resources).toEqual(resources)
+        const next = refreshRecord(now, { familyId: current.familyId, resources })
+        const rotated = await store.refreshTokens.rotate(current.id, next, now)
+        expect(rotated.status === 'ok' && rotated.record.resources).toEqual(resources)
+        expect((await store.refreshTokens.get(next.id))?.resources).toEqual(resources)
       })
 
       test('get of an expired generation is undefined', async () => {

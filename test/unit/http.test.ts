@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { OAuthError } from '../../src/errors.ts'
 import {
+  allValues,
   bearerToken,
   escapeHtml,
   mediaType,
@@ -219,6 +220,26 @@ describe('parseParams', () => {
       /^a parameter the service does not use is too long$/,
     )
     expect(() => parseParams('state=%00', 64)).toThrow(/^parameter state contains a character that is not allowed$/)
+  })
+
+  it('#19 RFC 8707 §2: a name declared multi-valued keeps every non-empty value; others still may not repeat', () => {
+    const multi = new Set(['resource'])
+    const params = parseParams('resource=https://a/&resource=&grant_type=x&resource=https://b/', 64, multi)
+    expect(allValues(params, 'resource')).toEqual(['https://a/', 'https://b/'])
+    expect(params.get('resource')).toBe('https://a/')
+    expect(allValues(params, 'grant_type')).toEqual(['x'])
+    expect(allValues(params, 'scope')).toEqual([])
+    expect(allValues(parseParams('resource=', 64, multi), 'resource')).toEqual([])
+    expect(() => parseParams('resource=a&scope=b&scope=c', 64, multi)).toThrow(/^parameter scope is repeated$/)
+    // not declared: repeated resource is rejected like any other parameter
+    expect(() => parseParams('resource=a&resource=b', 64)).toThrow(/^parameter resource is repeated$/)
+    // each value is held to the same limits
+    expect(() => parseParams(`resource=a&resource=${'x'.repeat(65)}`, 64, multi)).toThrow(
+      /^parameter resource is too long$/,
+    )
+    expect(() => parseParams('resource=a&resource=%00', 64, multi)).toThrow(
+      /^parameter resource contains a character that is not allowed$/,
+    )
   })
 })
 

@@ -1,0 +1,423 @@
+/**
+ * @module client_id_metadata_document
+ * OAuth Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, as the MCP
+ * authorization spec uses them): a `client_id` that is an https URL with a path names a JSON
+ * document of client metadata (RFC 7591 names) that the service fetches, checks, caches and turns
+ * into a public, PKCE-only, explicit-consent client.
+ *
+ * The fetch must not become an SSRF tool. Checks, in order:
+ * - the client_id is a canonical https URL with a path, no fragment, no user info (draft §3)
+ * - the document host is not fetched more than `FETCHES_PER_HOST` times per throttle window
+ * - the host is not in a private, loopback, link-local, unique-local or otherwise non-global
+ *   range, checked on the literal host and, where the runtime resolves names (`resolveHost`), on
+ *   every resolved address (unless `allowPrivateNetworks`)
+ * - the fetch takes at most `timeout` seconds (5), follows no redirect (a 3xx is a failure),
+ *   answers 200 with a JSON media type and at most `MAX_DOCUMENT_BYTES` (64 KiB)
+ * - the document is a JSON object whose `client_id` equals the URL, with valid `redirect_uris`,
+ *   an optional `client_name`, `token_endpoint_auth_method` `none` (absent: `none`), no secret,
+ *   and no grant but authorization_code and refresh_token
+ * Results (failures too, briefly) are cached per the response's Cache-Control, between
+ * `MIN_TTL` and `MAX_TTL`. Errors name what failed, never the fetched body.
+ *
+ * Residual gap (DNS rebinding): the addresses checked are resolved before the fetch, and the
+ * runtime's fetch resolves the name again; a name whose answer changes between the two (a short
+ * TTL under an attacker's control) can still reach a private address. Closing it needs the fetch
+ * to connect to the checked address itself, which Web `fetch` cannot; hosts that must be sure put
+ * an egress proxy or firewall in front (the fetch goes out with no credentials and reads no more
+ * than 64 KiB either way).
+ */
+import ipaddr from 'ipaddr.js'
+import * as v from 'valibot'
+import { OAuthError } from './errors.ts'
+import { mediaType } from './http.ts'
+import { Permissions, scopePermission } from './permissions.ts'
+import type { ClientRecord } from './storage/types.ts'
+import type { Limiter, ThrottleRule } from './throttle.ts'
+
+/** Largest document read, bytes (the draft suggests 5 KB is plenty; 64 KiB leaves room for jwks). */
+export const MAX_DOCUMENT_BYTES = 65_536
+/** Shortest time a fetched document is kept, seconds, whatever its headers say (one authorization flow reads it several times). */
+export const MIN_TTL = 60
+/** Longest time a fetched document is kept, seconds. */
+export const MAX_TTL = 86_400
+/** How long a document without caching headers is kept, seconds. */
+export const DEFAULT_TTL = 300
+/** How long a failed fetch or an invalid document is remembered, seconds (no refetch storm). */
+export const FAILURE_TTL = 30
+/** Documents (and failures) kept in memory at most. */
+const CACHE_MAX = 1000
+/** Fetches of one document host per throttle window. */
+export const FETCHES_PER_HOST = 60
+/** Longest client_id URL, characters. */
+const MAX_URL_LENGTH = 1024
+
+/** The fetch the resolver uses (the global one by default). */
+export type MetadataFetch = (url: string, init: RequestInit) => Promise<Response>
+
+export interface MetadataDocumentResolverOptions {
+  /** Scopes such clients may be granted (the option's `scopes`). */
+  scopes: readonly string[]
+  allowPrivateNetworks: boolean
+  /** Seconds a fetch (name resolution, response and body) may take. */
+  timeout: number
+  fetch?: MetadataFetch
+  /** The runtime's name resolution: the addresses of a host name (adapters provide it). */
+  resolveHost?: (hostname: string) => Promise<string[]>
+  now: () => number
+  /** Counts fetches per document host; absent when throttling is off. */
+  limiter?: Limiter
+  /** Window of the throttle counters, seconds. */
+  window?: number
+}
+
+/**
+ * Whether `clientId` is a client identifier URL (draft §3): https, a path other than `/`, no
+ * fragment, no user name or password, no dot segments, and in canonical form (what `URL`
+ * serialises it as, so that the document's `client_id` compares byte for byte).
+ */
+export function isClientIdUrl(clientId: string): boolean {
+  if (!clientId.startsWith('https://') || clientId.length > MAX_URL_LENGTH || clientId.includes('#')) return false
+  let url: URL
+  try {
+    url = new URL(clientId)
+  } catch {
+    return false
+  }
+  if (url.href !== clientId || url.username !== '' || url.password !== '') return false
+  if (url.pathname === '/' || url.pathname === '') return false
+  return !url.pathname.split('/').some((segment) => segment === '.' || segment === '..')
+}
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6
+
+function parseIp(text: string): Address | undefined {
+  const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text
+  if (ipaddr.IPv4.isValidFourPartDecimal(bare)) return ipaddr.IPv4.parse(bare)
+  if (!bare.includes(':') || !ipaddr.IPv6.isValid(bare)) return undefined
+  const v6 = ipaddr.IPv6.parse(bare)
+  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6
+}
+
+/**
+ * Whether an IP address is globally routable unicast: not private (RFC 1918), loopback,
+ * link-local, unique-local (fc00::/7), carrier-grade NAT, multicast, unspecified, reserved, nor a
+ * translation range that may embed one of those (6to4, Teredo, NAT64). Undefined when `address`
+ * is not an IP address.
+ */
+export function isPublicAddress(address: string): boolean | undefined {
+  const ip = parseIp(address)
+  return ip === undefined ? undefined : ip.range() === 'unicast'
+}
+
+/** Refuses with `invalid_client`: the client's document cannot be used. */
+function refuse(description: string, status = 400, headers?: Record<string, string>): OAuthError {
+  return new OAuthError('invalid_client', description, { status, ...(headers ? { headers } : {}) })
+}
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
+const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:'])
+
+/** A redirect URI a document may list: absolute, no fragment, https (http only for loopback), no script scheme. */
+function isAcceptableRedirectUri(value: string): boolean {
+  if (value.length > 2048 || value.includes('#')) return false
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return false
+  }
+  if (FORBIDDEN_SCHEMES.has(url.protocol)) return false
+  // RFC 9700 §2.6 / RFC 8252 §7.3: plain http only toward this machine.
+  if (url.protocol === 'http:')
+    return url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost'
+  return true
+}
+
+const redirectUris = v.pipe(
+  v.array(v.pipe(v.string(), v.check(isAcceptableRedirectUri))),
+  v.minLength(1),
+  v.maxLength(20),
+)
+
+/** The members of a document the service reads; others are ignored (RFC 7591 §2: unknown ones are). */
+const DocumentSchema = v.looseObject({
+  client_id: v.string(),
+  redirect_uris: redirectUris,
+  post_logout_redirect_uris: v.optional(redirectUris),
+  client_name: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
+  // RFC 7591 §2 defaults this to client_secret_basic, which a document cannot use (it holds no
+  // secret, draft §4.1): absent is read as none, the only method such a client has.
+  token_endpoint_auth_method: v.optional(v.literal('none')),
+  grant_types: v.optional(v.pipe(v.array(v.picklist(['authorization_code', 'refresh_token'])), v.maxLength(2))),
+  response_types: v.optional(v.array(v.literal('code'))),
+  scope: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+  // Draft §4.1: a document must not carry a secret (anyone can read it).
+  client_secret: v.optional(v.never()),
+  client_secret_expires_at: v.optional(v.never()),
+})
+
+/** The seconds a response may be kept, from Cache-Control (`max-age`, `no-store`, `no-cache`) and Age, clamped. */
+export function cacheTtl(headers: Headers): number {
+  const directives = (headers.get('cache-control') ?? '').toLowerCase()
+  if (/(^|[\s,])(no-store|no-cache)([\s,=]|$)/.test(directives)) return MIN_TTL
+  const maxAge = /(^|[\s,])max-age=(?:"?)(\d{1,10})/.exec(directives)?.[2]
+  if (maxAge === undefined) return DEFAULT_TTL
+  const age = Number(/^\d{1,10}$/.exec(headers.get('age')?.trim() ?? '')?.[0] ?? 0)
+  return Math.min(MAX_TTL, Math.max(MIN_TTL, Number(maxAge) - age))
+}
+
+/** Reads at most `max` bytes of a body; undefined when it is longer. */
+async function readCapped(response: Response, max: number): Promise<Uint8Array | undefined> {
+  const declared = response.headers.get('content-length')
+  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > max) {
+    await response.body?.cancel().catch(() => {})
+    return undefined
+  }
+  if (!response.body) return new Uint8Array()
+  const reader = response.body.getReader()
+  const chunks: Uint8Array[] = []
+  let length = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    length += value.byteLength
+    if (length > max) {
+      await reader.cancel().catch(() => {})
+      return undefined
+    }
+    chunks.push(value)
+  }
+  const bytes = new Uint8Array(length)
+  let offset = 0
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return bytes
+}
+
+/** Resolves client identifier URLs to clients (see the module comment). */
+export interface MetadataDocumentResolver {
+  /** The client the document at `clientId` describes; throws `invalid_client` when it cannot be used. */
+  resolve(clientId: string): Promise<ClientRecord>
+}
+
+/** Creates the resolver with its cache. */
+export function createMetadataDocumentResolver(options: MetadataDocumentResolverOptions): MetadataDocumentResolver {
+  const { now } = options
+  const cache = new Map<string, { value: ClientRecord | OAuthError; until: number }>()
+  const pending = new Map<string, Promise<ClientRecord>>()
+  const allowed = new Set(options.scopes)
+
+  function remember(clientId: string, value: ClientRecord | OAuthError, ttl: number): void {
+    cache.delete(clientId)
+    // Oldest first: Map keeps insertion order.
+    while (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string)
+    cache.set(clientId, { value, until: now() + ttl })
+  }
+
+  /** Throws unless the host may be fetched: its literal address, or every address it resolves to. */
+  async function checkHost(url: URL, deadline: Promise<never>): Promise<void> {
+    if (options.allowPrivateNetworks) return
+    const host = url.hostname
+    const literal = isPublicAddress(host)
+    if (literal === false) throw refuse('the client metadata document is on a private or local address')
+    if (literal === true) return
+    const name = host.toLowerCase().replace(/\.$/, '')
+    if (name === 'localhost' || name.endsWith('.localhost')) {
+      throw refuse('the client metadata document is on a private or local address')
+    }
+    if (!options.resolveHost) return // the runtime cannot resolve names: the literal check is all there is
+    let addresses: string[]
+    try {
+      addresses = await Promise.race([options.resolveHost(name), deadline])
+    } catch (err) {
+      if (err instanceof OAuthError) throw err
+      throw refuse('the client metadata document host could not be resolved', 502)
+    }
+    if (!Array.isArray(addresses) || addresses.length === 0) {
+      throw refuse('the client metadata document host could not be resolved', 502)
+    }
+    if (addresses.some((address) => isPublicAddress(String(address)) !== true)) {
+      throw refuse('the client metadata document is on a private or local address')
+    }
+  }
+
+  /** Counts the fetch against the document host; throws 429 once the host had its share. */
+  async function countFetch(url: URL): Promise<void> {
+    const { limiter, window } = options
+    if (!limiter || window === undefined) return
+    const rules: ThrottleRule[] = [{ key: `cimd-host:${url.host}`, limit: FETCHES_PER_HOST, window }]
+    const at = now()
+    const wait = await limiter.retryAfter(rules, at, { fresh: true })
+    if (wait > 0) {
+      throw refuse('too many client metadata document fetches for this host; retry later', 429, {
+        'retry-after': String(Math.max(1, Math.ceil(wait))),
+      })
+    }
+    await limiter.fail(rules, at)
+  }
+
+  /** Fetches and checks the document; returns the client and how long to keep it. */
+  async function load(clientId: string): Promise<{ record: ClientRecord; ttl: number }> {
+    const url = new URL(clientId)
+    await countFetch(url)
+    const controller = new AbortController()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    // One deadline for resolution, response and body: a fetch that ignores its signal is cut off too.
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort()
+        reject(refuse('fetching the client metadata document timed out', 504))
+      }, options.timeout * 1000)
+    })
+    deadline.catch(() => {})
+    try {
+      await checkHost(url, deadline)
+      const fetchDocument = options.fetch ?? ((input: string, init: RequestInit) => fetch(input, init))
+      let response: Response
+      try {
+        response = await Promise.race([
+          fetchDocument(clientId, {
+            method: 'GET',
+            // No redirects (draft §6.5): a 3xx is answered as is and fails below.
+            redirect: 'manual',
+            credentials: 'omit',
+            headers: { accept: 'application/json' },
+            signal: controller.signal,
+          }),
+          deadline,
+        ])
+      } catch (err) {
+        if (err instanceof OAuthError) throw err
+        throw refuse('the client metadata document could not be fetched', 502)
+      }
+      const bytes = await Promise.race([readDocument(response), deadline])
+      return { record: toClient(clientId, url, bytes), ttl: cacheTtl(response.headers) }
+    } finally {
+      clearTimeout(timer)
+      controller.abort()
+    }
+  }
+
+  /** The document's bytes, or an error that names the failure (never the body). */
+  async function readDocument(response: Response): Promise<Uint8Array> {
+    if (response.status !== 200) {
+      await response.body?.cancel().catch(() => {})
+      // An opaque redirect (browsers) has status 0.
+      if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) {
+        throw refuse('the client metadata document URL redirects; redirects are not followed', 502)
+      }
+      throw refuse(`fetching the client metadata document failed with HTTP ${response.status}`, 502)
+    }
+    const type = mediaType(response.headers.get('content-type') ?? '')
+    if (type !== 'application/json' && !/^application\/[\w.+-]+\+json$/.test(type)) {
+      await response.body?.cancel().catch(() => {})
+      throw refuse('the client metadata document is not application/json', 502)
+    }
+    let bytes: Uint8Array | undefined
+    try {
+      bytes = await readCapped(response, MAX_DOCUMENT_BYTES)
+    } catch {
+      throw refuse('the client metadata document could not be fetched', 502)
+    }
+    if (bytes === undefined)
+      throw refuse(`the client metadata document is larger than ${MAX_DOCUMENT_BYTES} bytes`, 502)
+    return bytes
+  }
+
+  /** The client a document describes (throws `invalid_client` naming the failed check, never its content). */
+  function toClient(clientId: string, url: URL, bytes: Uint8Array): ClientRecord {
+    let json: unknown
+    try {
+      json = JSON.parse(STRICT_UTF8.decode(bytes))
+    } catch {
+      // The parser's message quotes the text: it is not passed on.
+      throw refuse('the client metadata document is not valid JSON')
+    }
+    const result = v.safeParse(DocumentSchema, json)
+    if (!result.success) {
+      const path = v.getDotPath(result.issues[0] as v.BaseIssue<unknown>)?.split('.')[0]
+      throw refuse(
+        path === undefined || !/^[a-z_]{1,40}$/.test(path)
+          ? 'the client metadata document is not a valid client metadata object'
+          : `the client metadata document has an invalid or unsupported ${path}`,
+      )
+    }
+    const doc = result.output
+    // Draft §4.1: the document's client_id must equal the URL it was fetched from.
+    if (doc.client_id !== clientId) throw refuse('the client metadata document names another client_id')
+    const grantTypes = doc.grant_types ?? ['authorization_code']
+    if (!grantTypes.includes('authorization_code')) {
+      throw refuse('the client metadata document has an invalid or unsupported grant_types')
+    }
+    const requested = doc.scope === undefined ? undefined : new Set(doc.scope.split(' ').filter(Boolean))
+    const scopes = [...allowed].filter((scope) => requested === undefined || requested.has(scope))
+    const permissions: string[] = [
+      Permissions.Endpoints.Authorization,
+      Permissions.Endpoints.Token,
+      Permissions.Endpoints.Revocation,
+      Permissions.GrantTypes.AuthorizationCode,
+      Permissions.ResponseTypes.Code,
+      ...(grantTypes.includes('refresh_token') ? [Permissions.GrantTypes.RefreshToken] : []),
+      ...(doc.post_logout_redirect_uris ? [Permissions.Endpoints.Logout] : []),
+      ...scopes.map(scopePermission),
+    ]
+    const at = now()
+    return {
+      clientId,
+      secrets: [],
+      displayName: doc.client_name ?? url.host,
+      permissions,
+      redirectUris: [...new Set(doc.redirect_uris)],
+      postLogoutRedirectUris: [...new Set(doc.post_logout_redirect_uris ?? [])],
+      // Nobody vetted this client: the end-user always decides (never implicit consent).
+      consentType: 'explicit',
+      allowPlainPkce: false,
+      requirePkce: true,
+      lifetimes: {},
+      registration: {
+        kind: 'metadata_document',
+        documentUrl: clientId,
+        metadata: {
+          redirect_uris: [...new Set(doc.redirect_uris)],
+          token_endpoint_auth_method: 'none',
+          grant_types: [...new Set(grantTypes)],
+          response_types: ['code'],
+          ...(doc.client_name !== undefined ? { client_name: doc.client_name } : {}),
+          scope: scopes.join(' '),
+        },
+      },
+      createdAt: at,
+      updatedAt: at,
+    }
+  }
+
+  return {
+    resolve(clientId: string): Promise<ClientRecord> {
+      const hit = cache.get(clientId)
+      if (hit && hit.until > now()) {
+        return hit.value instanceof OAuthError ? Promise.reject(hit.value) : Promise.resolve(hit.value)
+      }
+      const inFlight = pending.get(clientId)
+      if (inFlight) return inFlight
+      const loading = load(clientId).then(
+        ({ record, ttl }) => {
+          remember(clientId, record, ttl)
+          return record
+        },
+        (err: unknown) => {
+          const error =
+            err instanceof OAuthError ? err : refuse('the client metadata document could not be fetched', 502)
+          // A throttled host is not remembered as failed: its counter says when to try again.
+          if (error.status !== 429) remember(clientId, error, FAILURE_TTL)
+          throw error
+        },
+      )
+      pending.set(clientId, loading)
+      const done = () => pending.delete(clientId)
+      loading.then(done, done)
+      return loading
+    },
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The MCP server example (examples/mcp-server, #19): `node server.mjs` (what `npm start` runs) on
+ * a free loopback port, then one MCP SDK client end to end against it: 401 → protected resource
+ * metadata → dynamic client registration → alice signs in and consents on the built-in pages →
+ * `finishAuth` → the `whoami` tool answers with her `sub` and the token's scopes.
+ *
+ * Runs when examples/mcp-server/node_modules exists or GATEHOUSE_TEST_MCP_EXAMPLE=1 (CI installs
+ * the example and sets it); skipped otherwise, since the example has its own dependencies.
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync, lstatSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { decodeJwt } from 'jose'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SignInProvider, connectWithSignIn, recordingFetch, whoami } from '../helpers/mcp.ts'
+import { type Running, freePort, launch, waitUntilServing } from '../runtime/server.ts'
+
+const APP = fileURLToPath(new URL('../../examples/mcp-server/', import.meta.url))
+const forced = process.env.GATEHOUSE_TEST_MCP_EXAMPLE === '1'
+const installed = existsSync(`${APP}node_modules`)
+const enabled = forced || installed
+const SKIPPED =
+  'skipped: examples/mcp-server is not installed (run `npm run pack:example` in the root and `npm ci` there, or set GATEHOUSE_TEST_MCP_EXAMPLE=1)'
+const title = enabled ? 'MCP server example (node server.mjs)' : `MCP server example (${SKIPPED})`
+if (!enabled) console.info(`test/examples/mcp_server.test.ts ${SKIPPED}`)
+
+/** The MCP client's redirect URI: never fetched, the sign-in stops there. */
+const REDIRECT_URI = 'http://127.0.0.1:9/mcp-example-callback'
+
+describe.skipIf(!enabled)(title, () => {
+  let running: Running | undefined
+  let base = ''
+
+  beforeAll(async () => {
+    if (!installed) {
+      throw new Error(
+        'GATEHOUSE_TEST_MCP_EXAMPLE=1 but examples/mcp-server/node_modules is missing: run `npm run pack:example` in the root, then `npm ci` in examples/mcp-server',
+      )
+    }
+    const port = await freePort()
+    base = `http://127.0.0.1:${port}`
+    running = launch([process.execPath, `${APP}server.mjs`], { PORT: String(port), HOST: '127.0.0.1', ISSUER: base })
+    await waitUntilServing(running, `${base}/.well-known/oauth-protected-resource/mcp`, 30_000)
+  }, 45_000)
+
+  afterAll(async () => {
+    await running?.stop()
+  }, 15_000)
+
+  it('#19 runs Gatehouse from the packed tarball (built JavaScript), the one `npm run pack:example` wrote', () => {
+    const installedPackage = `${APP}node_modules/gatehouse/`
+    expect(lstatSync(installedPackage.slice(0, -1)).isSymbolicLink()).toBe(false)
+    const packed = execFileSync('tar', ['-xzOf', `${APP}gatehouse.tgz`, 'package/dist/src/index.js'], {
+      encoding: 'utf8',
+    })
+    expect(readFileSync(`${installedPackage}dist/src/index.js`, 'utf8')).toBe(packed)
+    const manifest = JSON.parse(readFileSync(`${APP}package.json`, 'utf8')) as { scripts: Record<string, string> }
+    expect(manifest.scripts.start).toBe('node server.mjs')
+  })
+
+  it('#19 an MCP SDK client registers, signs alice in, and calls whoami', async () => {
+    const resource = `${base}/mcp`
+    const provider = new SignInProvider({ redirectUrl: REDIRECT_URI })
+    const recorder = recordingFetch()
+    const { client, transport } = await connectWithSignIn(resource, provider, recorder.fetch)
+    try {
+      const tools = await client.listTools()
+      expect(tools.tools.map((tool) => tool.name)).toEqual(['whoami'])
+      const caller = await whoami(client)
+      expect(caller).toMatchObject({ sub: 'demo-user-1', client_id: provider.clientInformation()?.client_id })
+      expect(caller.scopes).toContain('mcp:tools')
+
+      expect(recorder.sent.filter((r) => r.url.href === `${base}/connect/register`)).toHaveLength(1)
+      expect(provider.trips[0]?.pages).toEqual(['login', 'consent'])
+      expect(provider.trips[0]?.authorizationUrl.searchParams.get('resource')).toBe(resource)
+      expect(decodeJwt(provider.tokens()?.access_token as string)).toMatchObject({
+        iss: base,
+        aud: resource,
+        sub: 'demo-user-1',
+      })
+    } finally {
+      await transport.close()
+    }
+  })
+})
