@@ -26,10 +26,10 @@
  * an egress proxy or firewall in front (the fetch goes out with no credentials and reads no more
  * than 64 KiB either way).
  */
-import ipaddr from 'ipaddr.js'
 import * as v from 'valibot'
 import { OAuthError } from './errors.ts'
-import { mediaType } from './http.ts'
+import { mediaType, readCapped as readStreamCapped } from './http.ts'
+import { isPublicAddress } from './networks.ts'
 import { Permissions, scopePermission } from './permissions.ts'
 import type { ClientRecord } from './storage/types.ts'
 import type { Limiter, ThrottleRule } from './throttle.ts'
@@ -86,27 +86,6 @@ export function isClientIdUrl(clientId: string): boolean {
   if (url.href !== clientId || url.username !== '' || url.password !== '') return false
   if (url.pathname === '/' || url.pathname === '') return false
   return !url.pathname.split('/').some((segment) => segment === '.' || segment === '..')
-}
-
-type Address = ipaddr.IPv4 | ipaddr.IPv6
-
-function parseIp(text: string): Address | undefined {
-  const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text
-  if (ipaddr.IPv4.isValidFourPartDecimal(bare)) return ipaddr.IPv4.parse(bare)
-  if (!bare.includes(':') || !ipaddr.IPv6.isValid(bare)) return undefined
-  const v6 = ipaddr.IPv6.parse(bare)
-  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6
-}
-
-/**
- * Whether an IP address is globally routable unicast: not private (RFC 1918), loopback,
- * link-local, unique-local (fc00::/7), carrier-grade NAT, multicast, unspecified, reserved, nor a
- * translation range that may embed one of those (6to4, Teredo, NAT64). Undefined when `address`
- * is not an IP address.
- */
-export function isPublicAddress(address: string): boolean | undefined {
-  const ip = parseIp(address)
-  return ip === undefined ? undefined : ip.range() === 'unicast'
 }
 
 /** Refuses with `invalid_client`: the client's document cannot be used. */
@@ -173,27 +152,7 @@ async function readCapped(response: Response, max: number): Promise<Uint8Array |
     await response.body?.cancel().catch(() => {})
     return undefined
   }
-  if (!response.body) return new Uint8Array()
-  const reader = response.body.getReader()
-  const chunks: Uint8Array[] = []
-  let length = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    length += value.byteLength
-    if (length > max) {
-      await reader.cancel().catch(() => {})
-      return undefined
-    }
-    chunks.push(value)
-  }
-  const bytes = new Uint8Array(length)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return bytes
+  return readStreamCapped(response.body, max)
 }
 
 /** Resolves client identifier URLs to clients (see the module comment). */

@@ -33,22 +33,35 @@ export interface FormLimits {
 export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
-  if (!request.body) return new Uint8Array(0)
-  const reader = request.body.getReader()
+  let body: Uint8Array | undefined
+  try {
+    body = await readCapped(request.body, limit)
+  } catch (cause) {
+    throw new OAuthError('invalid_request', 'the request body could not be read', { cause })
+  }
+  if (body === undefined) throw tooLarge(limit)
+  return body
+}
+
+/**
+ * Reads a stream to its end, or stops (cancelling it) and answers undefined once it passes `limit`
+ * bytes: a body is never held whole beyond its limit. Read errors reject.
+ */
+export async function readCapped(
+  stream: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<Uint8Array | undefined> {
+  if (!stream) return new Uint8Array(0)
+  const reader = stream.getReader()
   const chunks: Uint8Array[] = []
   let size = 0
   for (;;) {
-    let result: Awaited<ReturnType<typeof reader.read>>
-    try {
-      result = await reader.read()
-    } catch (cause) {
-      throw new OAuthError('invalid_request', 'the request body could not be read', { cause })
-    }
+    const result = await reader.read()
     if (result.done) break
     size += result.value.byteLength
     if (size > limit) {
       await reader.cancel().catch(() => {})
-      throw tooLarge(limit)
+      return undefined
     }
     chunks.push(result.value)
   }

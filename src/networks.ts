@@ -90,3 +90,14 @@ export function inNetworks(address: string | undefined, ranges: readonly string[
   }
   return matcher(address)
 }
+
+/**
+ * Whether an IP address is globally routable unicast: not private (RFC 1918), loopback,
+ * link-local, unique-local (fc00::/7), carrier-grade NAT, multicast, unspecified, reserved, nor a
+ * translation range that may embed one of those (6to4, Teredo, NAT64). Undefined when `address`
+ * is not an IP address.
+ */
+export function isPublicAddress(address: string): boolean | undefined {
+  const ip = parseAddress(address)
+  return ip === undefined ? undefined : ip.range() === 'unicast'
+}
