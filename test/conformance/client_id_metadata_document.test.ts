@@ -364,41 +364,57 @@ describe('client id metadata documents', () => {
     expect(statuses.at(-1)).toBe(429)
   })
 
-  it('the standalone server trusts NODE_EXTRA_CA_CERTS for document fetches', async () => {
-    const port = await freePort()
-    const issuer = `http://127.0.0.1:${port}`
-    const config = writeConfig({
-      secretHashIterations: 1000,
-      scopes: ['mcp:tools'],
-      clientIdMetadataDocuments: { scopes: ['mcp:tools'], allowPrivateNetworks: true },
-    })
-    routes.set('child.json', json(good('child.json')))
-    fetches.delete('child.json')
-    const running = launch([join(ROOT, 'node_modules/.bin/tsx'), 'bin/serve_node.ts', '--config', config.path], {
-      PORT: String(port),
-      ISSUER: issuer,
-      NODE_EXTRA_CA_CERTS: join(dir, 'ca.pem'),
-    })
-    try {
-      await waitUntilServing(running, `${issuer}/.well-known/openid-configuration`, 40_000)
-      const meta = await (await fetch(`${issuer}/.well-known/oauth-authorization-server`)).json()
-      expect(meta.client_id_metadata_document_supported).toBe(true)
-      const url = new URL(`${issuer}/connect/authorize`)
-      url.search = new URLSearchParams({
-        response_type: 'code',
-        client_id: doc('child.json'),
-        redirect_uri: RU,
-        scope: 'mcp:tools',
-        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-        code_challenge_method: 'S256',
-      }).toString()
-      const response = await fetch(url, { redirect: 'manual' })
-      expect(response.status).toBe(303)
-      expect(response.headers.get('location')).toContain('/connect/interaction')
-      expect(fetches.get('child.json')).toBe(1)
-    } finally {
-      await running.stop(10_000)
-      config.remove()
-    }
-  }, 60_000)
+  const bin = (name: string) => join(ROOT, 'node_modules/.bin', name)
+  const RUNTIMES = [
+    { name: 'Node', command: [bin('tsx'), 'bin/serve_node.ts'], caVariable: 'NODE_EXTRA_CA_CERTS' },
+    { name: 'Bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'], caVariable: 'NODE_EXTRA_CA_CERTS' },
+    {
+      name: 'Deno',
+      command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'],
+      caVariable: 'DENO_CERT',
+    },
+  ]
+
+  it.each(RUNTIMES)(
+    'the standalone server on $name trusts $caVariable for document fetches',
+    async ({ command, caVariable }) => {
+      const port = await freePort()
+      const issuer = `http://127.0.0.1:${port}`
+      const config = writeConfig({
+        secretHashIterations: 1000,
+        scopes: ['mcp:tools'],
+        clientIdMetadataDocuments: { scopes: ['mcp:tools'], allowPrivateNetworks: true },
+      })
+      const name = `child-${caVariable}-${port}.json`
+      routes.set(name, json(good(name)))
+      const running = launch([...command, '--config', config.path], {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ISSUER: issuer,
+        [caVariable]: join(dir, 'ca.pem'),
+      })
+      try {
+        await waitUntilServing(running, `${issuer}/.well-known/openid-configuration`, 40_000)
+        const meta = await (await fetch(`${issuer}/.well-known/oauth-authorization-server`)).json()
+        expect(meta.client_id_metadata_document_supported).toBe(true)
+        const url = new URL(`${issuer}/connect/authorize`)
+        url.search = new URLSearchParams({
+          response_type: 'code',
+          client_id: doc(name),
+          redirect_uri: RU,
+          scope: 'mcp:tools',
+          code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+          code_challenge_method: 'S256',
+        }).toString()
+        const response = await fetch(url, { redirect: 'manual' })
+        expect(response.status).toBe(303)
+        expect(response.headers.get('location')).toContain('/connect/interaction')
+        expect(fetches.get(name)).toBe(1)
+      } finally {
+        await running.stop(10_000)
+        config.remove()
+      }
+    },
+    60_000,
+  )
 })
