@@ -5,7 +5,8 @@
  * (`denoServiceOptions()`); its signatures stay on WebCrypto (see there).
  */
 import type { SecretDigest } from '../src/secrets.ts'
-import { nodeSecretDigest, nodeSha256 } from './node_crypto.ts'
+import type { JwsSigner } from '../src/tokens/compact_jws.ts'
+import { nodeSecretDigest, nodeSha256, nodeSigner } from './node_crypto.ts'
 import { nodeResolveHost } from './node_dns.ts'
 
 export { nodeSecretDigest, nodeSha256 } from './node_crypto.ts'
@@ -50,15 +51,22 @@ export function serveDeno(handler: FetchHandler, options: { port: number; hostna
 
 /**
  * The service options `npm run start:deno` passes: `resolveHost` through `node:dns/promises`, and
- * the secret digest and SHA-256 through Deno's `node:crypto`, synchronous, instead of WebCrypto's promises (introspection on the bench:
- * 30k -> 45k req/s). No `signer`: Deno's ES256 signature costs ~450 us through `node:crypto`
- * against ~375 us through WebCrypto, which also spreads them over its worker threads (measured
- * with Deno 2.9.6; Node's OpenSSL takes ~25 us), so jose on WebCrypto signs.
+ * the secret digest and SHA-256 through Deno's `node:crypto`, synchronous, instead of WebCrypto's
+ * promises (introspection on the bench: 30k -> 45k req/s). The `signer` takes EdDSA keys only:
+ * measured with `bench/sign_cost.mjs` on Deno 2.9.6, an Ed25519 signature costs 16 us through
+ * `node:crypto` against 68 us through WebCrypto, while ES256 (530 vs 430 us) and RS256/PS256
+ * (1.35-1.7 ms vs 1.2 ms) are faster on WebCrypto, so jose signs those.
  */
 export function denoServiceOptions(): {
   secretDigest: SecretDigest
+  signer: JwsSigner
   sha256: (value: string) => string
   resolveHost: (hostname: string) => Promise<string[]>
 } {
-  return { secretDigest: nodeSecretDigest(), sha256: nodeSha256(), resolveHost: nodeResolveHost() }
+  return {
+    secretDigest: nodeSecretDigest(),
+    signer: nodeSigner({ algorithms: ['EdDSA'], batch: false }),
+    sha256: nodeSha256(),
+    resolveHost: nodeResolveHost(),
+  }
 }

@@ -53,13 +53,14 @@ const NODE_JWS: Record<string, { hash: string | null; options?: { padding: numbe
  * from the CPU caches every time: measured on the 2-core bench machine, a client_credentials
  * request cost ~100 us of CPU signed inline and 70-74 us batched (`npm run bench`: 10.4k -> 15.5k
  * req/s). An idle server signs at once (a batch of one); `batch: false` signs synchronously in the
- * request's own turn.
+ * request's own turn. `algorithms` limits it to those algorithms (the others fall back to jose).
  */
-export function nodeSigner(options: { batch?: boolean } = {}): JwsSigner {
+export function nodeSigner(options: { batch?: boolean; algorithms?: readonly string[] } = {}): JwsSigner {
   const batch = options.batch ?? true
+  const only = options.algorithms === undefined ? undefined : new Set(options.algorithms)
   return ({ alg, privateJwk }) => {
     const params = NODE_JWS[alg]
-    if (!params) return undefined
+    if (!params || (only !== undefined && !only.has(alg))) return undefined
     const key = createPrivateKey({ key: privateJwk as JsonWebKey, format: 'jwk' })
     const signingKey = { key, dsaEncoding: 'ieee-p1363' as const, ...params.options }
     const signNow = (input: Uint8Array): Buffer => sign(params.hash, input, signingKey)

@@ -3,7 +3,7 @@
  * clients, a host interaction hook that signs in a fixed user, and the state a scenario needs
  * before the clock starts (authorization codes to redeem). Runtime neutral: Web APIs only.
  *
- * Environment read here: PORT, CODES (how many codes to pre-create), CODES_FILE.
+ * Environment read here: PORT, CODES (how many codes to pre-create), CODES_FILE, ACCESS_TOKEN_ALG.
  */
 import { type Store, type TokenServiceOptions, createTokenService } from '../../src/index.ts'
 import { CODE_SCOPE, PKCE, SERVICE_CLIENT, USER_SUB, WEB_CLIENT } from '../fixtures.ts'
@@ -24,6 +24,8 @@ export async function setupGatehouse(setup: GatehouseSetup) {
     issuer: `http://127.0.0.1:${port}`,
     ...(setup.store ? { store: setup.store } : {}),
     ...setup.serviceOptions,
+    // ACCESS_TOKEN_ALG (e.g. EdDSA): the access tokens' algorithm instead of the default ES256.
+    ...(setup.env('ACCESS_TOKEN_ALG') ? { accessTokenSigningAlg: setup.env('ACCESS_TOKEN_ALG') as 'EdDSA' } : {}),
     // As the start scripts run it: the runtime's HTTP server holds bodies to their Content-Length.
     limits: { trustContentLength: true },
     // The host's user directory and sign-in: one fixed user, signed in without a page. This is
