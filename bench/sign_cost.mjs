@@ -8,7 +8,11 @@
 import * as nodeCrypto from 'node:crypto'
 import { SignJWT, exportJWK, generateKeyPair } from 'jose'
 
-const runtime = globalThis.Deno ? `deno ${Deno.version.deno}` : globalThis.Bun ? `bun ${Bun.version}` : `node ${process.versions.node}`
+const runtime = globalThis.Deno
+  ? `deno ${Deno.version.deno}`
+  : globalThis.Bun
+    ? `bun ${Bun.version}`
+    : `node ${process.versions.node}`
 const ALGS = ['ES256', 'EdDSA', 'RS256', 'PS256']
 const BATCH = Number(globalThis.process?.env?.SIGN_BATCH ?? 200)
 const payload = { sub: 'client-1', scope: 'api1', aud: 'api1', iss: 'https://issuer.example', jti: 'x'.repeat(22) }
@@ -37,7 +41,10 @@ const NODE_ALG = {
 }
 
 for (const alg of ALGS) {
-  const { privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) })
+  const { privateKey } = await generateKeyPair(alg, {
+    extractable: true,
+    ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}),
+  })
   const webcrypto = await timeBatches(() =>
     new SignJWT(payload).setProtectedHeader({ alg, kid: 'k1', typ: 'at+jwt' }).sign(privateKey),
   )
