@@ -44,3 +44,12 @@ export function seedTokenValue(index: number): string {
 export function basicAuth(client: { id: string; secret: string }): string {
   return `Basic ${btoa(`${client.id}:${client.secret}`)}`
 }
+
+/**
+ * Sign-in flow users (scenario signin_flow): one per virtual user of bench/signin_load.ts, so that
+ * no two concurrent sign-ins share a username (Gatehouse verifies one password at a time per
+ * username and address). The servers create this many; the driver uses at most this many.
+ */
+export const SIGNIN_USERS = 64
+export const SIGNIN_PASSWORD = 'bench-user-password-0123456789'
+export const signinUser = (index: number) => `bench-signin-${index}`

@@ -22,6 +22,8 @@ export type Scenario =
   | 'refresh_token'
   | 'introspection_store'
   | 'trivial'
+  /** Driven by bench/signin_load.ts, not by this file. */
+  | 'signin_flow'
 
 export interface LoadSpec {
   baseUrl: string
@@ -51,6 +53,8 @@ export interface LoadResult {
   /** Set when the pre-created codes ran out (the run is then invalid). */
   exhausted?: boolean
   codesUsed?: number
+  /** Sign-in flows (bench/signin_load.ts): HTTP requests one flow takes. */
+  stepsPerFlow?: number
 }
 
 const spec = JSON.parse(process.env.LOAD_SPEC ?? '') as LoadSpec
@@ -119,6 +123,9 @@ interface Plan {
  */
 async function plan(): Promise<Plan> {
   switch (spec.scenario) {
+    case 'signin_flow':
+      throw new Error('signin_flow is driven by bench/signin_load.ts')
+
     case 'client_credentials':
       await post(paths.token, serviceHeaders, clientCredentialsBody(true))
       return {

@@ -4,7 +4,9 @@
  * Gatehouse / ceiling) and the store-size table (flat cost, memory per refresh token).
  * Pure functions: no I/O.
  */
+import type { ColdStart } from './cold_start.ts'
 import type { LoadResult } from './load.ts'
+import type { SizeResult } from './store_size.ts'
 
 /** One measurement: one fresh server process, one scenario, one round. */
 export interface Sample extends LoadResult {
@@ -195,4 +197,100 @@ export function storeTable(input: ReportInput): string {
     )
   }
   return lines.join('\n')
+}
+
+/** Sign-in flows: flows/s, latency of a whole flow, HTTP requests per flow, against the peer. */
+export function signinTable(input: ReportInput, scenario: string): string {
+  const label = (id: string) => input.servers.find((s) => s.id === id)?.label ?? id
+  const peerCell = findCell(input, scenario, input.peer)
+  const peer = peerCell ? summarize(peerCell)?.rps : undefined
+  const lines = [
+    '| server | flows/s | p50 ms per flow | p99 ms per flow | HTTP requests per flow | failed flows | ÷ node-oidc-provider |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+  ]
+  for (const server of input.servers) {
+    const cell = findCell(input, scenario, server.id)
+    const s = cell ? summarize(cell) : undefined
+    if (!cell || !s) continue
+    const steps = median(cell.samples.map((x) => Number(x.stepsPerFlow)))
+    lines.push(
+      `| ${label(server.id)} | ${s.rps.toFixed(1)} | ${ms(s.p50)} | ${ms(s.p99)} | ${Number.isFinite(steps) ? steps : '–'} | ${s.non2xx} | ${server.id === input.peer ? '1.00×' : ratio(s.rps, peer)} |`,
+    )
+  }
+  return lines.length > 2 ? lines.join('\n') : ''
+}
+
+/** One cold-start cell: a runtime, a code path and a store, N starts (medians over all rounds). */
+export interface ColdCell {
+  id: string
+  label: string
+  path: string
+  storeLabel: string
+  starts: ColdStart[]
+  notes: string[]
+}
+
+/** Cold starts: median time from spawn to the first 200, and where it went. */
+export function coldTable(cells: ColdCell[], perRound: number): string {
+  const lines = [
+    '| server | code path | store | spawn → first 200 ms (median) | min – max ms | spawn → READY ms | READY → first 200 ms | in process: imported / ready / listening ms | starts | notes |',
+    '|---|---|---|--:|--:|--:|--:|--:|--:|---|',
+  ]
+  const round = (n: number) => (Number.isFinite(n) ? String(Math.round(n)) : '–')
+  for (const cell of cells) {
+    const starts = cell.starts
+    const totals = starts.map((x) => x.total)
+    const mark = (name: string) => round(median(starts.map((x) => Number(x.marks[name]))))
+    const row = starts.length
+      ? [
+          round(median(totals)),
+          `${round(Math.min(...totals))} – ${round(Math.max(...totals))}`,
+          round(median(starts.map((x) => x.ready))),
+          round(median(starts.map((x) => x.total - x.ready))),
+          `${mark('imported')} / ${mark('ready')} / ${mark('listening')}`,
+          String(starts.length),
+        ]
+      : ['–', '–', '–', '–', '–', '0']
+    lines.push(
+      `| ${cell.label} | ${cell.path} | ${cell.storeLabel} | ${row.join(' | ')} | ${[...new Set(cell.notes)].join('; ')} |`,
+    )
+  }
+  if (perRound <= 0) return ''
+  return lines.length > 2 ? lines.join('\n') : ''
+}
+
+/** One store-size cell: a store, a record kind and a count. */
+export interface SizeCell {
+  id: string
+  store: 'memory' | 'postgres' | 'redis'
+  record: 'refresh_token' | 'session'
+  count: number
+  result?: SizeResult
+  notes: string[]
+}
+
+/** Bytes per stored record, measured as each store reports its own size. */
+export function sizeTable(cells: SizeCell[]): string {
+  const lines = [
+    '| store | record | records | measured as | before → after MB | bytes per record | second measure | seeding | seeding s | notes |',
+    '|---|---|--:|---|--:|--:|---|---|--:|---|',
+  ]
+  const storeLabel = { memory: 'memory (Node)', postgres: 'PostgreSQL', redis: 'Redis' }
+  for (const cell of cells) {
+    const r = cell.result
+    const row = r
+      ? [
+          r.measure,
+          `${mb(r.bytesBefore)} → ${mb(r.bytesAfter)}`,
+          int(r.bytesPerRecord),
+          r.second ? `${r.second.name}: ${int(r.second.bytesPerRecord)} B` : '–',
+          r.method,
+          `${r.seedSeconds.toFixed(1)} (${int(r.count / r.seedSeconds)}/s)`,
+        ]
+      : ['–', '–', '–', '–', '–', '–']
+    lines.push(
+      `| ${storeLabel[cell.store]} | ${cell.record === 'session' ? 'session' : 'refresh token'} | ${int(cell.count)} | ${row.join(' | ')} | ${[...new Set(cell.notes)].join('; ')} |`,
+    )
+  }
+  return lines.length > 2 ? lines.join('\n') : ''
 }

@@ -5,9 +5,14 @@
  * bench/load.ts) pinned to core 1, warms up, measures, records the server's peak RSS and stops
  * it. Medians over rounds go to stdout and bench/RESULTS.md. See bench/README.md.
  *
+ * Besides the load cells it measures cold starts (`cold_start`: bench/cold_start.ts spawns servers
+ * and times the first 200), full browser sign-ins (`signin_flow`: bench/signin_load.ts instead of
+ * autocannon) and the size of stored records (`store_size`: bench/store_size.ts, once per run).
+ *
  * Flags: --quick (smoke run, ~2 min), --only=ID,ID (servers), --scenario=ID,ID.
  * Environment: BENCH_SECONDS (measured, default 10), BENCH_WARMUP (5), BENCH_ROUNDS (3),
- * BENCH_CONNECTIONS (16), BENCH_STORE_TOKENS (1,000,000), DATABASE_URL, REDIS_URL.
+ * BENCH_CONNECTIONS (16), BENCH_STORE_TOKENS (1,000,000), BENCH_COLD_STARTS (5),
+ * BENCH_SIGNIN_USERS (8), BENCH_SIZE_COUNTS (100000,1000000), DATABASE_URL, REDIS_URL.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -17,17 +22,25 @@ import { availableParallelism, release, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import type { ColdResult, ColdSpec } from './cold_start.ts'
+import { API_RESOURCE, API_SCOPE, SERVICE_CLIENT, basicAuth } from './fixtures.ts'
 import type { Flavor, LoadResult, LoadSpec, Scenario } from './load.ts'
 import {
   type Cell,
+  type ColdCell,
   type ReportInput,
   type Sample,
+  type SizeCell,
   bridgeTable,
+  coldTable,
   mainTable,
   ratioTable,
+  signinTable,
+  sizeTable,
   storeTable,
   summarize,
 } from './report.ts'
+import type { SizeResult, SizeSpec } from './store_size.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
@@ -51,6 +64,12 @@ const settings = {
   rounds: envNumber('BENCH_ROUNDS', quick ? 1 : 3),
   connections: envNumber('BENCH_CONNECTIONS', 16),
   storeTokens: envNumber('BENCH_STORE_TOKENS', quick ? 100_000 : 1_000_000),
+  coldStarts: envNumber('BENCH_COLD_STARTS', quick ? 3 : 5),
+  signinUsers: envNumber('BENCH_SIGNIN_USERS', 8),
+  sizeCounts: (process.env.BENCH_SIZE_COUNTS
+    ? process.env.BENCH_SIZE_COUNTS.split(',').map(Number)
+    : [100_000, quick ? 100_000 : 1_000_000]
+  ).filter((n, i, all) => Number.isSafeInteger(n) && n > 0 && all.indexOf(n) === i),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -62,6 +81,10 @@ interface ScenarioDef {
   load: Scenario
   /** Refresh tokens the server seeds before listening (store-size scenarios, memory store only). */
   seed?: number
+  /** Environment the scenario adds to each server it starts (the sign-in flow's configuration). */
+  serverEnv?: Record<string, string>
+  /** Not a load cell: cold starts or store sizes, measured by their own section below. */
+  special?: 'cold' | 'size'
 }
 
 const SCENARIOS: ScenarioDef[] = [
@@ -76,6 +99,24 @@ const SCENARIOS: ScenarioDef[] = [
     label: `introspection, ${settings.storeTokens.toLocaleString('en-US')} refresh tokens in store`,
     load: 'introspection_store',
     seed: settings.storeTokens,
+  },
+  {
+    id: 'signin_flow',
+    label: 'browser sign-in: authorize → login POST → code → token (flows/s)',
+    load: 'signin_flow',
+    serverEnv: { SIGNIN: '1' },
+  },
+  {
+    id: 'cold_start',
+    label: 'cold start: process start → first client_credentials 200',
+    load: 'client_credentials',
+    special: 'cold',
+  },
+  {
+    id: 'store_size',
+    label: 'bytes per session and per refresh token in the store',
+    load: 'client_credentials',
+    special: 'size',
   },
 ]
 
@@ -106,7 +147,15 @@ const SERVERS: ServerDef[] = [
     label: 'Gatehouse · Node · memory',
     flavor: 'gatehouse',
     command: [...node, '--expose-gc', 'bench/servers/gatehouse_node.ts'],
-    scenarios: [...USER_FLOWS, 'store_1k', 'store_big'],
+    scenarios: [...USER_FLOWS, 'signin_flow', 'store_1k', 'store_big'],
+  },
+  {
+    id: 'gatehouse-node-cheap-password',
+    label: 'Gatehouse · Node · memory, 1-iteration password hash',
+    flavor: 'gatehouse',
+    command: [...node, 'bench/servers/gatehouse_node.ts'],
+    env: { PASSWORD_ITERATIONS: '1' },
+    scenarios: ['signin_flow'],
   },
   {
     id: 'gatehouse-node-inline',
@@ -122,7 +171,7 @@ const SERVERS: ServerDef[] = [
     flavor: 'gatehouse',
     command: [...node, 'bench/servers/gatehouse_node.ts'],
     env: { STORE: 'postgres' },
-    scenarios: USER_FLOWS,
+    scenarios: [...USER_FLOWS, 'signin_flow'],
     skip: await storeSkip('createPostgresStore', 'DATABASE_URL'),
   },
   {
@@ -161,7 +210,7 @@ const SERVERS: ServerDef[] = [
     label: 'node-oidc-provider',
     flavor: 'oidc-provider',
     command: [...node, 'bench/servers/oidc_provider.ts'],
-    scenarios: USER_FLOWS,
+    scenarios: [...USER_FLOWS, 'signin_flow'],
   },
   {
     id: 'ceiling-jose',
@@ -338,6 +387,7 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
   const codes = codesNeeded(scenario, server)
   const child = start(pinned(0, server.command), {
     ...server.env,
+    ...scenario.serverEnv,
     PORT: String(port),
     HOST: '127.0.0.1',
     NODE_ENV: 'production',
@@ -356,9 +406,12 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
       seconds: settings.seconds,
       ...(codes > 0 ? { codesFile } : {}),
       ...(scenario.seed ? { seedCount: scenario.seed } : {}),
+      ...(scenario.load === 'signin_flow' ? { connections: settings.signinUsers } : {}),
     }
     const cpu = { server: cpuTimes(0), load: cpuTimes(1), serverCpu: processCpu(pid) }
-    const load = start(pinned(1, [...node, 'bench/load.ts']), { LOAD_SPEC: JSON.stringify(spec) })
+    // autocannon cannot follow a multi-step flow: the sign-in scenario has its own closed-loop driver.
+    const loader = scenario.load === 'signin_flow' ? 'bench/signin_load.ts' : 'bench/load.ts'
+    const load = start(pinned(1, [...node, loader]), { LOAD_SPEC: JSON.stringify(spec) })
     const timeout = (settings.warmupSeconds + settings.seconds) * 1000 + 120_000
     const result = JSON.parse(await waitForLine(load, 'RESULT', timeout, `load on ${server.id}`)) as LoadResult
     const foreign = pinning
@@ -411,6 +464,177 @@ function commandLine(): string {
   return [...env, 'npm run bench', ...(args.length ? ['--', ...args] : [])].join(' ')
 }
 
+// ---------------------------------------------------------------------------------------------
+// Cold starts (scenario cold_start)
+
+/** Where the compiled package goes for the cold-start cells (git-ignored: `dist/`). */
+const distDir = join(root, 'bench/dist')
+interface ColdDef extends ColdCell {
+  /** The server id whose `--only` selects this cell. */
+  server: string
+  command: string[]
+  env: Record<string, string>
+  needsDist: boolean
+  store: 'memory' | 'postgres'
+}
+const coldServer = [join(root, 'bench/servers/cold_start.mjs')]
+const COLD: ColdDef[] = (
+  [
+    ['node', 'dist', [process.execPath, ...coldServer], 'gatehouse-node'],
+    ['node', 'tsx', [...node, ...coldServer], 'gatehouse-node'],
+    ['bun', 'dist', [bun, 'run', ...coldServer], 'gatehouse-bun'],
+    ['bun', 'ts', [bun, 'run', ...coldServer], 'gatehouse-bun'],
+    ['deno', 'ts', [deno, 'run', '--allow-all', ...coldServer], 'gatehouse-deno'],
+  ] as const
+).flatMap(([runtime, path, command, server]) =>
+  (['memory', 'postgres'] as const).map(
+    (store): ColdDef => ({
+      id: `cold-${runtime}-${path}-${store}`,
+      label: `Gatehouse · ${runtime === 'node' ? 'Node' : runtime === 'bun' ? 'Bun' : 'Deno'}`,
+      path: {
+        dist: 'compiled dist/ JavaScript',
+        tsx: 'TypeScript sources through `node --import tsx`',
+        ts: 'TypeScript sources (the runtime compiles them)',
+      }[path],
+      storeLabel: store === 'memory' ? 'memory (keys generated at start)' : 'PostgreSQL holding the keys',
+      server: store === 'postgres' && server === 'gatehouse-node' ? 'gatehouse-node-postgres' : server,
+      command: [...command],
+      env: {
+        SERVER: 'gatehouse',
+        FROM: path === 'dist' ? 'dist' : 'src',
+        DIST_DIR: distDir,
+        STORE: store,
+        NODE_ENV: 'production',
+      },
+      needsDist: path === 'dist',
+      store,
+      starts: [],
+      notes: store === 'postgres' && !process.env.DATABASE_URL ? ['skipped: DATABASE_URL not set'] : [],
+    }),
+  ),
+)
+for (const path of ['plain', 'tsx'] as const) {
+  COLD.push({
+    id: `cold-oidc-provider-${path}`,
+    label: 'node-oidc-provider · Node',
+    path: path === 'plain' ? 'JavaScript, plain `node`' : 'through `node --import tsx`',
+    storeLabel: 'memory (keys in its configuration)',
+    server: 'oidc-provider',
+    command: path === 'plain' ? [process.execPath, ...coldServer] : [...node, ...coldServer],
+    env: { SERVER: 'oidc-provider', NODE_ENV: 'production' },
+    needsDist: false,
+    store: 'memory',
+    starts: [],
+    notes: [],
+  })
+}
+const coldCells = COLD.filter((c) => !onlyServers || onlyServers.includes(c.server))
+
+/** Inputs every cold start shares: the client's stored hash (Gatehouse) and the peer's keys. */
+async function coldInputs(): Promise<Record<string, string>> {
+  const { hashSecret } = await import('../src/secrets.ts')
+  const { exportJWK, generateKeyPair } = await import('jose')
+  const key = async (alg: 'ES256' | 'RS256') => ({
+    ...(await exportJWK((await generateKeyPair(alg, { extractable: true })).privateKey)),
+    alg,
+    use: 'sig',
+    kid: `cold-${alg.toLowerCase()}`,
+  })
+  return {
+    CLIENT_ID: SERVICE_CLIENT.id,
+    CLIENT_SECRET: SERVICE_CLIENT.secret,
+    CLIENT_SECRET_HASH: await hashSecret(SERVICE_CLIENT.secret),
+    JWKS: JSON.stringify({ keys: [await key('RS256'), await key('ES256')] }),
+  }
+}
+
+/** Compiles the package into bench/dist once per run (the `npm run build` compiler and config). */
+let distBuilt: Promise<string | undefined> | undefined
+function buildDist(): Promise<string | undefined> {
+  distBuilt ??= (async () => {
+    const started = Date.now()
+    try {
+      execFileSync(
+        join(root, 'node_modules/.bin/tsc'),
+        [
+          '-p',
+          'tsconfig.build.json',
+          '--outDir',
+          distDir,
+          '--declaration',
+          'false',
+          '--declarationMap',
+          'false',
+          '--sourceMap',
+          'false',
+        ],
+        { cwd: root, stdio: 'pipe' },
+      )
+      log(`cold_start: compiled the package into bench/dist in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      return undefined
+    } catch (err) {
+      const output = String((err as { stdout?: Buffer }).stdout ?? (err as Error).message)
+      log(`cold_start: tsc failed, dist cells skipped\n${output.slice(0, 2000)}`)
+      return `skipped: tsc -p tsconfig.build.json failed (${output.split('\n')[0]?.slice(0, 120)})`
+    }
+  })()
+  return distBuilt
+}
+
+let coldShared: Promise<Record<string, string>> | undefined
+async function measureCold(cell: ColdDef): Promise<ColdResult> {
+  coldShared ??= coldInputs()
+  const shared = await coldShared
+  const env = { ...cell.env, ...shared }
+  const spec: ColdSpec = {
+    command: pinned(0, cell.command),
+    env,
+    ...(cell.store === 'postgres' ? { prime: { command: cell.command, env: { ...env, PRIME: '1' } } } : {}),
+    cwd: root,
+    starts: settings.coldStarts,
+    path: cell.server === 'oidc-provider' ? '/token' : '/connect/token',
+    authorization: basicAuth(SERVICE_CLIENT),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      scope: API_SCOPE,
+      ...(cell.server === 'oidc-provider' ? { resource: API_RESOURCE } : {}),
+    }).toString(),
+  }
+  const runner = start(pinned(1, [...node, 'bench/cold_start.ts']), { COLD_SPEC: JSON.stringify(spec) })
+  const timeout = settings.coldStarts * 70_000 + 120_000
+  return JSON.parse(await waitForLine(runner, 'RESULT', timeout, `cold start ${cell.id}`)) as ColdResult
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store sizes (scenario store_size, measured once per run)
+
+const SIZE: SizeCell[] = (['memory', 'postgres', 'redis'] as const).flatMap((store) =>
+  (['refresh_token', 'session'] as const).flatMap((record) =>
+    settings.sizeCounts.map(
+      (count): SizeCell => ({
+        id: `size-${store}-${record}-${count}`,
+        store,
+        record,
+        count,
+        notes:
+          store === 'postgres' && !process.env.DATABASE_URL
+            ? ['skipped: DATABASE_URL not set']
+            : store === 'redis' && !process.env.REDIS_URL
+              ? ['skipped: REDIS_URL not set']
+              : [],
+      }),
+    ),
+  ),
+)
+const sizeServer = { memory: 'gatehouse-node', postgres: 'gatehouse-node-postgres', redis: 'gatehouse-node-redis' }
+const sizeCells = SIZE.filter((c) => !onlyServers || onlyServers.includes(sizeServer[c.store]))
+
+async function measureSize(cell: SizeCell): Promise<SizeResult> {
+  const spec: SizeSpec = { store: cell.store, record: cell.record, count: cell.count }
+  const child = start([...node, '--expose-gc', 'bench/store_size.ts'], { SIZE_SPEC: JSON.stringify(spec) })
+  return JSON.parse(await waitForLine(child, 'RESULT', 900_000, `store size ${cell.id}`)) as SizeResult
+}
+
 const log = (message: string) => process.stderr.write(`${message}\n`)
 const cells: Cell[] = []
 for (const scenario of scenarios) {
@@ -420,7 +644,12 @@ for (const scenario of scenarios) {
   }
 }
 const runnable = (cell: Cell) => !SERVERS.find((s) => s.id === cell.server)?.skip
-const total = cells.filter(runnable).length * settings.rounds
+const wantCold = scenarios.some((s) => s.special === 'cold')
+const wantSize = scenarios.some((s) => s.special === 'size')
+const total =
+  (cells.filter(runnable).length + (wantCold ? coldCells.filter((c) => c.notes.length === 0).length : 0)) *
+    settings.rounds +
+  (wantSize ? sizeCells.filter((c) => c.notes.length === 0).length : 0)
 log(
   `bench: ${total} measurements (${settings.rounds} rounds), ${settings.warmupSeconds} s warm-up + ${settings.seconds} s each, ` +
     `${settings.connections} connections, ${pinning ? 'server on core 0, load on core 1' : 'no CPU pinning (taskset or 2 cores missing)'}`,
@@ -432,6 +661,51 @@ let done = 0
 try {
   for (let round = 0; round < settings.rounds; round++) {
     for (const scenario of scenarios) {
+      if (scenario.special === 'cold') {
+        const row = coldCells.filter((c) => c.notes.length === 0)
+        for (const cell of row.map((_, i) => row[(i + round) % row.length] as ColdDef)) {
+          done++
+          if (cell.needsDist) {
+            const failed = await buildDist()
+            if (failed) {
+              cell.notes.push(failed)
+              continue
+            }
+          }
+          try {
+            const result = await measureCold(cell)
+            cell.starts.push(...result.starts)
+            for (const failure of result.failures) cell.notes.push(`failed: ${failure.split('\n')[0]}`)
+            const totals = result.starts.map((x) => Math.round(x.total))
+            log(
+              `[${done}/${total} ${Math.round((Date.now() - started) / 1000)}s] round ${round + 1} cold_start · ${cell.id}: ` +
+                `first 200 after ${totals.join(', ')} ms${result.failures.length ? ` (${result.failures.length} failed: ${result.failures[0]})` : ''}`,
+            )
+          } catch (err) {
+            cell.notes.push(`failed: ${(err as Error).message.split('\n')[0]}`)
+            log(`[${done}/${total}] round ${round + 1} cold_start · ${cell.id}: FAILED\n${(err as Error).message}`)
+          }
+        }
+        continue
+      }
+      if (scenario.special === 'size') {
+        if (round > 0) continue
+        for (const cell of sizeCells.filter((c) => c.notes.length === 0)) {
+          done++
+          try {
+            cell.result = await measureSize(cell)
+            const r = cell.result
+            log(
+              `[${done}/${total} ${Math.round((Date.now() - started) / 1000)}s] store_size · ${cell.id}: ` +
+                `${Math.round(r.bytesPerRecord)} B per record (${r.measure}), seeded in ${r.seedSeconds.toFixed(1)} s (${r.method})`,
+            )
+          } catch (err) {
+            cell.notes.push(`failed: ${(err as Error).message.split('\n')[0]}`)
+            log(`[${done}/${total}] store_size · ${cell.id}: FAILED\n${(err as Error).message}`)
+          }
+        }
+        continue
+      }
       const row = cells.filter((c) => c.scenario === scenario.id && runnable(c))
       // Rotate the servers' order every round so no server always runs first or last.
       const order = row.map((_, i) => row[(i + round) % row.length] as Cell)
@@ -473,6 +747,7 @@ const report: ReportInput = {
   gatehouse: [
     'gatehouse-node',
     'gatehouse-node-inline',
+    'gatehouse-node-cheap-password',
     'gatehouse-node-postgres',
     'gatehouse-node-redis',
     'gatehouse-bun',
@@ -490,6 +765,9 @@ const report: ReportInput = {
 }
 const bridges = bridgeTable(report)
 const ratios = ratioTable(report)
+const signin = signinTable(report, 'signin_flow')
+const cold = wantCold ? coldTable(coldCells, settings.coldStarts) : ''
+const sizes = wantSize ? sizeTable(sizeCells) : ''
 const anyStore = report.stores.some(({ scenario }) =>
   cells.some((c) => c.scenario === scenario && c.samples.length > 0),
 )
@@ -518,6 +796,9 @@ const markdown = [
     ? ['', '## Store size: flat cost and memory per refresh token (Gatehouse · Node · memory)', '', storeTable(report)]
     : []),
   ...(bridges ? ['', '## Node bridges: a trivial fetch handler against bare node:http', '', bridges] : []),
+  ...(signin ? ['', '## Browser sign-in: authorize → sign-in form POST → code → token, per second', '', signin] : []),
+  ...(cold ? ['', '## Cold start: process start → first client_credentials 200', '', cold] : []),
+  ...(sizes ? ['', '## Store size: bytes per session and per refresh token', '', sizes] : []),
   '',
 ].join('\n')
 
@@ -532,4 +813,6 @@ try {
 process.stdout.write(`\n${readFileSync(resultsFile, 'utf8')}`)
 log('bench: wrote bench/RESULTS.md')
 const failed = cells.filter((c) => runnable(c) && summarize(c) === undefined)
-if (failed.length > 0) process.exitCode = 1
+const coldFailed = wantCold && coldCells.some((c) => c.notes.some((n) => n.startsWith('failed')))
+const sizeFailed = wantSize && sizeCells.some((c) => c.notes.some((n) => n.startsWith('failed')))
+if (failed.length > 0 || coldFailed || sizeFailed) process.exitCode = 1

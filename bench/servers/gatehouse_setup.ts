@@ -5,8 +5,17 @@
  *
  * Environment read here: PORT, CODES (how many codes to pre-create), CODES_FILE, ACCESS_TOKEN_ALG.
  */
-import { type Store, type TokenServiceOptions, createTokenService } from '../../src/index.ts'
-import { CODE_SCOPE, PKCE, SERVICE_CLIENT, USER_SUB, WEB_CLIENT } from '../fixtures.ts'
+import { type Store, type TokenServiceOptions, createTokenService, hashSecret } from '../../src/index.ts'
+import {
+  CODE_SCOPE,
+  PKCE,
+  SERVICE_CLIENT,
+  SIGNIN_PASSWORD,
+  SIGNIN_USERS,
+  USER_SUB,
+  WEB_CLIENT,
+  signinUser,
+} from '../fixtures.ts'
 
 export interface GatehouseSetup {
   env: (name: string) => string | undefined
@@ -20,6 +29,27 @@ export interface GatehouseSetup {
 /** Builds the service, registers the clients and pre-creates codes; returns the service. */
 export async function setupGatehouse(setup: GatehouseSetup) {
   const port = Number(setup.env('PORT') ?? '3000')
+  // SIGNIN=1 (scenario signin_flow): the built-in sign-in page and SIGNIN_USERS built-in users
+  // instead of the host hook, so each flow POSTs a username and password. One password hash
+  // (PBKDF2, 600,000 iterations unless PASSWORD_ITERATIONS says otherwise) serves every user.
+  const signin = setup.env('SIGNIN') === '1'
+  const passwordHash = signin
+    ? await hashSecret(SIGNIN_PASSWORD, Number(setup.env('PASSWORD_ITERATIONS') ?? '600000'))
+    : ''
+  const hostSignIn: Partial<TokenServiceOptions> = signin
+    ? {
+        users: Array.from({ length: SIGNIN_USERS }, (_, i) => ({
+          sub: signinUser(i),
+          username: signinUser(i),
+          password: passwordHash,
+        })),
+      }
+    : {
+        // The host's user directory and sign-in: one fixed user, signed in without a page. This is
+        // what an embedding application with its own session does (README "Sign-in").
+        accounts: { findAccount: async (sub) => (sub === USER_SUB ? { sub } : undefined) },
+        interaction: () => ({ login: { sub: USER_SUB, amr: ['pwd'] } }),
+      }
   const service = createTokenService({
     issuer: `http://127.0.0.1:${port}`,
     ...(setup.store ? { store: setup.store } : {}),
@@ -28,10 +58,7 @@ export async function setupGatehouse(setup: GatehouseSetup) {
     ...(setup.env('ACCESS_TOKEN_ALG') ? { accessTokenSigningAlg: setup.env('ACCESS_TOKEN_ALG') as 'EdDSA' } : {}),
     // As the start scripts run it: the runtime's HTTP server holds bodies to their Content-Length.
     limits: { trustContentLength: true },
-    // The host's user directory and sign-in: one fixed user, signed in without a page. This is
-    // what an embedding application with its own session does (README "Sign-in").
-    accounts: { findAccount: async (sub) => (sub === USER_SUB ? { sub } : undefined) },
-    interaction: () => ({ login: { sub: USER_SUB, amr: ['pwd'] } }),
+    ...hostSignIn,
   })
   await service.clients.ensure({
     clientId: SERVICE_CLIENT.id,

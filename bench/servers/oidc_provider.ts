@@ -20,6 +20,40 @@ import { exportJWK, generateKeyPair } from 'jose'
 import { Provider, errors } from 'oidc-provider'
 import { API_RESOURCE, API_SCOPE, CODE_SCOPE, PKCE, SERVICE_CLIENT, USER_SUB, WEB_CLIENT } from '../fixtures.ts'
 
+/**
+ * SIGNIN=1 (scenario signin_flow): its development sign-in pages (`devInteractions`: a form that
+ * accepts any login and checks no password), with consent skipped for the first-party web client
+ * the documented way (`loadExistingGrant` creates the grant, as Gatehouse's implicit consent does)
+ * and a refresh token issued without `prompt=consent` (`issueRefreshToken`), like Gatehouse.
+ */
+const signin = process.env.SIGNIN === '1'
+const signinOptions = signin
+  ? {
+      findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub }) }),
+      loadExistingGrant: async (ctx: {
+        oidc: {
+          provider: Provider
+          client?: { clientId: string }
+          session?: { accountId?: string; grantIdFor(clientId: string): string | undefined }
+          result?: { consent?: { grantId?: string } }
+        }
+      }) => {
+        const { provider: p, client, session } = ctx.oidc
+        if (!client || !session?.accountId) return undefined
+        const grantId = ctx.oidc.result?.consent?.grantId ?? session.grantIdFor(client.clientId)
+        if (grantId) return p.Grant.find(grantId)
+        const grant = new p.Grant({ accountId: session.accountId, clientId: client.clientId })
+        // api1 is both a configured scope and the resource's scope: the consent check wants both.
+        grant.addOIDCScope(`openid offline_access ${API_SCOPE}`)
+        grant.addResourceScope(API_RESOURCE, API_SCOPE)
+        await grant.save()
+        return grant
+      },
+      issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(type: string): boolean }) =>
+        client.grantTypeAllowed('refresh_token'),
+    }
+  : {}
+
 interface Entry {
   payload: Record<string, unknown>
   /** Epoch ms; Infinity when the model has no expiry. */
@@ -111,6 +145,7 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
   scopes: ['openid', 'offline_access', API_SCOPE],
   findAccount: async (_ctx, sub) => (sub === USER_SUB ? { accountId: sub, claims: async () => ({ sub }) } : undefined),
   rotateRefreshToken: true,
+  ...(signinOptions as object),
   ttl: {
     AccessToken: 3600,
     ClientCredentials: 3600,
@@ -120,7 +155,7 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
     Grant: 7_776_000,
   },
   features: {
-    devInteractions: { enabled: false },
+    devInteractions: { enabled: signin },
     clientCredentials: { enabled: true },
     introspection: {
       enabled: true,
