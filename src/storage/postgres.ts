@@ -23,6 +23,13 @@ export interface PostgresStoreOptions {
   max?: number
   /** Seconds to wait for a connection. Default 10. */
   connectTimeout?: number
+  /**
+   * Prepared statements: each statement is parsed and planned once per connection, and then costs
+   * one round trip instead of two (postgres.js otherwise describes every parameterised query
+   * before running it). Default true. Set false behind a pooler that cannot keep them (PgBouncer
+   * in transaction mode before 1.21, or without `max_prepared_statements`).
+   */
+  prepare?: boolean
   now?: () => number
 }
 
@@ -44,10 +51,11 @@ function isUnavailable(err: unknown): boolean {
   ].includes(code)
 }
 
-function wrap(sql: postgres.Sql | postgres.TransactionSql): SqlClient {
+function wrap(sql: postgres.Sql | postgres.TransactionSql, prepare: boolean): SqlClient {
   return {
-    query: (text, params = []) => sql.unsafe(text, params as postgres.ParameterOrJSON<never>[]) as never,
-    transaction: (fn) => (sql as postgres.Sql).begin((tx) => fn(wrap(tx))) as never,
+    // `unsafe` does not prepare unless asked (its text may be built from input; ours never is).
+    query: (text, params = []) => sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare }) as never,
+    transaction: (fn) => (sql as postgres.Sql).begin((tx) => fn(wrap(tx, prepare))) as never,
     close: async () => {
       await (sql as postgres.Sql).end({ timeout: 5 })
     },
@@ -60,9 +68,9 @@ export function createPostgresStore(options: PostgresStoreOptions): SqlStore & {
     max: options.max ?? 10,
     connect_timeout: options.connectTimeout ?? 10,
     onnotice: () => {},
-    prepare: true,
+    prepare: options.prepare ?? true,
   })
-  const store = createSqlStore(wrap(sql), {
+  const store = createSqlStore(wrap(sql, options.prepare ?? true), {
     ...(options.schema !== undefined ? { schema: options.schema } : {}),
     ...(options.now ? { now: options.now } : {}),
     isUnavailable,

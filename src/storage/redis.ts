@@ -52,6 +52,12 @@ redis.call('HSET', KEYS[2], 'r', ARGV[2], 'e', ARGV[3])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 return {1, rec}`
 
+// Stores a one-time record {r, e} with its native expiry: one command, atomic (ARGV record, end, ttl).
+const PUT_ONCE = `
+redis.call('HSET', KEYS[1], 'r', ARGV[1], 'e', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1`
+
 // Sets a marker holding its absolute end (epoch s); the end only ever grows.
 const EXTEND = `
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -90,6 +96,7 @@ interface ScriptedRedis extends Redis {
     expiresAt: number,
     ttl: number,
   ): Promise<ScriptResult>
+  gatehousePutOnce(key: string, record: string, expiresAt: number, ttl: number): Promise<number>
   gatehouseExtend(key: string, until: number, ttl: number): Promise<number>
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
   gatehouseClientSwap(key: string, record: string, expected: string): Promise<number>
@@ -111,6 +118,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   redis.on('error', () => {}) // surfaced per command as StoreUnavailableError
   redis.defineCommand('gatehouseConsume', { numberOfKeys: 1, lua: CONSUME })
   redis.defineCommand('gatehouseRotate', { numberOfKeys: 2, lua: ROTATE })
+  redis.defineCommand('gatehousePutOnce', { numberOfKeys: 1, lua: PUT_ONCE })
   redis.defineCommand('gatehouseExtend', { numberOfKeys: 1, lua: EXTEND })
   redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
   redis.defineCommand('gatehouseClientSwap', { numberOfKeys: 1, lua: CLIENT_SWAP })
@@ -128,10 +136,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     }
   }
 
-  function consumed<T extends { expiresAt: number }>(result: ScriptResult): Consumed<T> {
+  function consumed<T extends { expiresAt: number }>(result: ScriptResult, at: number): Consumed<T> {
     if (result[0] === 0) return { status: 'missing' }
     const record = JSON.parse(result[1]) as T
-    if (result[0] === 1) return { status: 'ok', record }
+    if (result[0] === 1) return { status: 'ok', record: { ...record, consumedAt: at } }
     return { status: 'replayed', record: { ...record, consumedAt: Number(result[2]) } }
   }
 
@@ -144,11 +152,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   /** A one-time record: a hash of the record (`r`), its end (`e`) and later its use (`c`). */
   async function putOnce(key: string, record: { expiresAt: number }): Promise<void> {
-    await redis
-      .multi()
-      .hset(key, 'r', JSON.stringify(record), 'e', record.expiresAt)
-      .expire(key, ttl(record.expiresAt))
-      .exec()
+    await redis.gatehousePutOnce(key, JSON.stringify(record), record.expiresAt, ttl(record.expiresAt))
   }
 
   /** A one-time record with its `consumedAt`, or undefined when unknown or expired. */
@@ -208,7 +212,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       insert: (record) => run('codes.insert', () => putOnce(k('code', record.id), record)),
       get: (id) => run('codes.get', () => getOnce<CodeRecord>(k('code', id))),
       consume: (id, at) =>
-        run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at))),
+        run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at), at)),
     },
     refreshTokens: {
       insert: (record) => run('refreshTokens.insert', () => putOnce(k('rt', record.id), record)),
@@ -224,6 +228,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
               next.expiresAt,
               ttl(next.expiresAt),
             ),
+            at,
           ),
         ),
     },

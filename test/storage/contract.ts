@@ -384,6 +384,18 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect((await store.codes.consume(a.id, now)).status).toBe('ok')
         expect((await store.codes.consume(b.id, now)).status).toBe('ok')
       })
+
+      test("#20 concurrent consumers at different times: the losers report the winner's consumedAt", async () => {
+        const record = codeRecord(now)
+        await store.codes.insert(record)
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.codes.consume(record.id, now + i)))
+        expect(statuses(results)).toEqual({ ok: 1, replayed: 19, missing: 0 })
+        const winner = results.findIndex((r) => r.status === 'ok')
+        expect(results[winner]).toEqual({ status: 'ok', record: { ...record, consumedAt: now + winner } })
+        for (const result of results)
+          if (result.status === 'replayed') expect(result.record.consumedAt).toBe(now + winner)
+        expect(await store.codes.get(record.id)).toEqual({ ...record, consumedAt: now + winner })
+      })
     })
 
     describe('refresh tokens', () => {
@@ -487,6 +499,57 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect(replay).toMatchObject({ status: 'replayed', record: { familyId: gen1.familyId } })
         expect(await store.refreshTokens.get(gen3.id)).toEqual(gen3)
       })
+
+      test("#20 rotate returns the record with consumedAt; a replay returns it with the first rotation's consumedAt", async () => {
+        const current = refreshRecord(now)
+        await store.refreshTokens.insert(current)
+        const next = refreshRecord(now, { familyId: current.familyId })
+        expect(await store.refreshTokens.rotate(current.id, next, now)).toEqual({
+          status: 'ok',
+          record: { ...current, consumedAt: now },
+        })
+        advance(7)
+        const stolen = refreshRecord(now, { familyId: current.familyId })
+        expect(await store.refreshTokens.rotate(current.id, stolen, now)).toEqual({
+          status: 'replayed',
+          record: { ...current, consumedAt: now - 7 },
+        })
+        expect(await store.refreshTokens.get(stolen.id)).toBeUndefined()
+      })
+
+      test('#20 a consumed generation whose expiry passed is missing, and rotating it inserts nothing', async () => {
+        const current = refreshRecord(now, { expiresAt: now + 30 })
+        await store.refreshTokens.insert(current)
+        expect((await store.refreshTokens.rotate(current.id, refreshRecord(now), now)).status).toBe('ok')
+        advance(30)
+        const next = refreshRecord(now, { familyId: current.familyId })
+        expect(await store.refreshTokens.rotate(current.id, next, now)).toEqual({ status: 'missing' })
+        expect(await store.refreshTokens.get(next.id)).toBeUndefined()
+      })
+
+      test("#20 concurrent rotations at different times: one ok, the losers report the winner's consumedAt", async () => {
+        const current = refreshRecord(now)
+        await store.refreshTokens.insert(current)
+        const nexts = Array.from({ length: 20 }, () => refreshRecord(now, { familyId: current.familyId }))
+        const results = await Promise.all(nexts.map((next, i) => store.refreshTokens.rotate(current.id, next, now + i)))
+        expect(statuses(results)).toEqual({ ok: 1, replayed: 19, missing: 0 })
+        const winner = results.findIndex((r) => r.status === 'ok')
+        for (const result of results)
+          if (result.status !== 'missing') expect(result.record.consumedAt).toBe(now + winner)
+        const present = await Promise.all(nexts.map((next) => store.refreshTokens.get(next.id)))
+        expect(present.filter((r) => r !== undefined)).toEqual([nexts[winner]])
+      })
+
+      test('#20 concurrent rotations of different generations all succeed, each inserting its next', async () => {
+        const currents = Array.from({ length: 20 }, () => refreshRecord(now))
+        await Promise.all(currents.map((record) => store.refreshTokens.insert(record)))
+        const nexts = currents.map((record) => refreshRecord(now, { familyId: record.familyId }))
+        const results = await Promise.all(
+          currents.map((record, i) => store.refreshTokens.rotate(record.id, defined(nexts[i], 'next'), now)),
+        )
+        expect(statuses(results)).toEqual({ ok: 20, replayed: 0, missing: 0 })
+        expect(await Promise.all(nexts.map((next) => store.refreshTokens.get(next.id)))).toEqual(nexts)
+      })
     })
 
     describe('revocations', () => {
@@ -559,6 +622,21 @@ export function describeStorageContract(options: StorageContractOptions): void {
         const more = Array.from({ length: 20 }, () => store.revocations.isAccessTokenRevoked(uniqueId('jti')))
         expect(await store.revocations.isAccessTokenRevoked(jti)).toBe(true)
         expect(await Promise.all([...busy, ...more])).toEqual(Array(40).fill(false))
+      })
+
+      test('#20 an access token id and a family id that are equal strings are answered apart', async () => {
+        const id = uniqueId('same')
+        await store.revocations.revokeAccessToken(id, now + 600)
+        const [asJti, asFamily] = await Promise.all([
+          store.revocations.isAccessTokenRevoked(id),
+          store.revocations.isFamilyRevoked(id),
+        ])
+        expect([asJti, asFamily]).toEqual([true, false])
+        const other = uniqueId('same')
+        await store.revocations.revokeFamily(other, now + 600)
+        expect(
+          await Promise.all([store.revocations.isAccessTokenRevoked(other), store.revocations.isFamilyRevoked(other)]),
+        ).toEqual([false, true])
       })
 
       test('revoking an access token twice is harmless', async () => {

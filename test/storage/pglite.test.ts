@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPgliteStore } from '../../src/storage/pglite.ts'
-import { clientRecord, describeStorageContract } from './contract.ts'
+import { type SqlClient, createSqlStore } from '../../src/storage/sql/store.ts'
+import { clientRecord, codeRecord, describeStorageContract, refreshRecord, uniqueId } from './contract.ts'
 import { TABLES } from './sql_helpers.ts'
 
 describe('PGlite store', () => {
@@ -27,6 +28,60 @@ describe('PGlite store', () => {
       await db.exec(`TRUNCATE ${TABLES.map((t) => `public.${t}`).join(', ')}`)
       return createPgliteStore({ db, now })
     },
+  })
+
+  it('#20 hot-path operations are one statement each (one round trip on a server), none in a transaction', async () => {
+    const statements: string[] = []
+    let transactions = 0
+    const counting: SqlClient = {
+      query: async (text, params = []) => {
+        statements.push(text)
+        return (await db.query(text, params)).rows as never
+      },
+      transaction: async (fn) => {
+        transactions++
+        return fn(counting)
+      },
+      close: async () => {},
+    }
+    const now = Math.floor(Date.now() / 1000)
+    const store = createSqlStore(counting, { now: () => now })
+    const code = codeRecord(now)
+    const token = refreshRecord(now)
+    await store.codes.insert(code)
+    await store.refreshTokens.insert(token)
+    const count = async (operation: () => Promise<unknown>) => {
+      statements.length = 0
+      await operation()
+      return statements.length
+    }
+    const next = () => refreshRecord(now, { familyId: token.familyId })
+    const counts = {
+      'codes.get': await count(() => store.codes.get(code.id)),
+      'codes.consume ok': await count(() => store.codes.consume(code.id, now)),
+      'codes.consume replayed': await count(() => store.codes.consume(code.id, now)),
+      'codes.consume missing': await count(() => store.codes.consume(uniqueId('code'), now)),
+      'refreshTokens.get': await count(() => store.refreshTokens.get(token.id)),
+      'refreshTokens.rotate ok': await count(() => store.refreshTokens.rotate(token.id, next(), now)),
+      'refreshTokens.rotate replayed': await count(() => store.refreshTokens.rotate(token.id, next(), now)),
+      'refreshTokens.rotate missing': await count(() => store.refreshTokens.rotate(uniqueId('rt'), next(), now)),
+      'revocations, both checks at once': await count(() =>
+        Promise.all([store.revocations.isAccessTokenRevoked('j'), store.revocations.isFamilyRevoked('f')]),
+      ),
+    }
+    expect(counts).toEqual({
+      'codes.get': 1,
+      'codes.consume ok': 1,
+      'codes.consume replayed': 1,
+      'codes.consume missing': 1,
+      'refreshTokens.get': 1,
+      'refreshTokens.rotate ok': 1,
+      'refreshTokens.rotate replayed': 1,
+      'refreshTokens.rotate missing': 1,
+      // Sent at once when idle (two slots); under load, waiting checks of both kinds share one query.
+      'revocations, both checks at once': 2,
+    })
+    expect(transactions).toBe(0)
   })
 
   it('keeps its state across a restart on a data directory', async () => {

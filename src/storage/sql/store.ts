@@ -1,8 +1,9 @@
 /**
  * @module storage/sql/store
  * The Store over SQL (PostgreSQL dialect), shared by the PostgreSQL (postgres.js) and PGlite
- * stores. One-time operations are single conditional UPDATEs, so the database row lock decides
- * the one winner: `UPDATE … SET consumed_at = $now WHERE id = $id AND consumed_at IS NULL`.
+ * stores. One-time operations (code consumption, refresh rotation) are one statement each, one
+ * round trip: the row lock decides the one winner (`consumeStatement`). Hot-path queries are
+ * single statements with stable text, so a driver can keep them prepared.
  */
 import { StoreUnavailableError } from '../../errors.ts'
 import type {
@@ -76,20 +77,19 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
     }
   }
 
-  // Revocation checks run on every introspection and refresh: concurrent ones share a query.
-  const revokedAccessTokens = membershipBatch(async (jtis) => {
-    const rows = await client.query<{ jti: string }>(
-      `SELECT jti FROM ${t('revoked_access_tokens')} WHERE jti = ANY($1::text[]) AND expires_at > $2`,
-      [jtis, now()],
+  // Revocation checks run on every introspection and refresh: concurrent ones, of access tokens
+  // and of families alike, share one query (introspection asks both for one token).
+  const revoked = membershipBatch(async (keys) => {
+    const jtis: string[] = []
+    const familyIds: string[] = []
+    for (const key of keys) (key.startsWith('a:') ? jtis : familyIds).push(key.slice(2))
+    const rows = await client.query<{ key: string }>(
+      `SELECT 'a:' || jti AS key FROM ${t('revoked_access_tokens')} WHERE jti = ANY($1::text[]) AND expires_at > $3
+       UNION ALL
+       SELECT 'f:' || family_id FROM ${t('revoked_families')} WHERE family_id = ANY($2::text[]) AND expires_at > $3`,
+      [jtis, familyIds, now()],
     )
-    return rows.map((row) => row.jti)
-  })
-  const revokedFamilies = membershipBatch(async (familyIds) => {
-    const rows = await client.query<{ family_id: string }>(
-      `SELECT family_id FROM ${t('revoked_families')} WHERE family_id = ANY($1::text[]) AND expires_at > $2`,
-      [familyIds, now()],
-    )
-    return rows.map((row) => row.family_id)
+    return rows.map((row) => row.key)
   })
 
   function wrote(): void {
@@ -130,19 +130,36 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       : { ...record, consumedAt: Number(row.consumed_at) }
   }
 
-  async function consumeOnce<T>(table: string, id: string, at: number): Promise<Consumed<T>> {
-    const updated = await client.query<Row>(
-      `UPDATE ${t(table)} SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING record`,
-      [id, at],
-    )
-    if (updated[0]) return { status: 'ok', record: { ...parse<T>(updated[0].record), consumedAt: at } }
-    const rows = await client.query<Row>(
-      `SELECT record, consumed_at FROM ${t(table)} WHERE id = $1 AND expires_at > $2`,
-      [id, at],
-    )
+  /**
+   * Consumes a one-time row in one statement (one round trip): locks the live row (`FOR UPDATE`
+   * waits for a concurrent consumer to commit, then reads the row as that one left it), marks it
+   * consumed if it was not, and only then inserts the next record (`$3`… `$6`), if any. The row
+   * lock decides the one `ok`; the others read the winner's `consumed_at`. No row: missing.
+   */
+  function consumeStatement(table: string, withNext: boolean): string {
+    const insert = withNext
+      ? `, inserted AS (
+        INSERT INTO ${t(table)} (id, family_id, record, expires_at)
+        SELECT $3::text, $4::text, $5::jsonb, $6::bigint FROM consumed
+      )`
+      : ''
+    return `WITH cur AS MATERIALIZED (
+        SELECT record, consumed_at FROM ${t(table)} WHERE id = $1 AND expires_at > $2 FOR UPDATE
+      ), consumed AS (
+        UPDATE ${t(table)} SET consumed_at = $2
+        WHERE id = $1 AND EXISTS (SELECT 1 FROM cur WHERE consumed_at IS NULL) RETURNING id
+      )${insert}
+      SELECT record, consumed_at, EXISTS (SELECT 1 FROM consumed) AS ok FROM cur`
+  }
+  const consumeCode = consumeStatement('codes', false)
+  const rotateRefreshToken = consumeStatement('refresh_tokens', true)
+
+  async function consumeOnce<T>(statement: string, params: unknown[], at: number): Promise<Consumed<T>> {
+    const rows = await client.query<Row & { ok: boolean }>(statement, params)
     const row = rows[0]
     if (!row) return { status: 'missing' }
-    return { status: 'replayed', record: { ...parse<T>(row.record), consumedAt: Number(row.consumed_at) } }
+    if (row.ok) return { status: 'ok', record: { ...parse<T>(row.record), consumedAt: at } }
+    return { status: 'replayed', record: { ...parse<T>(row.record), consumedAt: Number(row.consumed_at ?? at) } }
   }
 
   return {
@@ -197,7 +214,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           wrote()
         }),
       get: (id) => run('codes.get', () => getOnce<CodeRecord>('codes', id)),
-      consume: (id, at) => run('codes.consume', () => consumeOnce<CodeRecord>('codes', id, at)),
+      consume: (id, at) => run('codes.consume', () => consumeOnce<CodeRecord>(consumeCode, [id, at], at)),
     },
     refreshTokens: {
       insert: (record) =>
@@ -210,32 +227,12 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
       get: (id) => run('refreshTokens.get', () => getOnce<RefreshTokenRecord>('refresh_tokens', id)),
       rotate: (id, next, at) =>
-        run('refreshTokens.rotate', () =>
-          client.transaction(async (tx): Promise<Consumed<RefreshTokenRecord>> => {
-            const updated = await tx.query<Row>(
-              `UPDATE ${t('refresh_tokens')} SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 RETURNING record`,
-              [id, at],
-            )
-            if (updated[0]) {
-              await tx.query(
-                `INSERT INTO ${t('refresh_tokens')} (id, family_id, record, expires_at) VALUES ($1, $2, $3::jsonb, $4)`,
-                [next.id, next.familyId, json(next), next.expiresAt],
-              )
-              wrote()
-              return { status: 'ok', record: { ...parse<RefreshTokenRecord>(updated[0].record), consumedAt: at } }
-            }
-            const rows = await tx.query<Row>(
-              `SELECT record, consumed_at FROM ${t('refresh_tokens')} WHERE id = $1 AND expires_at > $2`,
-              [id, at],
-            )
-            const row = rows[0]
-            if (!row) return { status: 'missing' }
-            return {
-              status: 'replayed',
-              record: { ...parse<RefreshTokenRecord>(row.record), consumedAt: Number(row.consumed_at) },
-            }
-          }),
-        ),
+        run('refreshTokens.rotate', async () => {
+          const params = [id, at, next.id, next.familyId, json(next), next.expiresAt]
+          const result = await consumeOnce<RefreshTokenRecord>(rotateRefreshToken, params, at)
+          if (result.status === 'ok') wrote()
+          return result
+        }),
     },
     sessions: {
       put: (record) =>
@@ -297,7 +294,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           )
           wrote()
         }),
-      isFamilyRevoked: (familyId) => run('revocations.isFamilyRevoked', () => revokedFamilies(familyId)),
+      isFamilyRevoked: (familyId) => run('revocations.isFamilyRevoked', () => revoked(`f:${familyId}`)),
       revokeAccessToken: (jti, until) =>
         run('revocations.revokeAccessToken', async () => {
           await client.query(
@@ -307,7 +304,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           )
           wrote()
         }),
-      isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => revokedAccessTokens(jti)),
+      isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => revoked(`a:${jti}`)),
     },
     attempts: {
       hit: (key, window, at) =>
