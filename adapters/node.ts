@@ -2,7 +2,8 @@
  * @module adapters/node
  * Serves a fetch handler on Node.js through @hono/node-server, whose Request is built lazily from
  * the incoming message (measured on this project's 2-core machine, a trivial form-parsing Web
- * handler: bare node:http 36k req/s, @hono/node-server 31k, @hattip/adapter-node 3k; see README).
+ * handler: bare node:http 36k req/s, @hono/node-server 31k, @hattip/adapter-node 3k; see
+ * bench/README.md, "Bridge" and "Design notes and earlier rounds").
  */
 import type { Server } from 'node:http'
 import { importOptional } from '../src/optional_import.ts'

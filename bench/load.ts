@@ -13,10 +13,13 @@ import { readFile } from 'node:fs/promises'
 import autocannon from 'autocannon'
 import { API_RESOURCE, API_SCOPE, PKCE, SERVICE_CLIENT, WEB_CLIENT, basicAuth, seedTokenValue } from './fixtures.ts'
 import { type AutocannonClient, firstSeededBody, randomSeededToken } from './seeded_requests.ts'
+import { createDpopProofs } from './dpop_proofs.ts'
 
 export type Flavor = 'gatehouse' | 'oidc-provider' | 'ceiling' | 'bridge'
 export type Scenario =
   | 'client_credentials'
+  /** client_credentials with a fresh DPoP proof per request (RFC 9449), pre-signed (bench/dpop_proofs.ts). */
+  | 'client_credentials_dpop'
   | 'introspection'
   | 'authorization_code'
   | 'refresh_token'
@@ -36,6 +39,8 @@ export interface LoadSpec {
   codesFile?: string
   /** How many refresh tokens the server seeded (introspection_store). */
   seedCount?: number
+  /** DPoP proofs to pre-sign (client_credentials_dpop): one per request of the whole run. */
+  proofs?: number
 }
 
 export interface LoadResult {
@@ -50,9 +55,11 @@ export interface LoadResult {
   errorKinds?: Record<string, number>
   /** CPU seconds this load process used, setup included (to tell its core's other users apart). */
   cpuSeconds: number
-  /** Set when the pre-created codes ran out (the run is then invalid). */
+  /** Set when the pre-created codes (or DPoP proofs) ran out (the run is then invalid). */
   exhausted?: boolean
   codesUsed?: number
+  /** Seconds spent signing the DPoP proofs before the clock started (client_credentials_dpop). */
+  proofSeconds?: number
   /** Sign-in flows (bench/signin_load.ts): HTTP requests one flow takes. */
   stepsPerFlow?: number
 }
@@ -114,6 +121,8 @@ interface Plan {
   /** Checks the server still answers correctly after the run. */
   after?: () => Promise<void>
   codes?: { used: () => number; exhausted: () => boolean }
+  /** Setup work worth reporting (seconds spent pre-signing DPoP proofs). */
+  proofSeconds?: number
 }
 
 /**
@@ -131,6 +140,26 @@ async function plan(): Promise<Plan> {
       return {
         request: { method: 'POST', path: paths.token, headers: serviceHeaders, body: clientCredentialsBody(true) },
       }
+
+    case 'client_credentials_dpop': {
+      // One fresh proof per request (unique jti), signed before the clock starts; htu is the token
+      // endpoint as the server names it (its issuer is http://127.0.0.1:PORT).
+      const count = Math.max(spec.proofs ?? 0, spec.connections + 2)
+      const started = performance.now()
+      const proofs = createDpopProofs(count, spec.baseUrl + paths.token)
+      const proofSeconds = (performance.now() - started) / 1000
+      const headers = { ...serviceHeaders, dpop: proofs.proof(0) }
+      const first = await post(paths.token, headers, clientCredentialsBody(true))
+      if (String(first.token_type).toLowerCase() !== 'dpop') {
+        throw new Error(`the server did not bind the token to the DPoP key: ${JSON.stringify(first)}`)
+      }
+      return {
+        request: { method: 'POST', path: paths.token, headers, body: clientCredentialsBody(true) },
+        setupClient: proofs.setupClient,
+        codes: { used: proofs.used, exhausted: () => proofs.used() > proofs.count },
+        proofSeconds,
+      }
+    }
 
     case 'trivial': {
       // The bridge servers answer the form's grant_type and scope back: check that they do.
@@ -213,7 +242,7 @@ async function plan(): Promise<Plan> {
 }
 
 async function measure(): Promise<LoadResult> {
-  const { request, setupClient, after, codes } = await plan()
+  const { request, setupClient, after, codes, proofSeconds } = await plan()
   // A typed array grown by doubling: a plain array of ~500k numbers grows by copies that the
   // load process then pays for in mark-compact pauses inside the measured window.
   let latencies = new Float64Array(1 << 16)
@@ -274,6 +303,7 @@ async function measure(): Promise<LoadResult> {
     ...(errors > 0 ? { errorKinds } : {}),
     cpuSeconds: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
     ...(codes ? { codesUsed: codes.used(), exhausted: codes.exhausted() } : {}),
+    ...(proofSeconds !== undefined ? { proofSeconds } : {}),
   }
 }
 

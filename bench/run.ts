@@ -89,9 +89,38 @@ interface ScenarioDef {
 
 const SCENARIOS: ScenarioDef[] = [
   { id: 'client_credentials', label: 'client_credentials (ES256 JWT)', load: 'client_credentials' },
+  // #21: the same with a DPoP proof per request (ES256, pre-signed by the load process): the server
+  // verifies it, spends its jti in the store and binds the token (cnf.jkt, token_type DPoP).
+  {
+    id: 'client_credentials_dpop',
+    label: 'client_credentials with DPoP (ES256 proof → DPoP-bound ES256 JWT)',
+    load: 'client_credentials_dpop',
+  },
   { id: 'introspection', label: 'introspection, valid access token', load: 'introspection' },
   { id: 'authorization_code', label: 'code redemption (PKCE)', load: 'authorization_code' },
   { id: 'refresh_token', label: 'refresh (rotation)', load: 'refresh_token' },
+  // The same flows with every token EdDSA-signed on both sides (#20): the ID token through the web
+  // client's registered alg (Gatehouse `idTokenSignedResponseAlg`, the peer's
+  // `id_token_signed_response_alg`), the access tokens through the service's alg. They show each
+  // runtime's cost without the RSA and P-256 signatures, whose floors bench/sign_cost.mjs measures.
+  {
+    id: 'client_credentials_eddsa',
+    label: 'client_credentials (EdDSA JWT)',
+    load: 'client_credentials',
+    serverEnv: { ACCESS_TOKEN_ALG: 'EdDSA' },
+  },
+  {
+    id: 'authorization_code_eddsa',
+    label: 'code redemption (PKCE), EdDSA ID and access tokens',
+    load: 'authorization_code',
+    serverEnv: { ACCESS_TOKEN_ALG: 'EdDSA', ID_TOKEN_ALG: 'EdDSA' },
+  },
+  {
+    id: 'refresh_token_eddsa',
+    label: 'refresh (rotation), EdDSA ID and access tokens',
+    load: 'refresh_token',
+    serverEnv: { ACCESS_TOKEN_ALG: 'EdDSA', ID_TOKEN_ALG: 'EdDSA' },
+  },
   { id: 'bridge', label: 'trivial form → JSON handler (Node bridges)', load: 'trivial' },
   { id: 'store_1k', label: 'introspection, 1,000 refresh tokens in store', load: 'introspection_store', seed: 1000 },
   {
@@ -135,6 +164,9 @@ const node = [process.execPath, '--import', 'tsx']
 const bun = join(root, 'node_modules/.bin/bun')
 const deno = join(root, 'node_modules/.bin/deno')
 const USER_FLOWS = ['client_credentials', 'introspection', 'authorization_code', 'refresh_token']
+const EDDSA_FLOWS = ['client_credentials_eddsa', 'authorization_code_eddsa', 'refresh_token_eddsa']
+/** #21: DPoP-bound client_credentials, beside the plain one. */
+const DPOP_FLOWS = ['client_credentials_dpop']
 
 /** A shared-store row runs only when its server's URL is set. */
 async function storeSkip(_store: string, variable: string): Promise<string | undefined> {
@@ -147,7 +179,7 @@ const SERVERS: ServerDef[] = [
     label: 'Gatehouse · Node · memory',
     flavor: 'gatehouse',
     command: [...node, '--expose-gc', 'bench/servers/gatehouse_node.ts'],
-    scenarios: [...USER_FLOWS, 'signin_flow', 'store_1k', 'store_big'],
+    scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS, 'signin_flow', 'store_1k', 'store_big'],
   },
   {
     id: 'gatehouse-node-cheap-password',
@@ -171,7 +203,7 @@ const SERVERS: ServerDef[] = [
     flavor: 'gatehouse',
     command: [...node, 'bench/servers/gatehouse_node.ts'],
     env: { STORE: 'postgres' },
-    scenarios: [...USER_FLOWS, 'signin_flow'],
+    scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS.slice(1), 'signin_flow'],
     skip: await storeSkip('createPostgresStore', 'DATABASE_URL'),
   },
   {
@@ -188,7 +220,7 @@ const SERVERS: ServerDef[] = [
     label: 'Gatehouse · Bun · memory',
     flavor: 'gatehouse',
     command: [bun, 'run', 'bench/servers/gatehouse_bun.ts'],
-    scenarios: USER_FLOWS,
+    scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS],
   },
   {
     id: 'gatehouse-deno',
@@ -203,14 +235,14 @@ const SERVERS: ServerDef[] = [
       '--allow-write',
       'bench/servers/gatehouse_deno.ts',
     ],
-    scenarios: USER_FLOWS,
+    scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS],
   },
   {
     id: 'oidc-provider',
     label: 'node-oidc-provider',
     flavor: 'oidc-provider',
     command: [...node, 'bench/servers/oidc_provider.ts'],
-    scenarios: [...USER_FLOWS, 'signin_flow'],
+    scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS, 'signin_flow'],
   },
   {
     id: 'ceiling-jose',
@@ -381,6 +413,14 @@ function codesNeeded(scenario: ScenarioDef, server: ServerDef): number {
   return Math.ceil(rate * 1.5 * (settings.warmupSeconds + settings.seconds)) + settings.connections + 10
 }
 
+/** DPoP proofs the load process pre-signs: one per request of the run at 1.5× the best rate seen. */
+function proofsNeeded(scenario: ScenarioDef, server: ServerDef): number {
+  if (scenario.load !== 'client_credentials_dpop') return 0
+  // Round 1 guesses generously (above the plain client_credentials rate on Node).
+  const rate = seenRate.get(`${scenario.id}/${server.id}`) ?? 16_000
+  return Math.ceil(rate * 1.5 * (settings.warmupSeconds + settings.seconds)) + settings.connections + 10
+}
+
 async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string): Promise<Sample> {
   const port = await freePort()
   const codesFile = join(workdir, `codes-${server.id}-${scenario.id}.txt`)
@@ -407,6 +447,7 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
       ...(codes > 0 ? { codesFile } : {}),
       ...(scenario.seed ? { seedCount: scenario.seed } : {}),
       ...(scenario.load === 'signin_flow' ? { connections: settings.signinUsers } : {}),
+      ...(scenario.load === 'client_credentials_dpop' ? { proofs: proofsNeeded(scenario, server) } : {}),
     }
     const cpu = { server: cpuTimes(0), load: cpuTimes(1), serverCpu: processCpu(pid) }
     // autocannon cannot follow a multi-step flow: the sign-in scenario has its own closed-loop driver.
@@ -469,6 +510,8 @@ function commandLine(): string {
 
 /** Where the compiled package goes for the cold-start cells (git-ignored: `dist/`). */
 const distDir = join(root, 'bench/dist')
+/** The same entry points bundled by esbuild, dependencies included, as serverless platforms deploy. */
+const bundleDir = join(root, 'bench/dist-bundle')
 interface ColdDef extends ColdCell {
   /** The server id whose `--only` selects this cell. */
   server: string
@@ -481,6 +524,7 @@ const coldServer = [join(root, 'bench/servers/cold_start.mjs')]
 const COLD: ColdDef[] = (
   [
     ['node', 'dist', [process.execPath, ...coldServer], 'gatehouse-node'],
+    ['node', 'bundle', [process.execPath, ...coldServer], 'gatehouse-node'],
     ['node', 'tsx', [...node, ...coldServer], 'gatehouse-node'],
     ['bun', 'dist', [bun, 'run', ...coldServer], 'gatehouse-bun'],
     ['bun', 'ts', [bun, 'run', ...coldServer], 'gatehouse-bun'],
@@ -493,6 +537,7 @@ const COLD: ColdDef[] = (
       label: `Gatehouse · ${runtime === 'node' ? 'Node' : runtime === 'bun' ? 'Bun' : 'Deno'}`,
       path: {
         dist: 'compiled dist/ JavaScript',
+        bundle: 'one esbuild bundle, dependencies included (as serverless platforms deploy)',
         tsx: 'TypeScript sources through `node --import tsx`',
         ts: 'TypeScript sources (the runtime compiles them)',
       }[path],
@@ -501,18 +546,30 @@ const COLD: ColdDef[] = (
       command: [...command],
       env: {
         SERVER: 'gatehouse',
-        FROM: path === 'dist' ? 'dist' : 'src',
-        DIST_DIR: distDir,
+        FROM: path === 'dist' || path === 'bundle' ? 'dist' : 'src',
+        DIST_DIR: path === 'bundle' ? bundleDir : distDir,
         STORE: store,
         NODE_ENV: 'production',
       },
-      needsDist: path === 'dist',
+      needsDist: path === 'dist' || path === 'bundle',
       store,
       starts: [],
       notes: store === 'postgres' && !process.env.DATABASE_URL ? ['skipped: DATABASE_URL not set'] : [],
     }),
   ),
 )
+// The PBKDF2 floor: the same start with the client secret stored as a 1-iteration hash, so that
+// the first request verifies it in microseconds instead of ~150 ms (600,000 iterations, #20).
+for (const base of COLD.filter((c) => c.id === 'cold-node-dist-postgres' || c.id === 'cold-node-dist-memory')) {
+  COLD.push({
+    ...base,
+    id: `${base.id}-cheap-secret`,
+    storeLabel: `${base.storeLabel}, client secret hashed with 1 PBKDF2 iteration`,
+    env: { ...base.env, CHEAP_SECRET: '1' },
+    starts: [],
+    notes: [...base.notes],
+  })
+}
 for (const path of ['plain', 'tsx'] as const) {
   COLD.push({
     id: `cold-oidc-provider-${path}`,
@@ -544,6 +601,7 @@ async function coldInputs(): Promise<Record<string, string>> {
     CLIENT_ID: SERVICE_CLIENT.id,
     CLIENT_SECRET: SERVICE_CLIENT.secret,
     CLIENT_SECRET_HASH: await hashSecret(SERVICE_CLIENT.secret),
+    CHEAP_SECRET_HASH: await hashSecret(SERVICE_CLIENT.secret, 1),
     JWKS: JSON.stringify({ keys: [await key('RS256'), await key('ES256')] }),
   }
 }
@@ -570,6 +628,26 @@ function buildDist(): Promise<string | undefined> {
         ],
         { cwd: root, stdio: 'pipe' },
       )
+      // What a serverless deployment ships: the entry points bundled with their dependencies
+      // (Node's ESM loader pays per module: ~150 ms for the ~100 files of dist/ and its
+      // dependencies, ~20 ms for one bundle).
+      execFileSync(
+        join(root, 'node_modules/.bin/esbuild'),
+        [
+          'src/index.ts',
+          'adapters/node.ts',
+          'src/storage/postgres.ts',
+          '--bundle',
+          '--splitting',
+          '--format=esm',
+          '--platform=node',
+          '--target=es2022',
+          '--outbase=.',
+          `--outdir=${bundleDir}`,
+          '--log-level=warning',
+        ],
+        { cwd: root, stdio: 'pipe' },
+      )
       log(`cold_start: compiled the package into bench/dist in ${((Date.now() - started) / 1000).toFixed(1)} s`)
       return undefined
     } catch (err) {
@@ -585,7 +663,11 @@ let coldShared: Promise<Record<string, string>> | undefined
 async function measureCold(cell: ColdDef): Promise<ColdResult> {
   coldShared ??= coldInputs()
   const shared = await coldShared
-  const env = { ...cell.env, ...shared }
+  const env = {
+    ...cell.env,
+    ...shared,
+    ...(cell.env.CHEAP_SECRET ? { CLIENT_SECRET_HASH: shared.CHEAP_SECRET_HASH as string } : {}),
+  }
   const spec: ColdSpec = {
     command: pinned(0, cell.command),
     env,

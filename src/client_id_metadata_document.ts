@@ -3,7 +3,7 @@
  * OAuth Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, as the MCP
  * authorization spec uses them): a `client_id` that is an https URL with a path names a JSON
  * document of client metadata (RFC 7591 names) that the service fetches, checks, caches and turns
- * into a public, PKCE-only, explicit-consent client.
+ * into a PKCE-only, explicit-consent client: public, or authenticating with private_key_jwt.
  *
  * The fetch must not become an SSRF tool. Checks, in order:
  * - the client_id is a canonical https URL with a path, no fragment, no user info (draft §3)
@@ -14,8 +14,9 @@
  * - the fetch takes at most `timeout` seconds (5), follows no redirect (a 3xx is a failure),
  *   answers 200 with a JSON media type and at most `MAX_DOCUMENT_BYTES` (64 KiB)
  * - the document is a JSON object whose `client_id` equals the URL, with valid `redirect_uris`,
- *   an optional `client_name`, `token_endpoint_auth_method` `none` (absent: `none`), no secret,
- *   and no grant but authorization_code and refresh_token
+ *   an optional `client_name`, `token_endpoint_auth_method` `none` (absent: `none`) or
+ *   `private_key_jwt` with an https `jwks_uri` (its keys fetched under the same address rules), no
+ *   secret, and no grant but authorization_code and refresh_token
  * Results (failures too, briefly) are cached per the response's Cache-Control, between
  * `MIN_TTL` and `MAX_TTL`. Errors name what failed, never the fetched body.
  *
@@ -125,8 +126,9 @@ const DocumentSchema = v.looseObject({
   post_logout_redirect_uris: v.optional(redirectUris),
   client_name: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
   // RFC 7591 §2 defaults this to client_secret_basic, which a document cannot use (it holds no
-  // secret, draft §4.1): absent is read as none, the only method such a client has.
-  token_endpoint_auth_method: v.optional(v.literal('none')),
+  // secret, draft §4.1): absent is read as none. private_key_jwt needs jwks_uri (MCP allows it).
+  token_endpoint_auth_method: v.optional(v.picklist(['none', 'private_key_jwt'])),
+  jwks_uri: v.optional(v.pipe(v.string(), v.maxLength(2048), v.startsWith('https://'), v.url())),
   grant_types: v.optional(v.pipe(v.array(v.picklist(['authorization_code', 'refresh_token'])), v.maxLength(2))),
   response_types: v.optional(v.array(v.literal('code'))),
   scope: v.optional(v.pipe(v.string(), v.maxLength(4096))),
@@ -310,6 +312,8 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
     if (!grantTypes.includes('authorization_code')) {
       throw refuse('the client metadata document has an invalid or unsupported grant_types')
     }
+    const keyed = doc.token_endpoint_auth_method === 'private_key_jwt'
+    if (keyed && doc.jwks_uri === undefined) throw refuse('the client metadata document has no jwks_uri')
     const requested = doc.scope === undefined ? undefined : new Set(doc.scope.split(' ').filter(Boolean))
     const scopes = [...allowed].filter((scope) => requested === undefined || requested.has(scope))
     const permissions: string[] = [
@@ -335,12 +339,14 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
       allowPlainPkce: false,
       requirePkce: true,
       lifetimes: {},
+      ...(keyed ? { tokenEndpointAuthMethod: 'private_key_jwt' as const, jwksUri: doc.jwks_uri } : {}),
       registration: {
         kind: 'metadata_document',
         documentUrl: clientId,
         metadata: {
           redirect_uris: [...new Set(doc.redirect_uris)],
-          token_endpoint_auth_method: 'none',
+          token_endpoint_auth_method: keyed ? 'private_key_jwt' : 'none',
+          ...(keyed ? { jwks_uri: doc.jwks_uri } : {}),
           grant_types: [...new Set(grantTypes)],
           response_types: ['code'],
           ...(doc.client_name !== undefined ? { client_name: doc.client_name } : {}),

@@ -1,7 +1,10 @@
 /**
  * @module config
  * Options of `createTokenService`, client registrations and users, validated with valibot at the
- * boundary. A bad option fails at construction with a message naming the field.
+ * boundary. A bad option fails at construction with a message naming the field. The schemas are in
+ * src/config_schema.ts and src/client_registration.ts, their defaults in src/config_defaults.ts;
+ * this module parses, and checks at compile time that each schema accepts exactly the written-out
+ * public type of src/options.ts.
  */
 import type {
   AccountProvider,
@@ -14,382 +17,39 @@ import type {
   UserConfig,
 } from './options.ts'
 import * as v from 'valibot'
-import type { EventHook } from './events.ts'
-import type { InteractionHook } from './interaction/types.ts'
-import { ThemeSchema } from './pages.ts'
-import { FIXED_PERMISSIONS, Permissions } from './permissions.ts'
-import { isCidr } from './networks.ts'
-import { HealthSchema } from './ops/health.ts'
-import type { MetricsHook } from './ops/metrics.ts'
-import { DEFAULT_ITERATIONS, type SecretDigest } from './secrets.ts'
-import type { Store } from './storage/types.ts'
-import type { Limiter } from './throttle.ts'
-import type { JwsSigner } from './tokens/compact_jws.ts'
+import type { ClientRegistrationSchema } from './client_registration.ts'
+import {
+  type Config,
+  type DynamicClientRegistrationSchema,
+  OptionsSchema,
+  type SIGNING_ALGS,
+  type ScopeSchema,
+  type UserSchema,
+} from './config_schema.ts'
+import { formatIssues, withoutInputs } from './schema_issues.ts'
 
-/** Access-token signing algorithms we can generate keys for. */
-export const SIGNING_ALGS = ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] as const
-/** The signing algorithms (src/options.ts's `SigningAlgorithm`, which SIGNING_ALGS lists). */
-export type SigningAlg = SigningAlgorithm
-
-/** What ID tokens carry besides `sub` and the protocol claims (option `idTokenClaims`). */
-export const ID_TOKEN_CLAIMS = ['scopes', 'minimal'] as const
-export type IdTokenClaims = (typeof ID_TOKEN_CLAIMS)[number]
-
-const ttl = (fallback: number) =>
-  v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(31_536_000 * 10)), fallback)
-const optionalTtl = v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)))
-const name = v.pipe(v.string(), v.regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (RFC 6749 §3.3)'))
-
-/** An absolute URI with no fragment (RFC 6749 §3.1.2). */
-const redirectUri = v.pipe(
-  v.string(),
-  v.url('must be an absolute URL'),
-  v.check((value) => !value.includes('#'), 'must not contain a fragment'),
-)
-
-/** A client registration as the host application passes it. */
-export const ClientRegistrationSchema = v.strictObject({
-  /** Unique client identifier. */
-  clientId: v.pipe(v.string(), v.minLength(1), v.maxLength(255), v.regex(/^[\x20-\x7e]+$/, 'must be printable ASCII')),
-  /** Plain-text secret, hashed before it is stored; absent for a public client. */
-  clientSecret: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(1024))),
-  /** Human-readable name. */
-  displayName: v.optional(v.pipe(v.string(), v.maxLength(200))),
-  /** Permission strings: fixed ones (`ept:token`, …) or `scp:` + scope name. */
-  permissions: v.pipe(
-    v.array(
-      v.pipe(
-        v.string(),
-        v.check(
-          (p) => FIXED_PERMISSIONS.includes(p) || /^scp:[\x21\x23-\x5b\x5d-\x7e]+$/.test(p),
-          'unknown permission (expected ept:*, gt:*, rst:code or scp:<scope>)',
-        ),
-      ),
-    ),
-    v.transform((list) => [...new Set(list)]),
-  ),
-  redirectUris: v.optional(v.array(redirectUri), []),
-  postLogoutRedirectUris: v.optional(v.array(redirectUri), []),
-  /** `explicit` shows a consent page; default `implicit`. */
-  consentType: v.optional(v.picklist(['implicit', 'explicit']), 'implicit'),
-  /** Let this client use PKCE `plain`. Default false. */
-  allowPlainPkce: v.optional(v.boolean(), false),
-  /** Require PKCE from this confidential client too. Default false (public clients always must). */
-  requirePkce: v.optional(v.boolean(), false),
-  /**
-   * Source networks (CIDR, IPv4 or IPv6, e.g. `10.0.0.0/8`, `fd00::/8`, or a single address) the
-   * client may authenticate from. Absent: anywhere. Requests from elsewhere fail as `invalid_client`.
-   */
-  allowedNetworks: v.optional(
-    v.pipe(
-      v.array(v.pipe(v.string(), v.check(isCidr, 'must be an IPv4 or IPv6 address or CIDR range'))),
-      v.maxLength(100),
-    ),
-  ),
-  /** Per-client lifetimes in seconds overriding the service defaults. */
-  lifetimes: v.optional(
-    v.strictObject({
-      accessToken: optionalTtl,
-      authorizationCode: optionalTtl,
-      idToken: optionalTtl,
-      refreshToken: optionalTtl,
-    }),
-    {},
-  ),
-})
+export {
+  ClientRegistrationSchema,
+  type ParsedClientRegistration,
+  parseClientRegistration,
+} from './client_registration.ts'
+export {
+  type Config,
+  DYNAMIC_GRANT_TYPES,
+  DynamicClientRegistrationSchema,
+  ID_TOKEN_CLAIMS,
+  type IdTokenClaims,
+  OptionsSchema,
+  SIGNING_ALGS,
+  ScopeSchema,
+  type SigningAlg,
+  UserSchema,
+  clientIdMetadataDocumentSettings,
+  throttleSettings,
+} from './config_schema.ts'
+export { isLoopback } from './networks.ts'
+export { formatIssues, withoutInputs } from './schema_issues.ts'
 export type { AccountProvider, ClientRegistration, Logger, ScopeConfig, TokenServiceOptions, UserConfig }
-export type ParsedClientRegistration = v.InferOutput<typeof ClientRegistrationSchema>
-
-/** A built-in user for the embedded sign-in page. Extra standard claims are kept as given. */
-export const UserSchema = v.looseObject({
-  sub: v.pipe(
-    v.string(),
-    v.minLength(1),
-    v.maxLength(255),
-    v.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
-  ),
-  username: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
-  /** Plain text (hashed on load) or a `pbkdf2-sha256$…` hash. */
-  password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)),
-  email: v.optional(v.string()),
-  email_verified: v.optional(v.boolean()),
-  given_name: v.optional(v.string()),
-  family_name: v.optional(v.string()),
-  name: v.optional(v.string()),
-})
-
-/** A scope the service knows. API scopes put their audience into access tokens. */
-export const ScopeSchema = v.union([
-  name,
-  v.strictObject({
-    name,
-    /** `aud` of access tokens carrying this scope; default: the scope name. */
-    audience: v.optional(v.pipe(v.string(), v.minLength(1))),
-    /** Claims this scope releases at userinfo (identity scopes). */
-    claims: v.optional(v.array(v.string())),
-  }),
-])
-
-const count = (fallback: number) => v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), fallback)
-const attemptLimits = (pair: number, identity: number, address: number) =>
-  v.strictObject({
-    /** Failures of one client id / username from one address. */
-    perIdentityAndAddress: count(pair),
-    /** Failures of one client id / username from anywhere. */
-    perIdentity: count(identity),
-    /** Failures from one address, any client id / username. */
-    perAddress: count(address),
-  })
-
-/** Throttling settings that a configuration file can hold too (everything but the limiter). */
-export const throttleSettings = {
-  /** Window of the counters, seconds. Default 900 (15 minutes). */
-  window: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 900),
-  /** Failed client authentications (token, introspection, revocation endpoints). Defaults 10, 100, 100. */
-  clientAuthentication: v.optional(attemptLimits(10, 100, 100), {}),
-  /** Failed sign-ins on the built-in sign-in page. Defaults 5, 50, 100. */
-  signIn: v.optional(attemptLimits(5, 50, 100), {}),
-}
-
-/** Client ID Metadata Document settings that a configuration file can hold too (all but `fetch`). */
-export const clientIdMetadataDocumentSettings = {
-  /** Scopes such clients may be granted (a document's `scope` narrows them). */
-  scopes: v.pipe(v.array(name), v.maxLength(100)),
-  /** Fetch documents from private, loopback, link-local and unique-local addresses too. Default false. */
-  allowPrivateNetworks: v.optional(v.boolean(), false),
-  /** Seconds a document fetch may take, at most 5. Default 5. */
-  timeout: v.optional(v.pipe(v.number(), v.minValue(0.01), v.maxValue(5)), 5),
-}
-
-/** Grant types a dynamically registered client can get. */
-export const DYNAMIC_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const
-
-/** The `dynamicClientRegistration` option (see `DynamicClientRegistrationOptions` in src/options.ts). */
-export const DynamicClientRegistrationSchema = v.strictObject({
-  /** The scopes a registered client may get; a client's `scope` is cut to these (all of them when it sends none). */
-  scopes: v.pipe(v.array(name), v.minLength(1), v.maxLength(100)),
-  /** A bearer token registration requires (`Authorization: Bearer …`). Absent: open registration. */
-  initialAccessToken: v.optional(
-    v.pipe(v.string(), v.regex(/^[A-Za-z0-9\-._~+/]+=*$/, 'must be a bearer token (RFC 6750 §2.1 characters)')),
-  ),
-  /** The grant types a registered client may get. Default `authorization_code` and `refresh_token`. */
-  grantTypes: v.optional(v.pipe(v.array(v.picklist(DYNAMIC_GRANT_TYPES)), v.minLength(1)), [
-    'authorization_code',
-    'refresh_token',
-  ]),
-  /** Registration requests one source address may make per hour. Default 20. */
-  maxPerAddressPerHour: count(20),
-  /**
-   * Dynamic clients unused (no token request) for this many seconds are deleted, checked at most
-   * once an hour after a registration (`service.clients.pruneDynamic()` does it on demand).
-   * Default 30 days; `false` never deletes them automatically.
-   */
-  pruneUnusedAfter: v.optional(
-    v.union([v.literal(false), v.pipe(v.number(), v.safeInteger(), v.minValue(86_400))]),
-    2_592_000,
-  ),
-})
-
-const METRICS_METHODS = ['request', 'tokenIssued', 'clientAuthenticationFailed', 'throttled', 'storeError'] as const
-
-const fn = <T>(message: string) => v.custom<T>((value) => typeof value === 'function', message)
-const obj = <T>(message: string) => v.custom<T>((value) => typeof value === 'object' && value !== null, message)
-
-/** Options of `createTokenService`. */
-export const OptionsSchema = v.strictObject({
-  /** The issuer identifier, used byte for byte (no trailing slash is added or removed). */
-  issuer: v.pipe(
-    v.string(),
-    v.url('must be an absolute URL'),
-    v.check((value) => /^https?:\/\//.test(value), 'must be an http or https URL'),
-    v.check((value) => !value.includes('?') && !value.includes('#'), 'must have no query or fragment'),
-  ),
-  /** The store; default a new in-memory store. */
-  store: v.optional(obj<Store>('must be a Store object')),
-  /** Access token lifetime, seconds. Default 3600. */
-  accessTokenTtl: ttl(3600),
-  /** Authorization code lifetime, seconds. Default 300. */
-  authorizationCodeTtl: ttl(300),
-  /** ID token lifetime, seconds. Default 3600. */
-  idTokenTtl: ttl(3600),
-  /** Lifetime of each refresh token generation (idle timeout), seconds. Default 14 days. */
-  refreshTokenTtl: ttl(1_209_600),
-  /** Absolute lifetime of a refresh token family, seconds. Default 90 days. */
-  refreshTokenFamilyTtl: ttl(7_776_000),
-  /** Browser session lifetime, seconds. Default 14 days. */
-  sessionTtl: ttl(1_209_600),
-  /** How long a pending sign-in may take, seconds. Default 900. */
-  interactionTtl: ttl(900),
-  /** Access token signing algorithm. Default ES256. */
-  accessTokenSigningAlg: v.optional(v.picklist(SIGNING_ALGS), 'ES256'),
-  /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */
-  idTokenSigningAlg: v.optional(v.picklist(SIGNING_ALGS), 'RS256'),
-  /** Private signing keys as a JWK set (each with `kid` and `alg`); default: generated and kept in the store. */
-  keys: v.optional(
-    v.strictObject({
-      keys: v.pipe(
-        v.array(
-          v.looseObject({
-            kid: v.pipe(v.string(), v.minLength(1)),
-            alg: v.picklist(SIGNING_ALGS),
-            kty: v.string(),
-            d: v.string(),
-          }),
-        ),
-        v.minLength(1),
-      ),
-    }),
-  ),
-  /** Rotate signing keys automatically after this many seconds of use. Default: only on request. */
-  keyRotationInterval: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(60))),
-  /** Seconds a new signing key is published before it signs (JWKS caches). Default 300. */
-  keyPublishAhead: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 300),
-  /** Extra scopes beyond openid, profile, email, offline_access and api1. */
-  scopes: v.optional(v.array(ScopeSchema), []),
-  /** Built-in users for the embedded sign-in page. */
-  users: v.optional(v.array(UserSchema), []),
-  /** The host's account lookup; default: the built-in users. */
-  accounts: v.optional(obj<AccountProvider>('must be an object with findAccount(sub)')),
-  /** The host's sign-in hook; default: the built-in sign-in page. */
-  interaction: v.optional(fn<InteractionHook>('must be a function')),
-  /** Only issue refresh tokens when `offline_access` was granted. Default false. */
-  requireOfflineAccess: v.optional(v.boolean(), false),
-  /**
-   * Which end-user claims ID tokens carry. `scopes` (the default, as Keycloak, Auth0, Google and
-   * Okta do): the claims of the granted identity scopes (`profile`, `email`, `address`, `phone`,
-   * configured ones) that the account has, the same set userinfo returns for that grant.
-   * `minimal`: only `sub` and the protocol claims; the rest is at userinfo (OpenID Connect Core
-   * §5.4 allows both).
-   */
-  idTokenClaims: v.optional(v.picklist(ID_TOKEN_CLAIMS)),
-  /** Deprecated: `true` is `idTokenClaims: 'scopes'`, `false` is `'minimal'` (`idTokenClaims` wins). */
-  idTokenIncludesClaims: v.optional(v.boolean()),
-  /** PBKDF2 iterations for newly hashed secrets and passwords. Default 600,000. */
-  secretHashIterations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), DEFAULT_ITERATIONS),
-  /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
-  secretCacheTtl: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 300),
-  /**
-   * A synchronous keyed hash for the verified-secret cache (see `nodeSecretDigest` in
-   * adapters/node.ts). Default: WebCrypto HMAC (asynchronous).
-   */
-  secretDigest: v.optional(fn<SecretDigest>('must be a function (secret) => string')),
-  /**
-   * A synchronous SHA-256 for the storage keys of codes, refresh tokens and sessions and for PKCE
-   * S256: base64url of the digest of the UTF-8 value (see `nodeSha256` in adapters/node.ts).
-   * Default: WebCrypto `digest` (asynchronous: a thread-pool hop on Node).
-   */
-  sha256: v.optional(fn<(value: string) => string>('must be a function (value) => base64url SHA-256')),
-  /**
-   * Synchronous JWT signing (see `nodeSigner` in adapters/node.ts): called once per signing key
-   * with `{ alg, kid, privateJwk }`, returns `(signingInput) => raw JWS signature` (ECDSA as
-   * r || s), or undefined to sign that key with jose. Default: jose (WebCrypto, asynchronous).
-   */
-  signer: v.optional(fn<JwsSigner>('must be a function ({ alg, kid, privateJwk }) => signature function | undefined')),
-  /** Request limits. */
-  limits: v.optional(
-    v.strictObject({
-      /** Largest accepted request body in bytes. Default 16 KiB. */
-      maxBodyBytes: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(256)), 16_384),
-      /** Longest accepted parameter value in characters. Default 4096 (tokens may be long). */
-      maxParameterLength: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(64)), 4096),
-      /**
-       * Read a body whose Content-Length is declared (within the limit) in one piece. Only where
-       * the HTTP server in front holds bodies to their declared length, as Node's, Bun's and Deno's
-       * do (the start scripts set it); a hand-built Request could declare less than it carries.
-       * Default false: bodies are read as a stream and counted.
-       */
-      trustContentLength: v.optional(v.boolean(), false),
-      /** Most scopes in one request. Default 32. */
-      maxScopes: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), 32),
-    }),
-    {},
-  ),
-  /** Name of the session cookie. Default `gatehouse.session`. */
-  cookieName: v.optional(v.pipe(v.string(), v.regex(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/)), 'gatehouse.session'),
-  /** Theme of the built-in pages. */
-  theme: v.optional(ThemeSchema, {}),
-  /**
-   * Throttling of failed client authentications and sign-ins (see `src/throttle.ts`): counters per
-   * identity + address, per identity and per address, in fixed windows, kept in the store so every
-   * instance shares them. `false` turns it off (for a host that throttles in front).
-   */
-  throttle: v.optional(
-    v.union([
-      v.literal(false),
-      v.strictObject({
-        ...throttleSettings,
-        /** A limiter of the host's instead of the store's counters. */
-        limiter: v.optional(obj<Limiter>('must be an object with retryAfter() and fail()')),
-      }),
-    ]),
-    {},
-  ),
-  /**
-   * The source address of a request, for throttling, `allowedNetworks` and audit events. Gets the
-   * address the adapter saw (the TCP peer). Behind a proxy, derive it from a header the proxy
-   * sets, trusting it only from the proxy. Default: the adapter's address.
-   */
-  clientAddress: v.optional(
-    fn<(request: Request, peer: string | undefined) => string | undefined>(
-      'must be a function (request, peer) => string | undefined',
-    ),
-  ),
-  /**
-   * Dynamic client registration (RFC 7591, RFC 7592): `{ scopes: ['mcp:tools'] }` serves open
-   * registration at `/connect/register`. Self-registered clients always see the consent page.
-   * Default: off.
-   */
-  dynamicClientRegistration: v.optional(DynamicClientRegistrationSchema),
-  /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events.ts`. */
-  onEvent: v.optional(fn<EventHook>('must be a function (event) => void')),
-  /** Clock in epoch seconds. Default `Date.now()`. */
-  now: v.optional(fn<() => number>('must be a function returning epoch seconds')),
-  /** Where warnings and unexpected errors go. Default `console`. */
-  logger: v.optional(obj<Logger>('must be an object with warn() and error()')),
-  /**
-   * Liveness and readiness probes at paths of the host (not below the issuer), each off while its
-   * path is absent: `{ livenessPath: '/healthz', readinessPath: '/readyz' }` (see `src/ops/health.ts`).
-   */
-  health: v.optional(HealthSchema),
-  /**
-   * Where the service reports requests, latencies, issued tokens, failed client authentications,
-   * throttling and store errors: `createMetrics()` (Prometheus text) or a hook of the host's.
-   */
-  metrics: v.optional(
-    v.custom<MetricsHook>(
-      (value) =>
-        typeof value === 'object' &&
-        value !== null &&
-        METRICS_METHODS.every((method) => typeof (value as Record<string, unknown>)[method] === 'function'),
-      `must be an object with ${METRICS_METHODS.join('(), ')}() (see createMetrics())`,
-    ),
-  ),
-  /**
-   * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, as MCP uses them):
-   * when present, a `client_id` that is an https URL with a path is a client whose metadata the
-   * service fetches from that URL (see `src/client_id_metadata_document.ts` for the checks).
-   * Advertised as `client_id_metadata_document_supported` in the discovery documents.
-   */
-  clientIdMetadataDocuments: v.optional(
-    v.strictObject({
-      ...clientIdMetadataDocumentSettings,
-      /** The fetch used for documents (e.g. one trusting a test CA). Default: the global `fetch`. */
-      fetch: v.optional(
-        fn<(url: string, init: RequestInit) => Promise<Response>>(
-          'must be a function (url, init) => Promise<Response>',
-        ),
-      ),
-    }),
-  ),
-  /**
-   * The runtime's name resolution, `(hostname) => addresses` (see `nodeServiceOptions` in
-   * adapters/node.ts): lets the service refuse a metadata document host that resolves to a private
-   * address. Default: none, only literal addresses are checked.
-   */
-  resolveHost: v.optional(
-    fn<(hostname: string) => Promise<string[]>>('must be a function (hostname) => Promise<string[]>'),
-  ),
-})
 
 /** True when A and B accept the same values (each assignable to the other). */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
@@ -401,55 +61,30 @@ const _dcrMatches: Same<DynamicClientRegistrationOptions, v.InferInput<typeof Dy
 const _scopeMatches: Same<ScopeConfig, v.InferInput<typeof ScopeSchema>> = true
 const _algorithmsMatch: Same<SigningAlgorithm, (typeof SIGNING_ALGS)[number]> = true
 void [_optionsMatch, _registrationMatches, _userMatches, _dcrMatches, _scopeMatches, _algorithmsMatch]
-export type Config = v.InferOutput<typeof OptionsSchema>
-
-/** Formats valibot issues as `path: message` lines. */
-export function formatIssues(issues: readonly v.BaseIssue<unknown>[]): string {
-  return issues.map((issue) => `${v.getDotPath(issue) ?? '(root)'}: ${issue.message}`).join('\n')
-}
-
-/**
- * Issues as paths and messages only: valibot's issues carry the rejected input, which may be a
- * secret or a password, and an error's cause tends to end up in logs.
- */
-export function withoutInputs(issues: readonly v.BaseIssue<unknown>[]): Array<{ path: string; message: string }> {
-  return issues.map((issue) => ({ path: v.getDotPath(issue) ?? '(root)', message: issue.message }))
-}
 
 /** Validates options; throws a TypeError naming every bad field. */
 export function parseOptions(input: unknown): Config {
   const result = v.safeParse(OptionsSchema, input)
-  if (result.success) return result.output
+  if (result.success) return applyProfile(result.output)
   throw new TypeError(`invalid token service options\n${formatIssues(result.issues)}`, {
     cause: withoutInputs(result.issues),
   })
 }
 
-/** Validates one client registration; throws a TypeError naming every bad field. */
-export function parseClientRegistration(input: unknown): ParsedClientRegistration {
-  const result = v.safeParse(ClientRegistrationSchema, input)
-  if (!result.success) {
-    throw new TypeError(`invalid client registration\n${formatIssues(result.issues)}`, {
-      cause: withoutInputs(result.issues),
-    })
+/**
+ * The `fapi2-security` profile's signing rule (FAPI 2.0 Security Profile §5.4.1: PS256, ES256 or
+ * EdDSA): the ID token alg RS256 (the default, which a configuration file also fills in) becomes
+ * ES256; an access token alg or configured keys outside the list are refused.
+ */
+function applyProfile(config: Config): Config {
+  if (config.profile !== 'fapi2-security') return config
+  const next = config.idTokenSigningAlg === 'RS256' ? { ...config, idTokenSigningAlg: 'ES256' as const } : config
+  const algs = [next.idTokenSigningAlg, next.accessTokenSigningAlg, ...(next.keys?.keys.map((key) => key.alg) ?? [])]
+  const refused = algs.find((alg) => !['PS256', 'ES256', 'EdDSA'].includes(alg))
+  if (refused) {
+    throw new TypeError(
+      `invalid token service options\nprofile: fapi2-security signs with PS256, ES256 or EdDSA only, not ${refused}`,
+    )
   }
-  const reg = result.output
-  // RFC 9700 §2.6 / RFC 6749 §3.1.2.1: plain http only for loopback redirect URIs.
-  for (const uri of [...reg.redirectUris, ...reg.postLogoutRedirectUris]) {
-    const url = new URL(uri)
-    if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
-      throw new TypeError(
-        `invalid client registration\nredirectUris: ${uri} must use https (http only for loopback hosts)`,
-      )
-    }
-  }
-  if (reg.permissions.includes(Permissions.GrantTypes.ClientCredentials) && reg.clientSecret === undefined) {
-    throw new TypeError('invalid client registration\nclientSecret: a public client cannot use client_credentials')
-  }
-  return reg
-}
-
-/** Whether a hostname names this machine (localhost, 127.0.0.0/8, ::1). */
-export function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
+  return next
 }

@@ -63,6 +63,11 @@ export const ConfigFileSchema = v.strictObject({
   dynamicClientRegistration: settings.dynamicClientRegistration,
   throttle: v.optional(v.union([v.literal(false), v.strictObject(throttleSettings)]), {}),
   clientIdMetadataDocuments: v.optional(v.strictObject(clientIdMetadataDocumentSettings)),
+  // #21: pushed authorization requests, DPoP and the FAPI 2.0 profile
+  requirePushedAuthorizationRequests: settings.requirePushedAuthorizationRequests,
+  parTtl: settings.parTtl,
+  dpop: settings.dpop,
+  profile: settings.profile,
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

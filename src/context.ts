@@ -3,7 +3,9 @@
  * What every endpoint receives: validated configuration, the store, keys, clients, scopes and the
  * endpoint URLs derived from the issuer (never from the request).
  */
+import type { ClientKeySource } from './client_auth/client_jwks.ts'
 import type { ClientRegistry } from './clients.ts'
+import type { DpopNonces } from './dpop/nonce.ts'
 import type { AccountProvider, Config, Logger } from './config.ts'
 import type { Keyring } from './keys/keyring.ts'
 import type { ScopeRegistry } from './scopes.ts'
@@ -23,6 +25,7 @@ export const PATHS = {
   introspection: '/connect/introspect',
   revocation: '/connect/revoke',
   registration: '/connect/register',
+  par: '/connect/par',
   interaction: '/connect/interaction',
   jwks: '/.well-known/jwks.json',
   openidConfiguration: '/.well-known/openid-configuration',
@@ -70,4 +73,8 @@ export interface Context {
   }
   /** Emits an audit event to the host's `onEvent` hook (no-op without one). */
   emit: Emitter
+  /** The public keys of private_key_jwt clients: inline, or fetched from their `jwksUri` (cached). */
+  clientKeys: ClientKeySource
+  /** DPoP server nonces (RFC 9449 §8), valid on every instance. */
+  dpopNonces: DpopNonces
 }

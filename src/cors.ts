@@ -26,7 +26,7 @@ export interface CorsRoute {
 export const PREFLIGHT_MAX_AGE = 600
 
 /** Response headers a script may read beyond the CORS-safelisted ones: the challenges of 401/403, 503's retry. */
-export const EXPOSE_HEADERS = 'WWW-Authenticate, Retry-After'
+export const EXPOSE_HEADERS = 'WWW-Authenticate, Retry-After, DPoP-Nonce'
 
 /** The origin of a redirect URI, or undefined for opaque origins (custom schemes, `file:`). */
 export function originOf(uri: string): string | undefined {

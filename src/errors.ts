@@ -32,6 +32,9 @@ export type OAuthErrorCode =
   // RFC 7591 §3.2.2 (dynamic client registration)
   | 'invalid_redirect_uri'
   | 'invalid_client_metadata'
+  // RFC 9449 §5, §7.1, §8, §9 (DPoP): 400 at the token endpoint; a resource answers 401 + DPoP challenge
+  | 'invalid_dpop_proof'
+  | 'use_dpop_nonce'
   | 'server_error'
   | 'temporarily_unavailable'
 
@@ -43,16 +46,18 @@ const STATUS: Partial<Record<OAuthErrorCode, number>> = {
   temporarily_unavailable: 503,
 }
 
-/** How a 401/403 challenges the caller (the `WWW-Authenticate` scheme). */
-export type Challenge = 'Basic' | 'Bearer'
+/** How a 401/403 challenges the caller (the `WWW-Authenticate` scheme; DPoP: RFC 9449 §7.1). */
+export type Challenge = 'Basic' | 'Bearer' | 'DPoP'
 
 export interface OAuthErrorOptions {
   /** HTTP status; defaults by code (400 unless listed in the status table). */
   status?: number
   /** Adds `WWW-Authenticate` with this scheme. */
   challenge?: Challenge
-  /** With a Bearer challenge: whether the `error` attribute is sent (RFC 6750 §3.1: not when no token was sent). */
+  /** With a Bearer or DPoP challenge: whether the `error` attribute is sent (RFC 6750 §3.1: not when no token was sent). */
   challengeError?: boolean
+  /** More challenge parameters, after `error_description` (e.g. DPoP's `algs`, RFC 9449 §7.1). */
+  challengeParams?: Record<string, string>
   /** Private detail for logs; never sent to the caller. */
   cause?: unknown
   /** Extra response headers (e.g. `Allow` for 405, `Retry-After` for 503). */
@@ -69,6 +74,7 @@ export class OAuthError extends Error {
   readonly status: number
   readonly challenge: Challenge | undefined
   readonly challengeError: boolean
+  readonly challengeParams: Record<string, string> | undefined
   readonly headers: Record<string, string> | undefined
 
   constructor(code: OAuthErrorCode, description: string, options?: OAuthErrorOptions) {
@@ -78,6 +84,7 @@ export class OAuthError extends Error {
     this.status = options?.status ?? STATUS[code] ?? 400
     this.challenge = options?.challenge
     this.challengeError = options?.challengeError ?? true
+    this.challengeParams = options?.challengeParams
     this.headers = options?.headers
   }
 }
@@ -95,9 +102,10 @@ function quote(value: string): string {
 export function challengeHeader(err: OAuthError, realm: string): string | undefined {
   if (!err.challenge) return undefined
   const parts = [`realm=${quote(realm)}`]
-  if (err.challenge === 'Bearer' && err.challengeError) {
+  if (err.challenge !== 'Basic' && err.challengeError) {
     parts.push(`error=${quote(err.code)}`, `error_description=${quote(err.message)}`)
   }
+  for (const [name, value] of Object.entries(err.challengeParams ?? {})) parts.push(`${name}=${quote(value)}`)
   return `${err.challenge} ${parts.join(', ')}`
 }
 

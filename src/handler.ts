@@ -15,6 +15,7 @@ import { handleDiscovery, handleJwks, metadata } from './endpoints/discovery.ts'
 import { handleInteraction } from './endpoints/interaction.ts'
 import { handleIntrospection } from './endpoints/introspection.ts'
 import { handleLogout } from './endpoints/logout.ts'
+import { handlePushedAuthorizationRequest } from './endpoints/par.ts'
 import { createRegistration } from './endpoints/registration.ts'
 import { handleRevocation } from './endpoints/revocation.ts'
 import { handleToken } from './endpoints/token.ts'
@@ -44,8 +45,10 @@ interface Route {
 /** CORS of the endpoints: what a browser app may send (header names spelled out, never `*`). */
 const CORS = {
   document: { methods: 'GET, HEAD', headers: 'accept' },
-  token: { methods: 'POST', headers: 'authorization, content-type' },
-  userinfo: { methods: 'GET, POST', headers: 'authorization, content-type' },
+  // DPoP (RFC 9449): browser apps send proofs in a DPoP header and read DPoP-Nonce (EXPOSE_HEADERS).
+  token: { methods: 'POST', headers: 'authorization, content-type, dpop' },
+  userinfo: { methods: 'GET, POST', headers: 'authorization, content-type, dpop' },
+  par: { methods: 'POST', headers: 'authorization, content-type, dpop' },
   revocation: { methods: 'POST', headers: 'authorization, content-type' },
   // MCP clients send MCP-Protocol-Version with discovery and registration requests.
   publicDocument: { methods: 'GET, HEAD', headers: 'accept, mcp-protocol-version' },
@@ -100,6 +103,7 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     [PATHS.oauthMetadata, discovery],
     [PATHS.jwks, { name: 'jwks', ...documentCors, methods: { GET: async () => varyOrigin(await handleJwks(ctx)) } }],
     [PATHS.token, { name: 'token', cors: CORS.token, methods: { POST: (r) => handleToken(r, ctx) } }],
+    [PATHS.par, { name: 'par', cors: CORS.par, methods: { POST: (r) => handlePushedAuthorizationRequest(r, ctx) } }],
     [PATHS.introspection, { name: 'introspection', methods: { POST: (r) => handleIntrospection(r, ctx) } }],
     [
       PATHS.revocation,

@@ -16,6 +16,10 @@ import type { SigningAlgorithm } from './options.ts'
 import { type ScopeRegistry, createScopeRegistry } from './scopes.ts'
 import { createVerificationCache } from './secrets.ts'
 import { sha256 } from './tokens/opaque.ts'
+import { signingAlgorithms } from './keys/algorithms.ts'
+import { createClientKeySource } from './client_auth/client_jwks.ts'
+import { createDpopNonces } from './dpop/nonce.ts'
+import { dpopNonceSecret } from './dpop/nonce_secret.ts'
 import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
 import { createMemoryStore } from './storage/memory.ts'
 import { createUserDirectory } from './users.ts'
@@ -124,6 +128,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     store,
     now,
     iterations: config.secretHashIterations,
+    algorithms: signingAlgorithms(config),
     ...(typeof config.dynamicClientRegistration?.pruneUnusedAfter === 'number'
       ? { pruneUnusedAfter: config.dynamicClientRegistration.pruneUnusedAfter }
       : {}),
@@ -134,7 +139,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
   const keyring = createKeyring({
     store,
     now,
-    algorithms: [...new Set(['RS256', config.accessTokenSigningAlg, config.idTokenSigningAlg] as const)],
+    algorithms: signingAlgorithms(config),
     ...(config.keys ? { configured: config.keys.keys } : {}),
     ...(config.keyRotationInterval !== undefined ? { rotationInterval: config.keyRotationInterval } : {}),
     publishAhead: config.keyPublishAhead,
@@ -179,6 +184,11 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
           },
         }),
     emit,
+    clientKeys: createClientKeySource({
+      now,
+      ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+    }),
+    dpopNonces: createDpopNonces({ secret: dpopNonceSecret(keyring, now), now }),
   }
   const handler = createHandler(ctx)
   const clientAddress = config.clientAddress
@@ -285,6 +295,7 @@ export type EndpointUrlName =
   | 'introspection'
   | 'revocation'
   | 'registration'
+  | 'par'
   | 'jwks'
   | 'openidConfiguration'
   | 'oauthMetadata'

@@ -101,3 +101,8 @@ export function isPublicAddress(address: string): boolean | undefined {
   const ip = parseAddress(address)
   return ip === undefined ? undefined : ip.range() === 'unicast'
 }
+
+/** Whether a hostname names this machine (localhost, 127.0.0.0/8, ::1). */
+export function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
+}

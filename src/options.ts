@@ -4,27 +4,22 @@
  * public type may not be inferred from a valibot schema). src/config.ts validates them with its
  * schemas and checks, at compile time, that each schema's input is exactly the type here.
  */
-import type { EventHook } from './events.ts'
+import type { EventHook } from './event_types.ts'
 import type { InteractionHook } from './interaction/types.ts'
+import type { Logger } from './logger.ts'
 import type { MetricsHook } from './ops/metrics.ts'
 import type { SecretDigest } from './secrets.ts'
-import type { Store } from './storage/types.ts'
+import type { PublicJwkSet, Store, TokenEndpointAuthMethod } from './storage/types.ts'
 import type { Limiter } from './throttle.ts'
 import type { JwsSigner } from './tokens/compact_jws.ts'
+import type { SigningAlgorithm } from './keys/algorithms.ts'
 
-/** A JWS algorithm Gatehouse signs with. */
-export type SigningAlgorithm = 'ES256' | 'ES384' | 'RS256' | 'PS256' | 'EdDSA'
+export type { Logger, PublicJwkSet, SigningAlgorithm, TokenEndpointAuthMethod }
 
 /** Account lookup: the host's user directory. */
 export interface AccountProvider {
   /** Claims of the subject (must include `sub`), or undefined when it does not exist (any more). */
   findAccount(sub: string): Promise<Record<string, unknown> | undefined>
-}
-
-/** A log sink. Messages never carry secrets or token values. */
-export interface Logger {
-  warn(message: string, detail?: Record<string, unknown>): void
-  error(message: string, detail?: Record<string, unknown>): void
 }
 
 /** A client as the host registers it (`service.clients.ensure`, the configuration file's `clients`). */
@@ -52,6 +47,21 @@ export interface ClientRegistration {
   allowedNetworks?: string[]
   /** Per-client lifetimes in seconds overriding the service defaults. */
   lifetimes?: { accessToken?: number; authorizationCode?: number; idToken?: number; refreshToken?: number }
+  /**
+   * The one way the client authenticates (RFC 7591 `token_endpoint_auth_method`). Absent: with its
+   * secret, basic or post, or `none` without one. `private_key_jwt` needs `jwks` or `jwksUri`.
+   */
+  tokenEndpointAuthMethod?: TokenEndpointAuthMethod
+  /** The client's public keys for `private_key_jwt` (a JWK set without private members). */
+  jwks?: PublicJwkSet
+  /** URL of the client's public JWK set for `private_key_jwt` (https, or http on a loopback host). */
+  jwksUri?: string
+  /** Authorization requests must be pushed first (RFC 9126). Default false. */
+  requirePushedAuthorizationRequests?: boolean
+  /** Access tokens must be DPoP-bound (RFC 9449). Default false. */
+  requireDpop?: boolean
+  /** The alg of this client's ID tokens: one the service signs with (discovery lists them). */
+  idTokenSignedResponseAlg?: SigningAlgorithm
 }
 
 /** A built-in user of the embedded sign-in page; other members are claims (`email`, `name`, …). */
@@ -277,6 +287,29 @@ export interface TokenServiceOptions {
    * address. Default: none, only literal addresses are checked.
    */
   resolveHost?: (hostname: string) => Promise<string[]>
+  /**
+   * Every authorization request must be pushed first (RFC 9126 §5), whatever the client; per
+   * client: its `requirePushedAuthorizationRequests`. Default false.
+   */
+  requirePushedAuthorizationRequests?: boolean
+  /** Seconds a pushed request's `request_uri` stays usable (RFC 9126 §2.2). Default 60. */
+  parTtl?: number
+  /** DPoP (RFC 9449): proofs are always accepted; these settings tighten them. */
+  dpop?: DpopOptions
+  /**
+   * `fapi2-security`: the FAPI 2.0 Security Profile for every client (PAR, PKCE S256, DPoP-bound
+   * tokens, private_key_jwt, short-lived codes, PS256/ES256/EdDSA only; see docs/high-security.md).
+   */
+  profile?: 'fapi2-security'
+}
+
+/** Settings of the `dpop` option. */
+export interface DpopOptions {
+  /**
+   * Demand a server nonce (RFC 9449 §8) in every proof at the token endpoint, PAR and userinfo:
+   * a proof without a fresh one gets `use_dpop_nonce` and a `DPoP-Nonce` header. Default false.
+   */
+  requireNonce?: boolean
 }
 
 /** Settings of the `clientIdMetadataDocuments` option. */

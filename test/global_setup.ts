@@ -33,6 +33,11 @@ export function skippedGroups(
       runs: env.GATEHOUSE_TEST_NEXTJS === '1' || exists('examples/nextjs/node_modules'),
       how: 'run `npm ci` in examples/nextjs (CI runs it after the suite)',
     },
+    {
+      name: 'the MCP server example test',
+      runs: env.GATEHOUSE_TEST_MCP_EXAMPLE === '1' || exists('examples/mcp-server/node_modules'),
+      how: 'run `npm run pack:example`, then `npm ci` in examples/mcp-server (CI runs it after the suite)',
+    },
   ]
   return groups.filter((group) => !group.runs)
 }

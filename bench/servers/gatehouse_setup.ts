@@ -3,7 +3,8 @@
  * clients, a host interaction hook that signs in a fixed user, and the state a scenario needs
  * before the clock starts (authorization codes to redeem). Runtime neutral: Web APIs only.
  *
- * Environment read here: PORT, CODES (how many codes to pre-create), CODES_FILE, ACCESS_TOKEN_ALG.
+ * Environment read here: PORT, CODES (how many codes to pre-create), CODES_FILE, ACCESS_TOKEN_ALG,
+ * ID_TOKEN_ALG (the web client's registered `idTokenSignedResponseAlg`).
  */
 import { type Store, type TokenServiceOptions, createTokenService, hashSecret } from '../../src/index.ts'
 import {
@@ -80,6 +81,7 @@ export async function setupGatehouse(setup: GatehouseSetup) {
       'scp:api1',
     ],
     redirectUris: [WEB_CLIENT.redirectUri],
+    ...(setup.env('ID_TOKEN_ALG') ? { idTokenSignedResponseAlg: setup.env('ID_TOKEN_ALG') as 'EdDSA' } : {}),
   })
   await service.ready()
 

@@ -11,6 +11,7 @@
  *   public clients' tokens), codes live 300 s like Gatehouse's;
  * - an unbounded Map store, like Gatehouse's memory store: the bundled MemoryAdapter is an LRU
  *   capped at 1000 entries, which would evict pre-created codes under load.
+ * - DPoP (RFC 9449) enabled, for the client_credentials_dpop scenario.
  * Codes are pre-created with the provider's own models (Grant + AuthorizationCode), see
  * bench/README.md. Environment: PORT, HOST, CODES, CODES_FILE. Prints `READY {json}`.
  */
@@ -114,8 +115,16 @@ class MapAdapter {
   }
 }
 
-async function signingKey(alg: 'ES256' | 'RS256') {
-  const { privateKey } = await generateKeyPair(alg, { extractable: true })
+// ACCESS_TOKEN_ALG / ID_TOKEN_ALG (scenarios *_eddsa): the JWT access tokens' alg and the web
+// client's id_token_signed_response_alg, as Gatehouse's bench server takes them.
+const accessTokenAlg = (process.env.ACCESS_TOKEN_ALG ?? 'ES256') as 'ES256' | 'EdDSA'
+const idTokenAlg = process.env.ID_TOKEN_ALG as 'ES256' | 'EdDSA' | undefined
+
+async function signingKey(alg: 'ES256' | 'RS256' | 'EdDSA') {
+  const { privateKey } = await generateKeyPair(alg, {
+    extractable: true,
+    ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}),
+  })
   return { ...(await exportJWK(privateKey)), alg, use: 'sig', kid: `bench-${alg.toLowerCase()}` }
 }
 
@@ -138,9 +147,10 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
       response_types: ['code'],
       redirect_uris: [WEB_CLIENT.redirectUri],
       scope: CODE_SCOPE,
+      ...(idTokenAlg ? { id_token_signed_response_alg: idTokenAlg } : {}),
     },
   ],
-  jwks: { keys: [await signingKey('RS256'), await signingKey('ES256')] },
+  jwks: { keys: [await signingKey('RS256'), await signingKey('ES256'), await signingKey('EdDSA')] },
   cookies: { keys: ['bench-cookie-signing-key-0123456789'] },
   scopes: ['openid', 'offline_access', API_SCOPE],
   findAccount: async (_ctx, sub) => (sub === USER_SUB ? { accountId: sub, claims: async () => ({ sub }) } : undefined),
@@ -157,6 +167,9 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
   features: {
     devInteractions: { enabled: signin },
     clientCredentials: { enabled: true },
+    // Scenario client_credentials_dpop (#21): DPoP proofs (RFC 9449) at the token endpoint, no
+    // server nonce (as Gatehouse's default); replayed jtis are caught through the adapter.
+    dPoP: { enabled: true },
     introspection: {
       enabled: true,
       // Gatehouse's policy: the token was issued to the caller, or the caller is its audience.
@@ -174,7 +187,7 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
           audience: API_SCOPE,
           accessTokenTTL: 3600,
           accessTokenFormat: 'jwt',
-          jwt: { sign: { alg: 'ES256' } },
+          jwt: { sign: { alg: accessTokenAlg } },
         }
       },
     },

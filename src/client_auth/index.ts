@@ -1,28 +1,37 @@
 /**
  * @module client_auth
- * Client authentication at the token, introspection and revocation endpoints (RFC 6749 §2.3):
- * client_secret_basic, client_secret_post, and `none` for public clients.
+ * Client authentication at the token, introspection, revocation and PAR endpoints (RFC 6749 §2.3):
+ * client_secret_basic, client_secret_post, private_key_jwt (RFC 7523, in private_key_jwt.ts) and
+ * `none` for public clients.
  * Checks, in order:
- * - at most one method per request (§2.3)
+ * - at most one method per request: Basic, a form secret, an assertion (RFC 6749 §2.3; two are
+ *   `invalid_request`, §5.2 "utilizes more than one mechanism for authenticating the client")
  * - Basic credentials are base64, split at the first `:`, each half form-url-decoded (§2.3.1)
  * - a body client_id next to Basic must name the same client
  * - the caller is not throttled (too many failures of this client id / source address)
  * - the client exists and, when it lists `allowedNetworks`, the source address is in one
- * - a confidential client must present a valid, unexpired secret
+ * - a client with a secret must present a valid, unexpired one; a client registered for `none`
+ *   or `private_key_jwt` never authenticates with a secret (the same hash work as a wrong one)
  * - a public client is accepted only where the endpoint allows it
+ * - once it proved who it is: the method is the one it registered (`tokenEndpointAuthMethod`,
+ *   client_secret_basic and client_secret_post told apart), and the profile admits the client
+ *   (`fapi2-security`: private_key_jwt only)
  */
 import { isConfidential } from '../clients.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { type Params, checkParameter } from '../http.ts'
 import { inNetworks } from '../networks.ts'
+import { profileRefusal } from '../profile.ts'
 import { metaOf } from '../request_meta.ts'
-import type { GatehouseEvent, RequestMeta } from '../events.ts'
-import { type ThrottleRule, throttledAfter } from '../throttle.ts'
 import { unmatchableHash, verifySecret } from '../secrets.ts'
-import type { ClientRecord } from '../storage/types.ts'
+import type { ClientRecord, TokenEndpointAuthMethod } from '../storage/types.ts'
+import { documentFailure, failure, invalidClient, refuseIfThrottled } from './failure.ts'
+import { type AuthenticatingEndpoint, authenticateWithAssertion, hasAssertion } from './private_key_jwt.ts'
 
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none'
+export type { AuthenticatingEndpoint } from './private_key_jwt.ts'
+
+export type ClientAuthMethod = TokenEndpointAuthMethod
 
 export interface AuthenticatedClient {
   client: ClientRecord
@@ -31,8 +40,14 @@ export interface AuthenticatedClient {
   request: Request
 }
 
-function invalidClient(description: string, cause?: unknown): OAuthError {
-  return new OAuthError('invalid_client', description, { challenge: 'Basic', cause })
+export interface ClientAuthOptions {
+  /** Whether a public client (`none`) may use the endpoint. */
+  allowPublic: boolean
+  /**
+   * The endpoint called, whose URL a private_key_jwt assertion may name as its audience; absent:
+   * the endpoint at the request's path (the URL itself comes from the issuer).
+   */
+  endpoint?: AuthenticatingEndpoint
 }
 
 function formDecode(value: string): string {
@@ -71,41 +86,57 @@ export function parseBasic(header: string): { clientId: string; clientSecret: st
   }
 }
 
+type SecretMethod = Exclude<ClientAuthMethod, 'private_key_jwt'>
+
+/** RFC 6749 §2.3 / §5.2: a request that uses more than one method is invalid_request. */
+function moreThanOneMethod(): OAuthError {
+  return new OAuthError('invalid_request', 'use only one client authentication method')
+}
+
+/** Which method the request uses, and its client id and secret when it is not an assertion. */
+function readCredentials(
+  request: Request,
+  params: Params,
+): { method: 'private_key_jwt' } | { method: SecretMethod; clientId: string; secret: string | undefined } {
+  const header = request.headers.get('authorization')
+  const bodyId = params.get('client_id')
+  const bodySecret = params.get('client_secret')
+  const assertion = hasAssertion(params)
+  if (header !== null && /^basic /i.test(header)) {
+    if (bodySecret !== undefined || assertion) throw moreThanOneMethod()
+    const { clientId, clientSecret } = parseBasic(header)
+    // No U+0000 toward a store, as for form parameters (the header's own size bounds the length).
+    checkParameter('client_id', clientId)
+    checkParameter('client_secret', clientSecret)
+    if (bodyId !== undefined && bodyId !== clientId) {
+      throw invalidClient('client_id does not match the authenticated client')
+    }
+    return { method: 'client_secret_basic', clientId, secret: clientSecret }
+  }
+  if (header !== null && header.trim() !== '') {
+    throw invalidClient('unsupported Authorization scheme for client authentication')
+  }
+  if (assertion) {
+    if (bodySecret !== undefined) throw moreThanOneMethod()
+    return { method: 'private_key_jwt' }
+  }
+  if (bodyId === undefined) throw invalidClient('client authentication is required')
+  return { method: bodySecret === undefined ? 'none' : 'client_secret_post', clientId: bodyId, secret: bodySecret }
+}
+
 /** Authenticates the calling client. */
 export async function authenticateClient(
   request: Request,
   params: Params,
   ctx: Context,
-  options: { allowPublic: boolean },
+  options: ClientAuthOptions,
 ): Promise<AuthenticatedClient> {
-  const header = request.headers.get('authorization')
-  const bodyId = params.get('client_id')
-  const bodySecret = params.get('client_secret')
-  let clientId: string
-  let secret: string | undefined
-  let method: ClientAuthMethod
-  if (header !== null && /^basic /i.test(header)) {
-    if (bodySecret !== undefined) {
-      throw new OAuthError('invalid_request', 'use only one client authentication method')
-    }
-    ;({ clientId, clientSecret: secret } = parseBasic(header))
-    // No U+0000 toward a store, as for form parameters (the header's own size bounds the length).
-    checkParameter('client_id', clientId)
-    checkParameter('client_secret', secret)
-    if (bodyId !== undefined && bodyId !== clientId) {
-      throw invalidClient('client_id does not match the authenticated client')
-    }
-    method = 'client_secret_basic'
-  } else if (header !== null && header.trim() !== '') {
-    throw invalidClient('unsupported Authorization scheme for client authentication')
-  } else if (bodyId !== undefined) {
-    clientId = bodyId
-    secret = bodySecret
-    method = secret === undefined ? 'none' : 'client_secret_post'
-  } else {
-    throw invalidClient('client authentication is required')
+  const credentials = readCredentials(request, params)
+  if (credentials.method === 'private_key_jwt') {
+    const client = await authenticateWithAssertion(request, params, ctx, options.endpoint)
+    return accepted(ctx, { client, method: 'private_key_jwt', request })
   }
-
+  const { clientId, method } = credentials
   const meta = metaOf(request)
   const throttle = ctx.throttle
   // A cached client answers synchronously: not awaited then (an await is a turn of the microtask queue).
@@ -135,18 +166,23 @@ export async function authenticateClient(
     if (isConfidential(client))
       throw await failure(ctx, meta, clientId, 'missing_secret', 'client authentication is required')
     if (!options.allowPublic) throw invalidClient('public clients cannot use this endpoint')
-    return { client, method, request }
+    return accepted(ctx, { client, method, request })
   }
   // Checked before the secret is: a throttled caller learns nothing, even from a correct guess.
   if (throttle && rules) {
     const refusal = refuseIfThrottled(ctx, meta, clientId, rules.all)
     if (refusal) await refusal
   }
-  const presented = secret as string
-  if (!client || !isConfidential(client)) {
-    // No stored secret to check: the same hash work as a wrong secret of a known client, so the
-    // answer's timing does not tell which client ids exist (#17.7).
-    const reason = client ? 'invalid_secret' : 'unknown_client'
+  const presented = credentials.secret as string
+  if (!client || client.secrets.length === 0) {
+    // No stored secret to check (an unknown client, a public one, one that authenticates with a
+    // key): the same hash work as a wrong secret of a known client, so the answer's timing does
+    // not tell which client ids exist (#17.7).
+    const reason = !client
+      ? 'unknown_client'
+      : registeredWithoutSecret(client)
+        ? 'method_not_allowed'
+        : 'invalid_secret'
     const refuse = async (): Promise<never> => {
       if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all, { fresh: true })
       await verifySecret(presented, unmatchableHash(ctx.config.secretHashIterations))
@@ -158,59 +194,41 @@ export async function authenticateClient(
   // synchronously; the slow hash runs one at a time per client and address, re-checking the
   // counters first, so a burst cannot outrun them.
   const cached = recentlyVerified(client, presented, ctx)
-  if (cached === true || (cached !== false && (await cached))) return { client, method, request }
+  if (cached === true || (cached !== false && (await cached))) return accepted(ctx, { client, method, request })
   const verify = async (): Promise<boolean> => {
     if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all, { fresh: true })
     if (await checkSecret(client, presented, ctx)) return true
     throw await failure(ctx, meta, clientId, 'invalid_secret', 'client authentication failed', rules?.all)
   }
   await (throttle && rules ? throttle.exclusive(rules.exclusive, verify) : verify())
-  return { client, method, request }
+  return accepted(ctx, { client, method, request })
 }
 
-/** A client metadata document's failure (always invalid_client) as a 401 with the Basic challenge. */
-function documentFailure(err: unknown): never {
-  if (err instanceof OAuthError && err.code === 'invalid_client') throw invalidClient(err.message, err)
-  throw err
-}
-
-type FailureReason = Extract<GatehouseEvent, { type: 'client.authentication_failed' }>['reason']
-
-/** Emits the failure, counts it against `rules`, and returns the invalid_client error to throw. */
-async function failure(
-  ctx: Context,
-  meta: RequestMeta,
-  clientId: string,
-  reason: FailureReason,
-  description: string,
-  rules?: readonly ThrottleRule[],
-): Promise<OAuthError> {
-  ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason })
-  if (ctx.throttle && rules && rules.length > 0) await ctx.throttle.limiter.fail(rules, ctx.now())
-  return invalidClient(description)
+/** Whether the client registered a method that uses no secret (`none`, `private_key_jwt`). */
+function registeredWithoutSecret(client: ClientRecord): boolean {
+  return client.tokenEndpointAuthMethod === 'none' || client.tokenEndpointAuthMethod === 'private_key_jwt'
 }
 
 /**
- * Throws 429 when a counter of the attempt is exhausted: synchronously when the limiter answers
- * synchronously (its counters read within the last second), else through the returned promise.
+ * The checks after the client proved who it is, so their descriptions may say what is wrong:
+ * the method is the one it registered, and the profile admits it. Such a refusal is an audit
+ * event but no throttle count (nothing was guessed).
  */
-function refuseIfThrottled(
-  ctx: Context,
-  meta: RequestMeta,
-  clientId: string,
-  rules: readonly ThrottleRule[],
-  options: { fresh?: boolean } = {},
-): void | Promise<void> {
-  if (!ctx.throttle) return
-  const wait = ctx.throttle.limiter.retryAfter(rules, ctx.now(), options)
-  if (typeof wait === 'number') return refuseAfter(ctx, meta, clientId, wait)
-  return Promise.resolve(wait).then((seconds) => refuseAfter(ctx, meta, clientId, seconds))
-}
-
-function refuseAfter(ctx: Context, meta: RequestMeta, clientId: string, wait: number): void {
-  if (wait <= 0) return
-  ctx.emit(meta, { type: 'client.authentication_failed', clientId, reason: 'throttled' })
-  throw new OAuthError('invalid_client', 'too many failed client authentications; retry later', throttledAfter(wait))
+function accepted(ctx: Context, result: AuthenticatedClient): AuthenticatedClient {
+  const { client, method } = result
+  const registered = client.tokenEndpointAuthMethod
+  // RFC 7591 §2: the client authenticates with the method it registered.
+  const refusal =
+    registered !== undefined && registered !== method
+      ? `the client is registered for ${registered} client authentication`
+      : profileRefusal(client, ctx.config)
+  if (refusal === undefined) return result
+  ctx.emit(metaOf(result.request), {
+    type: 'client.authentication_failed',
+    clientId: client.clientId,
+    reason: 'method_not_allowed',
+  })
+  throw invalidClient(refusal)
 }
 
 /** Whether a stored secret is still valid (a retired one has an expiry). */

@@ -5,11 +5,19 @@
  */
 import type { Context } from '../context.ts'
 import { json } from '../http.ts'
+import { signingAlgorithms } from '../keys/algorithms.ts'
+import { ASSERTION_ALGORITHMS } from '../client_auth/client_assertion.ts'
+import { dpopAlgorithms } from '../dpop/request.ts'
+import { FAPI2_ALGORITHMS, isFapi2 } from '../profile.ts'
+
+const SECRET_METHODS = ['client_secret_basic', 'client_secret_post']
 
 /** The metadata document (computed once per service). */
 export function metadata(ctx: Context): Record<string, unknown> {
   const { urls, config } = ctx
-  const idAlgs = [...new Set(['RS256', config.idTokenSigningAlg])]
+  const fapi2 = isFapi2(config)
+  const assertionAlgs = fapi2 ? [...FAPI2_ALGORITHMS, 'Ed25519'] : [...ASSERTION_ALGORITHMS]
+  const dpopAlgs = [...dpopAlgorithms(config)]
   return {
     issuer: config.issuer,
     authorization_endpoint: urls.authorization,
@@ -25,11 +33,22 @@ export function metadata(ctx: Context): Record<string, unknown> {
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: idAlgs,
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-    code_challenge_methods_supported: ['S256', 'plain'],
+    // Every alg a client may register as its idTokenSignedResponseAlg (the service's default first).
+    id_token_signing_alg_values_supported: signingAlgorithms(config),
+    token_endpoint_auth_methods_supported: fapi2 ? ['private_key_jwt'] : [...SECRET_METHODS, 'private_key_jwt', 'none'],
+    token_endpoint_auth_signing_alg_values_supported: assertionAlgs,
+    introspection_endpoint_auth_methods_supported: fapi2 ? ['private_key_jwt'] : [...SECRET_METHODS, 'private_key_jwt'],
+    introspection_endpoint_auth_signing_alg_values_supported: assertionAlgs,
+    revocation_endpoint_auth_methods_supported: fapi2
+      ? ['private_key_jwt']
+      : [...SECRET_METHODS, 'private_key_jwt', 'none'],
+    revocation_endpoint_auth_signing_alg_values_supported: assertionAlgs,
+    code_challenge_methods_supported: fapi2 ? ['S256'] : ['S256', 'plain'],
+    // RFC 9126: pushed authorization requests, required of every client when the service says so.
+    pushed_authorization_request_endpoint: urls.par,
+    require_pushed_authorization_requests: fapi2 || config.requirePushedAuthorizationRequests,
+    // RFC 9449 §5.1: the algs a DPoP proof may be signed with.
+    dpop_signing_alg_values_supported: dpopAlgs,
     claims_supported: ctx.scopes.allClaims(),
     claims_parameter_supported: false,
     request_parameter_supported: false,

@@ -6,6 +6,10 @@
  * caller's client id is one of the token's audiences (a resource server registered as a client
  * with the id of its API scope's audience). Refresh tokens are visible to their own client only.
  * Every other token, and anything expired, revoked, foreign or malformed, is `{"active":false}`.
+ *
+ * A DPoP-bound access token is answered with `cnf.jkt` (RFC 9449 §6.2) and `token_type` DPoP
+ * (§6.2: "If the token_type member is included ... it MUST contain the value DPoP"); the binding
+ * itself is not checked here (the resource server checks it against the proof it received).
  */
 import { metaOf } from '../request_meta.ts'
 import { authenticateClient, requirePermission } from '../client_auth/index.ts'
@@ -27,9 +31,12 @@ export async function findActiveAccessToken(token: string, ctx: Context): Promis
     if (!claims) return undefined
     ctx.verifiedTokens.set(token, claims)
   }
-  if (await ctx.store.revocations.isAccessTokenRevoked(claims.jti)) return undefined
-  if (claims.gid !== undefined && (await ctx.store.revocations.isFamilyRevoked(claims.gid))) return undefined
-  return claims
+  // Asked together: stores that batch lookups answer both with one query (#20).
+  const [tokenRevoked, grantRevoked] = await Promise.all([
+    ctx.store.revocations.isAccessTokenRevoked(claims.jti),
+    claims.gid !== undefined ? ctx.store.revocations.isFamilyRevoked(claims.gid) : false,
+  ])
+  return tokenRevoked || grantRevoked ? undefined : claims
 }
 
 function audiences(aud: string | string[]): string[] {
@@ -58,9 +65,10 @@ async function introspectAccessToken(token: string, caller: ClientRecord, ctx: C
       iss: claims.iss,
       aud: claims.aud,
       jti: claims.jti,
-      token_type: 'Bearer',
+      token_type: claims.cnf ? 'DPoP' : 'Bearer',
       ...(claims.auth_time !== undefined ? { auth_time: claims.auth_time } : {}),
       ...(claims.gty !== undefined ? { gty: claims.gty } : {}),
+      ...(claims.cnf ? { cnf: { jkt: claims.cnf.jkt } } : {}),
     },
     jti: claims.jti,
     ...(claims.gid !== undefined ? { grantId: claims.gid } : {}),

@@ -24,7 +24,7 @@ import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken, timingSafeEqual } from '../tokens/opaque.ts'
 import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
 import { metaOf } from '../request_meta.ts'
-import { appendQuery, redirect } from './authorize.ts'
+import { appendQuery, redirect } from '../authorization_response.ts'
 
 async function readParams(request: Request, ctx: Context): Promise<Map<string, string>> {
   if (request.method === 'POST') return readForm(request, ctx.config.limits)

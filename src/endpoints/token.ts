@@ -1,10 +1,14 @@
 /**
  * @module endpoints/token
  * The token endpoint, POST /connect/token (RFC 6749 §3.2), as named steps:
- * parse the form, check grant_type, authenticate the client, check permissions, run the grant.
+ * parse the form, check grant_type, check the DPoP proof if one was sent (RFC 9449 §5; before
+ * client authentication, so a nonce round trip costs none), authenticate the client, check
+ * permissions and that a client that must use DPoP sent a proof, run the grant (which binds its
+ * tokens to the proof's key). Without a `DPoP` header the only DPoP cost is one header lookup.
  */
 import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
+import { checkProofRequired, nextNonce, tokenRequestProof } from '../dpop/request.ts'
 import { OAuthError } from '../errors.ts'
 import { authorizationCode } from '../grants/authorization_code.ts'
 import { clientCredentials } from '../grants/client_credentials.ts'
@@ -28,10 +32,16 @@ export async function handleToken(request: Request, ctx: Context): Promise<Respo
   if (!grant) {
     throw new OAuthError('unsupported_grant_type', 'grant_type is not supported')
   }
+  const checking = tokenRequestProof(request, ctx)
+  const proof = checking === undefined ? undefined : await checking
   const auth = await authenticateClient(request, params, ctx, { allowPublic: grant.allowPublic })
   requirePermission(auth.client, Permissions.Endpoints.Token, 'the token endpoint')
   requirePermission(auth.client, grant.permission, `the ${grant.type} grant`)
+  checkProofRequired(auth.client, proof, ctx)
   // Self-registered clients: last use, written at most once a day (pruning of unused ones).
   if (auth.client.registration) ctx.clients.touch(auth.client)
-  return noStoreJson(await grant.handle(params, auth, ctx))
+  const response = noStoreJson(await grant.handle(params, auth, ctx, proof))
+  const nonce = nextNonce(proof, ctx)
+  if (nonce !== undefined) response.headers.set('dpop-nonce', await nonce)
+  return response
 }

@@ -1,24 +1,30 @@
 /**
  * @module endpoints/userinfo
  * The UserInfo endpoint, GET and POST /connect/userinfo (OpenID Connect Core §5.3). Checks:
- * - the access token comes from the Authorization header (scheme case-insensitive) or, for a POST
- *   form, the `access_token` parameter (RFC 6750 §2.2); both at once is invalid_request
+ * - the access token comes from the Authorization header, scheme Bearer (RFC 6750 §2.1) or DPoP
+ *   (RFC 9449 §7.1), case-insensitive, or, for a POST form, the `access_token` parameter (RFC 6750
+ *   §2.2, a Bearer use); both at once is invalid_request
  * - no token: 401 with a Bearer challenge and no error code (RFC 6750 §3.1)
  * - bad, expired or revoked token: 401 invalid_token
+ * - DPoP (see `checkTokenBinding`): a DPoP-bound token needs the DPoP scheme and a proof for this
+ *   URL with `ath`, made with the token's key; the DPoP scheme needs a DPoP-bound token. Each
+ *   failure is a 401 with a DPoP challenge (`use_dpop_nonce` with a `DPoP-Nonce` header, §9)
  * - token without `openid`: 403 insufficient_scope
  * - claims released by the token's identity scopes, always with `sub`
  */
 import type { Context } from '../context.ts'
-import { OAuthError } from '../errors.ts'
-import { bearerToken, mediaType, noStoreJson, readForm } from '../http.ts'
+import { type PresentedToken, checkTokenBinding, dpopChallengeError, readAuthorization } from '../dpop/resource.ts'
+import { OAuthError, type OAuthErrorCode } from '../errors.ts'
+import { mediaType, noStoreJson, readForm } from '../http.ts'
 import { scopedClaims } from '../grants/issue.ts'
 import { findActiveAccessToken } from './introspection.ts'
 
-async function readAccessToken(request: Request, ctx: Context): Promise<string | undefined> {
-  const header = request.headers.get('authorization')
-  const fromHeader = bearerToken(header)
-  if (header !== null && header.trim() !== '' && fromHeader === undefined) {
-    throw new OAuthError('invalid_token', 'the Authorization header is not a Bearer token', { challenge: 'Bearer' })
+async function readAccessToken(request: Request, ctx: Context): Promise<PresentedToken | undefined> {
+  const fromHeader = readAuthorization(request.headers.get('authorization'))
+  if (fromHeader === undefined) {
+    throw new OAuthError('invalid_token', 'the Authorization header is not a Bearer or DPoP token', {
+      challenge: 'Bearer',
+    })
   }
   let fromBody: string | undefined
   if (
@@ -27,25 +33,32 @@ async function readAccessToken(request: Request, ctx: Context): Promise<string |
   ) {
     fromBody = (await readForm(request, ctx.config.limits)).get('access_token')
   }
-  if (fromHeader !== undefined && fromBody !== undefined) {
+  if (fromHeader !== null && fromBody !== undefined) {
     throw new OAuthError('invalid_request', 'send the access token in one place only', { challenge: 'Bearer' })
   }
-  return fromHeader ?? fromBody
+  return fromHeader ?? (fromBody === undefined ? undefined : { token: fromBody, scheme: 'Bearer' })
+}
+
+/** An error challenging with the scheme the token came with. */
+function tokenError(presented: PresentedToken, code: OAuthErrorCode, description: string, ctx: Context): OAuthError {
+  return presented.scheme === 'DPoP'
+    ? dpopChallengeError(code, description, ctx)
+    : new OAuthError(code, description, { challenge: 'Bearer' })
 }
 
 export async function handleUserinfo(request: Request, ctx: Context): Promise<Response> {
-  const token = await readAccessToken(request, ctx)
-  if (token === undefined) {
+  const presented = await readAccessToken(request, ctx)
+  if (presented === undefined) {
     throw new OAuthError('invalid_token', 'an access token is required', { challenge: 'Bearer', challengeError: false })
   }
-  const claims = await findActiveAccessToken(token, ctx)
-  if (!claims)
-    throw new OAuthError('invalid_token', 'the access token is invalid, expired or revoked', { challenge: 'Bearer' })
+  const claims = await findActiveAccessToken(presented.token, ctx)
+  if (!claims) throw tokenError(presented, 'invalid_token', 'the access token is invalid, expired or revoked', ctx)
+  await checkTokenBinding(presented, claims, request, ctx.urls.userinfo, ctx)
   const scopes = claims.scope.split(' ')
   if (!scopes.includes('openid')) {
-    throw new OAuthError('insufficient_scope', 'the access token lacks the openid scope', { challenge: 'Bearer' })
+    throw tokenError(presented, 'insufficient_scope', 'the access token lacks the openid scope', ctx)
   }
   const account = await ctx.accounts.findAccount(claims.sub)
-  if (!account) throw new OAuthError('invalid_token', 'the end-user no longer exists', { challenge: 'Bearer' })
+  if (!account) throw tokenError(presented, 'invalid_token', 'the end-user no longer exists', ctx)
   return noStoreJson({ sub: claims.sub, ...scopedClaims(account, scopes, ctx) })
 }

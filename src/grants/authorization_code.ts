@@ -3,7 +3,8 @@
  * The authorization code grant (RFC 6749 §4.1.3, OpenID Connect Core §3.1.3). Checks, in order:
  * - `code` present (invalid_request), `redirect_uri` present (invalid_request)
  * - the code is read, not consumed: unknown or expired → invalid_grant
- * - bound to the authenticated client, to the redirect_uri (verbatim) and to the PKCE challenge,
+ * - bound to the authenticated client, to the redirect_uri (verbatim), to the PKCE challenge and,
+ *   when it has one, to a DPoP key (RFC 9449 §10: the request's proof must be made with that key),
  *   each → invalid_grant. A failed check consumes and revokes nothing (issue #17 item 2, the
  *   order of node-oidc-provider): whoever intercepts a code cannot burn the rightful redemption.
  * - consumed before → a replay: the family's tokens are revoked (§4.1.2, §10.5, RFC 9700 §4.5)
@@ -15,11 +16,14 @@
  * - the scopes still permitted, the account still exists
  * - the code is consumed atomically (if a concurrent redemption won, this one is a replay), and
  *   its family must not be revoked (logout ends the grants of its session)
+ * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
+ * access token is DPoP-bound and so is a public client's refresh token (RFC 9449 §5).
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../permissions.ts'
 import { checkCodeVerifier } from '../tokens/pkce.ts'
+import { checkKeyBinding } from '../dpop/request.ts'
 import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
 import { allValues } from '../http.ts'
@@ -31,7 +35,7 @@ export const authorizationCode: Grant = {
   type: 'authorization_code',
   permission: Permissions.GrantTypes.AuthorizationCode,
   allowPublic: true,
-  async handle(params, { client, request }, ctx: Context) {
+  async handle(params, { client, request }, ctx: Context, proof) {
     const code = params.get('code')
     if (code === undefined) throw new OAuthError('invalid_request', 'code is required')
     const redirectUri = params.get('redirect_uri')
@@ -48,6 +52,8 @@ export const authorizationCode: Grant = {
     // RFC 6749 §4.1.3: redirect_uri must be identical to the authorization request's.
     if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match')
     await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod, ctx.sha256)
+    // RFC 9449 §10: a code bound with dpop_jkt (or a pushed request's proof) needs that key's proof.
+    checkKeyBinding(record.dpopJkt, proof, 'code')
     const replayed = async (used: CodeRecord): Promise<never> => {
       // RFC 6749 §4.1.2: SHOULD revoke all tokens previously issued based on that code.
       await ctx.store.revocations.revokeFamily(used.familyId, now + ctx.config.refreshTokenFamilyTtl)
@@ -92,7 +98,7 @@ export const authorizationCode: Grant = {
       },
       client,
       ctx,
-      { account, refresh: wantsRefreshToken(client, scopes, ctx) },
+      { account, refresh: wantsRefreshToken(client, scopes, ctx), proof },
     )
     if (refreshRecord) await ctx.store.refreshTokens.insert(refreshRecord)
     const meta = metaOf(request)

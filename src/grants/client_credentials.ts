@@ -8,12 +8,14 @@
  * - `resource` (RFC 8707 §2): each the audience of a permitted scope, else invalid_target; the token's
  *   `aud` is exactly the resources, its scope only the scopes of those resources
  * - the response holds exactly access_token, token_type and expires_in (§4.4.3: no refresh token)
+ * - with a DPoP proof (checked by the endpoint) the token is bound to its key, `cnf.jkt`, and the
+ *   token_type is DPoP (RFC 9449 §5, §6.1)
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
-import { issueAccessToken } from '../tokens/access_token.ts'
+import { type IssueAccessTokenInput, issueAccessToken } from '../tokens/access_token.ts'
 import { metaOf } from '../request_meta.ts'
 import { allValues } from '../http.ts'
 import { parseResources, scopesForResources } from '../resource_indicators.ts'
@@ -42,7 +44,7 @@ export const clientCredentials: Grant = {
   type: 'client_credentials',
   permission: Permissions.GrantTypes.ClientCredentials,
   allowPublic: false,
-  async handle(params, { client, request }, ctx) {
+  async handle(params, { client, request }, ctx, proof) {
     const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
     const resources = parseResources(allValues(params, 'resource'), client, ctx)
     const scopes = scopesForResources(grantedScopes(requested, client.permissions, ctx), resources, ctx)
@@ -52,19 +54,19 @@ export const clientCredentials: Grant = {
     // The signing key and a synchronous signature (the usual case) are not awaited: each await is
     // a turn of the microtask queue on the hottest path of the service.
     const key = ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg)
-    const issued = issueAccessToken(
-      {
-        issuer: ctx.config.issuer,
-        sub: client.clientId,
-        audience: audience.length > 0 ? audience : [ctx.config.issuer],
-        clientId: client.clientId,
-        scope,
-        now: ctx.now(),
-        ttl,
-        client: true,
-      },
-      key instanceof Promise ? await key : key,
-    )
+    const input: IssueAccessTokenInput = {
+      issuer: ctx.config.issuer,
+      sub: client.clientId,
+      audience: audience.length > 0 ? audience : [ctx.config.issuer],
+      clientId: client.clientId,
+      scope,
+      now: ctx.now(),
+      ttl,
+      client: true,
+    }
+    // RFC 9449 §6.1: bound to the proof's key.
+    if (proof) input.jkt = proof.jkt
+    const issued = issueAccessToken(input, key instanceof Promise ? await key : key)
     const { token, claims } = issued instanceof Promise ? await issued : issued
     if (ctx.emit.active) {
       ctx.emit(metaOf(request), {
@@ -76,6 +78,6 @@ export const clientCredentials: Grant = {
         scope,
       })
     }
-    return { access_token: token, token_type: 'Bearer', expires_in: ttl }
+    return { access_token: token, token_type: proof ? 'DPoP' : 'Bearer', expires_in: ttl }
   },
 }

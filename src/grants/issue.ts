@@ -1,15 +1,21 @@
 /**
  * @module grants/issue
  * Issues the tokens of an end-user grant (authorization_code and refresh_token): access token,
- * ID token when `openid` is granted, and the next refresh token generation of the family.
+ * ID token when `openid` is granted, and the next refresh token generation of the family. With a
+ * DPoP proof the access token is bound to its key (RFC 9449 §6.1, token_type DPoP), and so is a
+ * public client's refresh token (§5).
  */
 import type { Config, IdTokenClaims } from '../config.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
+import { isConfidential } from '../client_record.ts'
+import type { DpopProof } from '../dpop/proof.ts'
 import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
 import { issueAccessToken } from '../tokens/access_token.ts'
 import { issueIdToken } from '../tokens/id_token.ts'
+import type { SigningKey } from '../keys/keyring.ts'
+import { signingAlgorithms } from '../keys/algorithms.ts'
 import { randomToken } from '../tokens/opaque.ts'
 import type { TokenResponse } from './types.ts'
 
@@ -88,12 +94,31 @@ export function scopedClaims(account: Record<string, unknown>, scopes: readonly 
   return claims
 }
 
-/** Issues the token response of a user grant; inserts the new refresh token when `refresh` is given. */
+/**
+ * The key of the client's ID tokens: its registered `idTokenSignedResponseAlg`, else the service's.
+ * A registration names only algs the service signs with; one the service stopped signing with
+ * (its options changed since) is the client's configuration error, not a server failure.
+ */
+function idTokenKey(client: ClientRecord, ctx: Context): SigningKey | Promise<SigningKey> {
+  const alg = client.idTokenSignedResponseAlg ?? ctx.config.idTokenSigningAlg
+  if (alg !== ctx.config.idTokenSigningAlg && !signingAlgorithms(ctx.config).includes(alg)) {
+    throw new OAuthError(
+      'invalid_client',
+      `the client is registered for ${alg} ID tokens, which this service does not sign`,
+    )
+  }
+  return ctx.keyring.signingKey(alg)
+}
+
+/**
+ * Issues the token response of a user grant and, when `refresh` is set, the record of the next
+ * refresh token (the caller stores it). `proof`: the request's checked DPoP proof, if any.
+ */
 export async function issueUserTokens(
   grant: UserGrant,
   client: ClientRecord,
   ctx: Context,
-  options: { account: Record<string, unknown>; refresh: boolean },
+  options: { account: Record<string, unknown>; refresh: boolean; proof?: DpopProof | undefined },
 ): Promise<{ response: TokenResponse; refreshRecord?: RefreshTokenRecord; jti: string }> {
   const now = ctx.now()
   const accessTtl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
@@ -111,12 +136,15 @@ export async function issueUserTokens(
       familyId: grant.familyId,
       authTime: grant.authTime,
       ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
+      // RFC 9449 §6.1: bound to the proof's key.
+      ...(options.proof ? { jkt: options.proof.jkt } : {}),
     },
     await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
   )
   const response: TokenResponse = {
     access_token: accessToken,
-    token_type: 'Bearer',
+    // RFC 9449 §5: a token_type of DPoP MUST be included for a DPoP-bound access token.
+    token_type: options.proof ? 'DPoP' : 'Bearer',
     expires_in: accessTtl,
     scope: grant.tokenScopes.join(' '),
   }
@@ -138,7 +166,8 @@ export async function issueUserTokens(
           ? { claims: scopedClaims(options.account, grant.tokenScopes, ctx) }
           : {}),
       },
-      await ctx.keyring.signingKey(ctx.config.idTokenSigningAlg),
+      await idTokenKey(client, ctx),
+      ctx.sha256,
     )
   }
   const jti = String(claims.jti)
@@ -159,6 +188,9 @@ export async function issueUserTokens(
     ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
     ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
     ...(grant.resources?.length ? { resources: grant.resources } : {}),
+    // RFC 9449 §5: a public client's refresh token is bound to the proof's key; a confidential
+    // client's is not (client authentication already constrains it).
+    ...(options.proof && !isConfidential(client) ? { dpopJkt: options.proof.jkt } : {}),
   }
   response.refresh_token = value
   return { response, refreshRecord, jti }

@@ -4,6 +4,9 @@
  * (RFC 9700 §4.14.2). Checks, in order:
  * - `refresh_token` present (invalid_request)
  * - known, unexpired, issued to this client (invalid_grant; a foreign client does not burn it)
+ * - bound to a DPoP key (a public client's token issued with DPoP, RFC 9449 §5): the request's
+ *   proof must be made with that key, else invalid_grant (checked before reuse detection: a
+ *   stolen bound token presented without the key revokes nothing)
  * - consumed before → reuse: the whole family is revoked, invalid_grant
  * - the family is not revoked and has not reached its absolute lifetime
  * - a requested `scope` is a subset of the granted one (invalid_scope)
@@ -12,11 +15,15 @@
  * - `resource` (RFC 8707 §2.2): each permitted and one of the grant's resources, else invalid_target;
  *   the access token is for those (none named: all of the grant's), the next generation keeps all
  * - atomically rotate: exactly one of concurrent callers gets the next generation
+ * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
+ * access token is DPoP-bound and so is a public client's next refresh token (RFC 9449 §5); a
+ * confidential client's refresh tokens are never bound.
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
+import { checkKeyBinding } from '../dpop/request.ts'
 import { issueUserTokens, permittedScopes, requireAccount } from './issue.ts'
 import { metaOf } from '../request_meta.ts'
 import { allValues } from '../http.ts'
@@ -27,7 +34,7 @@ export const refreshToken: Grant = {
   type: 'refresh_token',
   permission: Permissions.GrantTypes.RefreshToken,
   allowPublic: true,
-  async handle(params, { client, request }, ctx: Context) {
+  async handle(params, { client, request }, ctx: Context, proof) {
     const value = params.get('refresh_token')
     if (value === undefined) throw new OAuthError('invalid_request', 'refresh_token is required')
     const now = ctx.now()
@@ -38,6 +45,8 @@ export const refreshToken: Grant = {
     if (record.clientId !== client.clientId) {
       throw new OAuthError('invalid_grant', 'the refresh token was issued to another client')
     }
+    // RFC 9449 §5: "The binding MUST be validated when the refresh token is later presented".
+    checkKeyBinding(record.dpopJkt, proof, 'refresh token')
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
     const revokeFamily = async () => {
       await ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)
@@ -80,7 +89,7 @@ export const refreshToken: Grant = {
       },
       client,
       ctx,
-      { account, refresh: true },
+      { account, refresh: true, proof },
     )
     if (!refreshRecord) throw new Error('rotation produced no refresh token')
     const rotated = await ctx.store.refreshTokens.rotate(id, refreshRecord, now)

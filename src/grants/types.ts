@@ -5,6 +5,7 @@
  */
 import type { AuthenticatedClient } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
+import type { DpopProof } from '../dpop/proof.ts'
 import type { Params } from '../http.ts'
 
 export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials'
@@ -15,13 +16,18 @@ export interface Grant {
   permission: string
   /** Whether public clients may use it. */
   allowPublic: boolean
-  handle(params: Params, auth: AuthenticatedClient, ctx: Context): Promise<TokenResponse>
+  /**
+   * Issues the tokens. `proof`: the request's checked DPoP proof (RFC 9449 §5), if it sent one;
+   * the access token is then bound to its key (`cnf.jkt`) and the response's `token_type` is DPoP.
+   */
+  handle(params: Params, auth: AuthenticatedClient, ctx: Context, proof?: DpopProof): Promise<TokenResponse>
 }
 
 /** RFC 6749 §5.1 token response. */
 export interface TokenResponse {
   access_token: string
-  token_type: 'Bearer'
+  /** RFC 9449 §5: `DPoP` for an access token bound to the proof's key. */
+  token_type: 'Bearer' | 'DPoP'
   expires_in: number
   refresh_token?: string
   id_token?: string

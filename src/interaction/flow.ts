@@ -4,11 +4,12 @@
  * session, starting an interaction (built-in pages or the host's hook), completing it, keeping the
  * session (single sign-on) and issuing the authorization code.
  */
-import { isSelfRegistered, selfRegistrationNotice } from '../clients.ts'
+import { isSelfRegistered, selfRegistrationNotice } from '../client_record.ts'
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
-import { appendQuery, errorRedirect, redirect } from '../endpoints/authorize.ts'
+import { appendQuery, errorRedirect, redirect } from '../authorization_response.ts'
 import { errorPage } from '../pages.ts'
+import { codeTtl } from '../profile.ts'
 import type { ClientRecord, CodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken } from '../tokens/opaque.ts'
 import type { InteractionResult, LoginResult, PendingInteraction } from './types.ts'
@@ -30,6 +31,11 @@ export interface AuthorizationRequest {
   idTokenHintSub?: string
   /** Validated `resource` values (RFC 8707): the code remembers them. */
   resources?: string[]
+  /**
+   * The DPoP key the code is bound to (RFC 9449 §10): `dpop_jkt`, or the key of the pushed
+   * request's proof. Kept in the interaction, so a resumed request still binds it.
+   */
+  dpopJkt?: string
 }
 
 /** The authenticated end-user of a completed sign-in or a live session. */
@@ -290,7 +296,8 @@ export async function issueCodeRedirect(
     sid: session.sid,
     authTime: auth.authTime,
     issuedAt: now,
-    expiresAt: now + (client.lifetimes.authorizationCode ?? ctx.config.authorizationCodeTtl),
+    // The client's or the service's lifetime, capped by the profile (FAPI 2.0 §5.3.2.1).
+    expiresAt: now + codeTtl(client, ctx.config),
     ...(auth.acr !== undefined ? { acr: auth.acr } : {}),
     ...(auth.amr !== undefined ? { amr: auth.amr } : {}),
     ...(authRequest.nonce !== undefined ? { nonce: authRequest.nonce } : {}),
@@ -299,6 +306,7 @@ export async function issueCodeRedirect(
       : {}),
     ...(authRequest.maxAge !== undefined ? { requireAuthTime: true } : {}),
     ...(authRequest.resources?.length ? { resources: authRequest.resources } : {}),
+    ...(authRequest.dpopJkt !== undefined ? { dpopJkt: authRequest.dpopJkt } : {}),
   }
   await ctx.store.codes.insert(record)
   const params = new URLSearchParams({ code })

@@ -13,6 +13,7 @@ export type EndpointName =
   | 'discovery'
   | 'jwks'
   | 'token'
+  | 'par'
   | 'introspection'
   | 'revocation'
   | 'userinfo'
@@ -29,6 +30,10 @@ export type ClientAuthenticationFailure =
   | 'missing_secret'
   | 'network_not_allowed'
   | 'throttled'
+  | 'invalid_assertion'
+  | 'keys_unavailable'
+  | 'replayed'
+  | 'method_not_allowed'
 
 /** What was throttled: a client authentication (token, introspection, revocation) or a sign-in. */
 export type ThrottledKind = 'client_authentication' | 'sign_in'

@@ -4,7 +4,8 @@
  * Atomicity comes from doing each check-and-set with no `await` in between.
  *
  * Clients and keys (few, read through caches) are objects in Maps. Everything that grows with
- * traffic (codes, refresh tokens, sessions, interactions, revocations, attempt counters) is kept
+ * traffic (codes, refresh tokens, sessions, interactions, revocations, attempt counters, pushed
+ * requests, used one-time identifiers) is kept
  * as JSON bytes in a `PackedRecordMap`, outside the JavaScript heap's pages: a million refresh
  * tokens then cost the garbage collector nothing (see packed_map.ts for the measurements).
  * Every read returns a fresh copy, so callers never share the store's records.
@@ -16,6 +17,7 @@ import type {
   Consumed,
   InteractionRecord,
   KeyRecord,
+  PushedRequestRecord,
   RefreshTokenRecord,
   SessionRecord,
   Store,
@@ -62,6 +64,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   const accessTokens = new PackedRecordMap<{ expiresAt: number }>(packed)
   const keys = new Map<string, KeyRecord>()
   const attempts = new PackedRecordMap<{ count: number; expiresAt: number }>(packed)
+  const pushedRequests = new PackedRecordMap<PushedRequestRecord>(packed)
+  const replays = new PackedRecordMap<{ expiresAt: number }>(packed)
 
   return {
     clients: {
@@ -186,8 +190,38 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         keys.set(record.kid, clone(record))
       },
     },
+    pushedRequests: {
+      async put(record) {
+        pushedRequests.set(record.id, record)
+      },
+      async take(id, at) {
+        const record = pushedRequests.get(id)
+        if (!record) return undefined
+        pushedRequests.delete(id)
+        return record.expiresAt > at ? record : undefined
+      },
+    },
+    replays: {
+      async use(key, expiresAt, at) {
+        const existing = replays.get(key)
+        if (existing && existing.expiresAt > at) return false
+        replays.set(key, { expiresAt })
+        return true
+      },
+    },
     sweep() {
-      for (const map of [codes, refreshTokens, sessions, interactions, families, accessTokens, attempts]) map.sweep()
+      const maps = [
+        codes,
+        refreshTokens,
+        sessions,
+        interactions,
+        families,
+        accessTokens,
+        attempts,
+        pushedRequests,
+        replays,
+      ]
+      for (const map of maps) map.sweep()
     },
   }
 }

@@ -17,9 +17,10 @@
  * (its live entries moved to the active segment) and released. Records are copied by JSON on the
  * way in and out, so callers never share them.
  *
- * Cost at scale (measured; README.md, Performance): with a million entries a lookup misses the
- * caches and the TLB in the index and again at the record. Hash and location in two arrays (two
- * lines on two pages per probe) cost ~2.7 points more of introspection throughput at 1M tokens.
+ * Cost at scale (measured; bench/README.md, "A million stored tokens"): with a million entries a
+ * lookup misses the caches and the TLB in the index and again at the record. Hash and location in
+ * two arrays (two lines on two pages per probe) cost ~2.7 points more of introspection throughput
+ * at 1M tokens.
  */
 
 const SEGMENT_BYTES = 1 << 20

@@ -8,12 +8,14 @@
 import type { Redis, RedisOptions } from 'ioredis'
 import { importOptional } from '../optional_import.ts'
 import { StoreUnavailableError } from '../errors.ts'
+import { membershipBatch } from './membership_batch.ts'
 import type {
   ClientRecord,
   CodeRecord,
   Consumed,
   InteractionRecord,
   KeyRecord,
+  PushedRequestRecord,
   RefreshTokenRecord,
   SessionRecord,
   Store,
@@ -74,6 +76,14 @@ if e <= tonumber(ARGV[1]) then
 end
 return {redis.call('HINCRBY', KEYS[1], 'n', 1), e}`
 
+// Records a one-time identifier as a marker holding its end (ARGV end, now, ttl) unless a live
+// one exists: 1 when this call recorded it. A marker whose end passed is taken over even before
+// its native expiry removes it (the end decides, as everywhere in this store).
+const USE_ONCE = `
+if tonumber(redis.call('GET', KEYS[1]) or '0') > tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+return 1`
+
 const CLIENT_INSERT = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX') then redis.call('SADD', KEYS[2], ARGV[2]) return 1 end
 return 0`
@@ -98,6 +108,7 @@ interface ScriptedRedis extends Redis {
   ): Promise<ScriptResult>
   gatehousePutOnce(key: string, record: string, expiresAt: number, ttl: number): Promise<number>
   gatehouseExtend(key: string, until: number, ttl: number): Promise<number>
+  gatehouseUseOnce(key: string, expiresAt: number, at: number, ttl: number): Promise<number>
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
   gatehouseClientSwap(key: string, record: string, expected: string): Promise<number>
   gatehouseAttempt(key: string, at: number, resetAt: number, ttl: number): Promise<[number, number]>
@@ -120,6 +131,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   redis.defineCommand('gatehouseRotate', { numberOfKeys: 2, lua: ROTATE })
   redis.defineCommand('gatehousePutOnce', { numberOfKeys: 1, lua: PUT_ONCE })
   redis.defineCommand('gatehouseExtend', { numberOfKeys: 1, lua: EXTEND })
+  redis.defineCommand('gatehouseUseOnce', { numberOfKeys: 1, lua: USE_ONCE })
   redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
   redis.defineCommand('gatehouseClientSwap', { numberOfKeys: 1, lua: CLIENT_SWAP })
   redis.defineCommand('gatehouseAttempt', { numberOfKeys: 1, lua: ATTEMPT })
@@ -163,10 +175,16 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     return consumedAt == null ? record : { ...record, consumedAt: Number(consumedAt) }
   }
 
-  async function isMarked(key: string): Promise<boolean> {
-    const until = await redis.get(key)
-    return until !== null && Number(until) > now()
-  }
+  // Revocation checks (every introspection and refresh) made together or while others are in
+  // flight share one MGET (#20): introspection's token and grant checks are one command.
+  const isMarked = membershipBatch(async (keys) => {
+    const values = await redis.mget(keys)
+    const at = now()
+    return keys.filter((_, i) => {
+      const until = values[i]
+      return until !== null && until !== undefined && Number(until) > at
+    })
+  })
 
   const store: RedisStore = {
     clients: {
@@ -295,6 +313,28 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         }),
       put: (record) =>
         run('keys.put', async () => void (await redis.hset(`${prefix}keys`, record.kid, JSON.stringify(record)))),
+    },
+    pushedRequests: {
+      put: (record) =>
+        run(
+          'pushedRequests.put',
+          async () => void (await redis.set(k('par', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt))),
+        ),
+      take: (id, at) =>
+        run('pushedRequests.take', async () => {
+          // RFC 9126 §4: a request_uri is one-time use. GETDEL hands the value to one caller.
+          const value = await redis.getdel(k('par', id))
+          if (value === null) return undefined
+          const record = JSON.parse(value) as PushedRequestRecord
+          return record.expiresAt > at ? record : undefined
+        }),
+    },
+    replays: {
+      use: (key, expiresAt, at) =>
+        run(
+          'replays.use',
+          async () => (await redis.gatehouseUseOnce(k('replay', key), expiresAt, at, ttl(expiresAt))) === 1,
+        ),
     },
     async connect() {
       if (redis.status === 'ready') return

@@ -3,6 +3,18 @@
  * The storage contract every adapter (memory, PostgreSQL, Redis, …) implements. All state of the
  * service goes through it; one-time use and rotation are atomic here, not in the callers.
  */
+import type { SigningAlgorithm } from '../keys/algorithms.ts'
+
+/**
+ * How a client authenticates at the token, introspection, revocation and PAR endpoints (RFC 7591
+ * §2 `token_endpoint_auth_method`; `private_key_jwt` is RFC 7523 / OpenID Connect Core §9).
+ */
+export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'none'
+
+/** A public JSON Web Key Set (RFC 7517 §5): a client's keys for private_key_jwt. */
+export interface PublicJwkSet {
+  keys: Array<{ kty: 'RSA' | 'EC' | 'OKP'; [member: string]: unknown }>
+}
 
 /** Outcome of a one-time operation. Across concurrent callers, at most one sees `ok`. */
 export type Consumed<T> =
@@ -42,6 +54,24 @@ export interface ClientRecord {
   requirePkce: boolean
   /** CIDR ranges the client may authenticate from; absent: anywhere. */
   allowedNetworks?: string[]
+  /**
+   * The alg of the client's ID tokens (OpenID Connect Registration §2 `id_token_signed_response_alg`),
+   * one of the algs discovery lists; absent: the service's `idTokenSigningAlg`.
+   */
+  idTokenSignedResponseAlg?: SigningAlgorithm
+  /**
+   * The one way the client authenticates. Absent: with its secret, in the Authorization header or
+   * the form (`client_secret_basic` / `client_secret_post`), or, without a secret, `none`.
+   */
+  tokenEndpointAuthMethod?: TokenEndpointAuthMethod
+  /** The client's public keys for `private_key_jwt`, inline (or `jwksUri`). */
+  jwks?: PublicJwkSet
+  /** Where the client publishes its public keys for `private_key_jwt` (or `jwks`). */
+  jwksUri?: string
+  /** Authorization requests must be pushed first (RFC 9126 §5 `require_pushed_authorization_requests`). */
+  requirePushedAuthorizationRequests?: boolean
+  /** Access tokens must be DPoP-bound (RFC 9449): token requests without a DPoP proof are refused. */
+  requireDpop?: boolean
   /** Per-client lifetimes (seconds) overriding the service defaults. */
   lifetimes: {
     accessToken?: number
@@ -115,6 +145,11 @@ export interface CodeRecord {
   requireAuthTime?: boolean
   /** The resources (RFC 8707) of the authorization request; the token request may name a subset. */
   resources?: string[]
+  /**
+   * The DPoP key the code is bound to (RFC 9449 §10: `dpop_jkt` at authorization, or the proof
+   * of the pushed request): redemption needs a proof made with that key.
+   */
+  dpopJkt?: string
   /** Issue time (epoch s). */
   issuedAt: number
   /** Expiry (epoch s); an expired code is `missing`. */
@@ -144,6 +179,8 @@ export interface RefreshTokenRecord {
   familyExpiresAt: number
   /** The resources (RFC 8707) of the grant; a refresh may name a subset. */
   resources?: string[]
+  /** A public client's refresh token is bound to its DPoP key (RFC 9449 §5): refreshing needs a proof with it. */
+  dpopJkt?: string
   /** Set once by `rotate`. */
   consumedAt?: number
 }
@@ -188,6 +225,20 @@ export interface InteractionRecord {
   /** A failed sign-in's message to show on the form. */
   message?: string
   /** Expiry (epoch s). */
+  expiresAt: number
+}
+
+/** A pushed authorization request (RFC 9126), stored under the id its `request_uri` carries. */
+export interface PushedRequestRecord {
+  /** base64url SHA-256 of the random reference at the end of `urn:ietf:params:oauth:request_uri:`. */
+  id: string
+  /** The client that pushed it: only that client may use it at the authorization endpoint. */
+  clientId: string
+  /** The pushed authorization request parameters, in order (a name may repeat, e.g. `resource`). */
+  params: Array<[string, string]>
+  /** The JWK thumbprint of the DPoP proof that came with the push (RFC 9449 §10.1), if any. */
+  dpopJkt?: string
+  /** Expiry (epoch s); an expired request is missing. */
   expiresAt: number
 }
 
@@ -282,6 +333,24 @@ export interface Store {
   keys: {
     list(): Promise<KeyRecord[]>
     put(record: KeyRecord): Promise<void>
+  }
+  /** Pushed authorization requests (RFC 9126): each `request_uri` is used once. */
+  pushedRequests: {
+    put(record: PushedRequestRecord): Promise<void>
+    /** Atomically removes and returns it; undefined when unknown or expired. */
+    take(id: string, now: number): Promise<PushedRequestRecord | undefined>
+  }
+  /**
+   * Identifiers that may be used once, shared by every instance: DPoP proof `jti`s (RFC 9449 §11.1)
+   * and client assertion `jti`s (RFC 7523 §3). Keys are namespaced by the caller (`dpop:…`, `jwt:…`).
+   */
+  replays: {
+    /**
+     * Atomically records `key` until `expiresAt` (epoch s). True when this call recorded it; false
+     * when it was already recorded and that record has not expired (a replay). Of concurrent calls
+     * with one key, exactly one gets true.
+     */
+    use(key: string, expiresAt: number, now: number): Promise<boolean>
   }
   /** Releases connections. */
   close?(): Promise<void>

@@ -1,7 +1,8 @@
 /**
  * @module tokens/access_token
  * JWT access tokens per RFC 9068: `typ: at+jwt`, claims iss, sub, aud, exp, iat, jti, client_id,
- * scope; and their verification for introspection, userinfo and revocation.
+ * scope, and `cnf.jkt` when DPoP-bound (RFC 9449 §6.1); and their verification for introspection,
+ * userinfo and revocation.
  */
 import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
 import type { Keyring, SigningKey } from '../keys/keyring.ts'
@@ -30,6 +31,8 @@ export interface AccessTokenClaims extends JWTPayload {
    * The claim name is Auth0's for the same purpose; user tokens have none (they carry auth_time).
    */
   gty?: 'client_credentials'
+  /** RFC 9449 §6.1: the thumbprint of the DPoP key the token is bound to. */
+  cnf?: { jkt: string }
 }
 
 export interface IssueAccessTokenInput {
@@ -45,6 +48,8 @@ export interface IssueAccessTokenInput {
   sid?: string
   /** The token represents the client itself (client_credentials): adds `gty`. */
   client?: boolean
+  /** The JWK thumbprint of the DPoP proof's key (RFC 9449 §6.1): adds `cnf.jkt`. */
+  jkt?: string
 }
 
 /** An access token and its claims. */
@@ -75,6 +80,7 @@ export function issueAccessToken(
   if (input.familyId !== undefined) claims.gid = input.familyId
   if (input.sid !== undefined) claims.sid = input.sid
   if (input.client) claims.gty = 'client_credentials'
+  if (input.jkt !== undefined) claims.cnf = { jkt: input.jkt }
   const token = signJwt(claims, 'at+jwt', key)
   return typeof token === 'string' ? { token, claims } : token.then((signed) => ({ token: signed, claims }))
 }
@@ -113,6 +119,8 @@ export async function verifyAccessToken(
     })
     if (typeof payload.client_id !== 'string' || typeof payload.jti !== 'string') return undefined
     if (typeof payload.scope !== 'string') return undefined
+    if (payload.cnf !== undefined && typeof (payload.cnf as { jkt?: unknown } | null)?.jkt !== 'string')
+      return undefined
     return payload as AccessTokenClaims
   } catch (err) {
     if (err instanceof errors.JOSEError) return undefined

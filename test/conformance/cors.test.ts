@@ -249,7 +249,7 @@ describe('CORS: the token, userinfo and revocation endpoints', () => {
 })
 
 describe('CORS: preflight', () => {
-  it('CORS-08: token preflight: 204 with POST, content-type and authorization by name (no dpop: DPoP is not implemented), Max-Age', async () => {
+  it('CORS-08: token preflight: 204 with POST, content-type, authorization and dpop (RFC 9449) by name, Max-Age', async () => {
     const { service } = await makeService()
     const response = await service.fetch(preflight(TOKEN, SPA, 'POST', 'authorization,content-type'))
     expect(response.status).toBe(204)
@@ -258,8 +258,7 @@ describe('CORS: preflight', () => {
     expect(varyList(response)).toContain('origin')
     expect(response.headers.get('access-control-allow-methods')).toBe('POST')
     const allowed = (response.headers.get('access-control-allow-headers') ?? '').split(/,\s*/)
-    expect(allowed).toEqual(expect.arrayContaining(['authorization', 'content-type']))
-    expect(allowed).not.toContain('dpop')
+    expect(allowed).toEqual(expect.arrayContaining(['authorization', 'content-type', 'dpop']))
     expect(allowed).not.toContain('*')
     expect(Number(response.headers.get('access-control-max-age'))).toBeGreaterThan(0)
     expect(response.headers.get('access-control-allow-credentials')).toBeNull()

@@ -37,6 +37,8 @@ function faultyStore(now: () => number) {
     revocations: wrap('revocations', inner.revocations),
     attempts: wrap('attempts', inner.attempts),
     keys: wrap('keys', inner.keys),
+    pushedRequests: wrap('pushedRequests', inner.pushedRequests),
+    replays: wrap('replays', inner.replays),
   }
   return { store, failing }
 }

@@ -37,6 +37,10 @@ const ERROR_CODES = new Set([
   'unsupported_token_type',
   'invalid_target',
   'temporarily_unavailable',
+  // RFC 9126 (PAR) and RFC 9449 (DPoP)
+  'invalid_request_uri',
+  'invalid_dpop_proof',
+  'use_dpop_nonce',
 ])
 
 /** RFC 6749 §5.2: error_description characters. */
@@ -150,7 +154,7 @@ export function checkApi(response: Response, body: string, method: string): void
       expect(typeof json.error_description).toBe('string')
       expect(json.error_description as string).toMatch(NQSCHAR)
     }
-    if (response.status === 401) expect(response.headers.get('www-authenticate')).toMatch(/^(Basic|Bearer) /)
+    if (response.status === 401) expect(response.headers.get('www-authenticate')).toMatch(/^(Basic|Bearer|DPoP) /)
     if (response.status === 405) expect(response.headers.get('allow')).toMatch(/^[A-Z]+(, [A-Z]+)*$/)
   }
 }

@@ -27,8 +27,8 @@ export interface Gatehouse {
   failNext(pathname: string, response: () => Response): void
   /** A client_credentials token from the token endpoint (default client `service`, scope api1). */
   token(client?: { clientId: string; clientSecret: string }, scope?: string): Promise<string>
-  /** Signs `claims` with the service's current ES256 access token key (to forge headers and claims). */
-  forge(claims: JWTPayload, header?: { typ?: string }): Promise<string>
+  /** Signs `claims` with the service's current ES256 (or `alg`) key (to forge headers and claims). */
+  forge(claims: JWTPayload, header?: { typ?: string; alg?: string }): Promise<string>
   close(): Promise<void>
 }
 
@@ -85,14 +85,13 @@ export async function startGatehouse(options: Partial<TokenServiceOptions> = {})
     },
     async forge(claims, header = {}) {
       const now = time.now()
+      const alg = header.alg ?? 'ES256'
       const record = (await created.store.keys.list()).find(
-        (r) => r.alg === 'ES256' && r.activatesAt <= now && (r.retiresAt === undefined || r.retiresAt > now),
+        (r) => r.alg === alg && r.activatesAt <= now && (r.retiresAt === undefined || r.retiresAt > now),
       )
-      if (!record) throw new Error('no ES256 signing key')
-      const key = await importJWK(record.privateJwk as Parameters<typeof importJWK>[0], 'ES256')
-      return new SignJWT(claims)
-        .setProtectedHeader({ alg: 'ES256', kid: record.kid, typ: header.typ ?? 'at+jwt' })
-        .sign(key)
+      if (!record) throw new Error(`no ${alg} signing key`)
+      const key = await importJWK(record.privateJwk as Parameters<typeof importJWK>[0], alg)
+      return new SignJWT(claims).setProtectedHeader({ alg, kid: record.kid, typ: header.typ ?? 'at+jwt' }).sign(key)
     },
     async close() {
       server.closeAllConnections()

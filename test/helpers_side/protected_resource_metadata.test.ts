@@ -27,10 +27,17 @@ const MCP_METADATA = 'https://mcp.example.test/.well-known/oauth-protected-resou
 /** RFC 9110 §11.6.1 challenge: `Bearer` and comma-separated quoted params. */
 const CHALLENGE = /^Bearer [a-z_]+="[\x20\x21\x23-\x5b\x5d-\x7e]*"(?:, [a-z_]+="[\x20\x21\x23-\x5b\x5d-\x7e]*")*$/
 
-/** The auth-param names of a challenge, in order, and their values. */
-function params(challenge: string | null): Record<string, string> {
+/** The default DPoP proof algorithms, as the helper advertises them. */
+const ALGS = 'ES256 EdDSA Ed25519 RS256 PS256 ES384'
+/** RFC 9449 §7.2: after the Bearer challenge, the DPoP one says which proof algs are accepted. */
+const DPOP = `, DPoP algs="${ALGS}"`
+
+/** The auth-param names of the Bearer challenge (the DPoP one after it stripped), and their values. */
+function params(header: string | null): Record<string, string> {
+  expect(header?.endsWith(DPOP)).toBe(true)
+  const challenge = (header ?? '').slice(0, -DPOP.length)
   expect(challenge).toMatch(CHALLENGE)
-  return Object.fromEntries([...(challenge ?? '').matchAll(/([a-z_]+)="([^"]*)"/g)].map((m) => [m[1], m[2]]))
+  return Object.fromEntries([...challenge.matchAll(/([a-z_]+)="([^"]*)"/g)].map((m) => [m[1], m[2]]))
 }
 
 function refused(result: VerifyResult): Response {
@@ -76,6 +83,7 @@ describe('RFC 9728 metadata document and its location', () => {
       authorization_servers: [ISSUER],
       scopes_supported: ['mcp', 'mcp.admin'],
       bearer_methods_supported: ['header'],
+      dpop_signing_alg_values_supported: ALGS.split(' '),
       resource_name: 'Example MCP server',
       resource_documentation: 'https://docs.example.test/mcp',
     }
@@ -131,6 +139,7 @@ describe('RFC 9728 metadata document and its location', () => {
         resource,
         authorization_servers: [ISSUER],
         bearer_methods_supported: ['header'],
+        dpop_signing_alg_values_supported: ALGS.split(' '),
       })
     }
   })
@@ -165,7 +174,7 @@ describe('RFC 9728 metadata document and its location', () => {
     ).toBe('http://localhost:3000/.well-known/oauth-protected-resource/mcp')
   })
 
-  it('without `resource`: no metadata, and the challenges are as before', async () => {
+  it('without `resource`: no metadata, and the challenges are as before (RFC 9449 §7.2: DPoP after Bearer)', async () => {
     const plain = createResourceServer({ issuer: ISSUER, audience: 'api1', requiredScopes: ['api1'] })
     expect(plain.resource).toBeUndefined()
     expect(plain.metadataPath).toBeUndefined()
@@ -173,10 +182,12 @@ describe('RFC 9728 metadata document and its location', () => {
     expect(() => plain.metadata()).toThrow(TypeError)
     expect(() => plain.metadataResponse()).toThrow(/^resource:/)
     expect(() => plain.metadataHandler(new Request(MCP_METADATA))).toThrow(TypeError)
-    expect(refused(await plain.verify(new Request(MCP))).headers.get('www-authenticate')).toBe('Bearer realm="api1"')
+    expect(refused(await plain.verify(new Request(MCP))).headers.get('www-authenticate')).toBe(
+      `Bearer realm="api1"${DPOP}`,
+    )
     const invalid = refused(await plain.verify(bearer('not-a-jwt'))).headers.get('www-authenticate')
     expect(invalid).toBe(
-      'Bearer realm="api1", error="invalid_token", error_description="the access token is not a JWT"',
+      `Bearer realm="api1", error="invalid_token", error_description="the access token is not a JWT"${DPOP}`,
     )
     // protect() does not serve the well-known path without `resource`
     const guarded = plain.protect(() => new Response('data'))
@@ -215,7 +226,7 @@ describe('challenges name the metadata (RFC 9728 §5.1) and the aud check uses t
       const response = refused(result)
       expect(response.status).toBe(401)
       const challenge = response.headers.get('www-authenticate')
-      expect(challenge).toBe(`Bearer realm="${MCP}", resource_metadata="${MCP_METADATA}", scope="mcp"`)
+      expect(challenge).toBe(`Bearer realm="${MCP}", resource_metadata="${MCP_METADATA}", scope="mcp"${DPOP}`)
       expect(params(challenge)).not.toHaveProperty('error')
       expect(params(challenge)).not.toHaveProperty('error_description')
     }
@@ -225,7 +236,7 @@ describe('challenges name the metadata (RFC 9728 §5.1) and the aud check uses t
     // without required scopes, no scope attribute
     const open = createResourceServer({ issuer: gh.issuer, resource: MCP, allowInsecureRequests: true })
     expect(refused(await open.verify(new Request(MCP))).headers.get('www-authenticate')).toBe(
-      `Bearer realm="${MCP}", resource_metadata="${MCP_METADATA}"`,
+      `Bearer realm="${MCP}", resource_metadata="${MCP_METADATA}"${DPOP}`,
     )
   })
 

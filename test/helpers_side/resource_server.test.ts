@@ -15,8 +15,12 @@ import { type Gatehouse, WRITER, startGatehouse } from './gatehouse.ts'
 const JWKS = '/.well-known/jwks.json'
 const DISCOVERY = '/.well-known/openid-configuration'
 
-/** RFC 9110 §11.6.1 challenge: `Bearer` alone, or `Bearer` and comma-separated quoted params. */
-const CHALLENGE = /^Bearer(?: [a-z_]+="[\x20\x21\x23-\x5b\x5d-\x7e]*"(?:, [a-z_]+="[\x20\x21\x23-\x5b\x5d-\x7e]*")*)?$/
+/**
+ * RFC 9110 §11.6.1 challenges: `Bearer` alone or with comma-separated quoted params, then (RFC 9449
+ * §7.2: both schemes accepted) `DPoP algs="…"`.
+ */
+const CHALLENGE =
+  /^Bearer(?: [a-z_]+="[\x20\x21\x23-\x5b\x5d-\x7e]*"(?:, [a-z_]+="[\x20\x21\x23-\x5b\x5d-\x7e]*")*)?, DPoP algs="[A-Za-z0-9 ]+"$/
 
 /** Asserts a refusal: status, error code, challenge (only on 401/403), JSON body, no-store, no token echoed. */
 async function expectRefused(result: VerifyResult, status: number, error: string | undefined, token?: string) {
@@ -98,13 +102,13 @@ describe('resource server against a running Gatehouse', () => {
     expect(refused.status).toBe(401)
   })
 
-  it('UI-06 X-04: no token, or another scheme → 401 `Bearer realm="api1"` without an error attribute', async () => {
+  it('UI-06 X-04 RFC 9449 §7.2: no token, or another scheme → 401 `Bearer realm="api1", DPoP algs` without an error attribute', async () => {
     for (const request of [
       new Request('https://api.example.test/'),
       new Request('https://api.example.test/', { headers: { authorization: 'Basic c2VydmljZTpzZWNyZXQ=' } }),
     ]) {
       const { challenge } = (await expectRefused(await rs.verify(request), 401, undefined)) ?? {}
-      expect(challenge).toBe('Bearer realm="api1"')
+      expect(challenge).toBe('Bearer realm="api1", DPoP algs="ES256 EdDSA Ed25519 RS256 PS256 ES384"')
     }
     await expectRefused(await rs.verify(''), 401, undefined)
   })

@@ -5,8 +5,8 @@
  *   describeStorageContract({ name: 'memory', create: ({ now }) => createMemoryStore({ now }) })
  *
  * The suite owns the clock. `create` receives `now` (epoch seconds) and the adapter must use it
- * wherever it decides expiry on its own (sessions, interactions, revocations); `consume` and
- * `rotate` also get `now` as an argument. The clock starts at the real current time, so an adapter
+ * wherever it decides expiry on its own (sessions, interactions, revocations); `consume`, `rotate`,
+ * `pushedRequests.take` and `replays.use` also get `now` as an argument. The clock starts at the real current time, so an adapter
  * relying on native TTLs still treats fresh records as live; tests it cannot honour (because they
  * move the clock) are listed in `skip` with a reason.
  *
@@ -21,6 +21,7 @@ import type {
   Consumed,
   InteractionRecord,
   KeyRecord,
+  PushedRequestRecord,
   RefreshTokenRecord,
   SessionRecord,
   Store,
@@ -120,6 +121,25 @@ export function interactionRecord(now: number, overrides: Partial<InteractionRec
     csrf: 'csrf-token',
     request: { clientId: 'web', scope: 'openid', redirectUri: 'https://rp.example.test/cb', nested: { a: [1, 2] } },
     expiresAt: now + 900,
+    ...overrides,
+  }
+}
+
+export function pushedRequestRecord(now: number, overrides: Partial<PushedRequestRecord> = {}): PushedRequestRecord {
+  return {
+    id: uniqueId('par'),
+    clientId: 'web',
+    params: [
+      ['response_type', 'code'],
+      ['client_id', 'web'],
+      ['redirect_uri', 'https://rp.example.test/cb'],
+      ['scope', 'openid profile'],
+      ['resource', 'https://api.example.test/'],
+      ['resource', 'https://mcp.example.test/mcp'],
+      ['code_challenge', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'],
+      ['code_challenge_method', 'S256'],
+    ],
+    expiresAt: now + 60,
     ...overrides,
   }
 }
@@ -749,6 +769,103 @@ export function describeStorageContract(options: StorageContractOptions): void {
         const results = await Promise.all(Array.from({ length: 100 }, () => store.attempts.hit(key, 300, now)))
         expect(results.map((r) => r.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1))
         expect((await store.attempts.get(key, now))?.count).toBe(100)
+      })
+    })
+
+    describe('pushed requests', () => {
+      test('#21 put then take returns the record, params in order with repeats; a second take is undefined', async () => {
+        const record = pushedRequestRecord(now, { dpopJkt: 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs' })
+        await store.pushedRequests.put(record)
+        expect(await store.pushedRequests.take(record.id, now)).toEqual(record)
+        expect(await store.pushedRequests.take(record.id, now)).toBeUndefined()
+        const plain = pushedRequestRecord(now)
+        await store.pushedRequests.put(plain)
+        expect(await store.pushedRequests.take(plain.id, now)).toEqual(plain)
+      })
+
+      test('#21 take of an unknown id is undefined', async () => {
+        expect(await store.pushedRequests.take(uniqueId('par'), now)).toBeUndefined()
+      })
+
+      test('#21 an expired pushed request is undefined, whether the clock or the now argument passed its expiry', async () => {
+        const live = pushedRequestRecord(now, { expiresAt: now + 60 })
+        const byArgument = pushedRequestRecord(now, { expiresAt: now + 60 })
+        const byClock = pushedRequestRecord(now, { expiresAt: now + 60 })
+        for (const record of [live, byArgument, byClock]) await store.pushedRequests.put(record)
+        expect(await store.pushedRequests.take(live.id, now + 59)).toEqual(live)
+        expect(await store.pushedRequests.take(byArgument.id, now + 60)).toBeUndefined()
+        advance(60)
+        expect(await store.pushedRequests.take(byClock.id, now)).toBeUndefined()
+        expect(await store.pushedRequests.take(byArgument.id, now)).toBeUndefined()
+      })
+
+      test('#21 take is atomic: of 20 concurrent takes exactly one gets the record', async () => {
+        const record = pushedRequestRecord(now)
+        await store.pushedRequests.put(record)
+        const results = await Promise.all(Array.from({ length: 20 }, () => store.pushedRequests.take(record.id, now)))
+        expect(results.filter((r) => r !== undefined)).toEqual([record])
+      })
+
+      test('#21 taking one pushed request leaves the others', async () => {
+        const records = Array.from({ length: 5 }, () => pushedRequestRecord(now))
+        await Promise.all(records.map((record) => store.pushedRequests.put(record)))
+        const [first, ...rest] = records as [PushedRequestRecord, ...PushedRequestRecord[]]
+        expect(await store.pushedRequests.take(first.id, now)).toEqual(first)
+        expect(await Promise.all(rest.map((record) => store.pushedRequests.take(record.id, now)))).toEqual(rest)
+      })
+    })
+
+    describe('replays', () => {
+      test('#21 use records a new key (true); using it again is a replay (false) until it expires, then true again', async () => {
+        const key = `dpop:${uniqueId('jti')}`
+        expect(await store.replays.use(key, now + 60, now)).toBe(true)
+        expect(await store.replays.use(key, now + 60, now)).toBe(false)
+        advance(59)
+        expect(await store.replays.use(key, now + 60, now)).toBe(false)
+        advance(1)
+        expect(await store.replays.use(key, now + 60, now)).toBe(true)
+        expect(await store.replays.use(key, now + 60, now)).toBe(false)
+      })
+
+      test('#21 the now argument decides expiry of use too', async () => {
+        const key = `jwt:${uniqueId('jti')}`
+        expect(await store.replays.use(key, now + 60, now)).toBe(true)
+        expect(await store.replays.use(key, now + 120, now + 59)).toBe(false)
+        expect(await store.replays.use(key, now + 120, now + 60)).toBe(true)
+        expect(await store.replays.use(key, now + 120, now + 119)).toBe(false)
+      })
+
+      test('#21 a replay does not extend the record', async () => {
+        const key = `dpop:${uniqueId('jti')}`
+        expect(await store.replays.use(key, now + 60, now)).toBe(true)
+        expect(await store.replays.use(key, now + 3600, now + 1)).toBe(false)
+        advance(60)
+        expect(await store.replays.use(key, now + 60, now)).toBe(true)
+      })
+
+      test('#21 use is atomic: of 20 concurrent uses of one key exactly one is true', async () => {
+        const key = `dpop:${uniqueId('jti')}`
+        const results = await Promise.all(Array.from({ length: 20 }, () => store.replays.use(key, now + 60, now)))
+        expect(results.filter(Boolean)).toHaveLength(1)
+      })
+
+      test('#21 of 20 concurrent uses of a key whose record expired exactly one is true', async () => {
+        const key = `jwt:${uniqueId('jti')}`
+        expect(await store.replays.use(key, now + 60, now)).toBe(true)
+        advance(60)
+        const results = await Promise.all(Array.from({ length: 20 }, () => store.replays.use(key, now + 60, now)))
+        expect(results.filter(Boolean)).toHaveLength(1)
+      })
+
+      test('#21 different keys are independent, also when used at once', async () => {
+        const id = uniqueId('jti')
+        const keys = [`dpop:${id}`, `jwt:${id}`, ...Array.from({ length: 18 }, () => `dpop:${uniqueId('jti')}`)]
+        expect(await Promise.all(keys.map((key) => store.replays.use(key, now + 60, now)))).toEqual(
+          keys.map(() => true),
+        )
+        expect(await Promise.all(keys.map((key) => store.replays.use(key, now + 60, now)))).toEqual(
+          keys.map(() => false),
+        )
       })
     })
 

@@ -9,14 +9,21 @@ import { PGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPgliteStore } from '../../src/storage/pglite.ts'
 import { type SqlClient, createSqlStore } from '../../src/storage/sql/store.ts'
-import { clientRecord, codeRecord, describeStorageContract, refreshRecord, uniqueId } from './contract.ts'
+import {
+  clientRecord,
+  codeRecord,
+  describeStorageContract,
+  pushedRequestRecord,
+  refreshRecord,
+  uniqueId,
+} from './contract.ts'
 import { TABLES } from './sql_helpers.ts'
 
 describe('PGlite store', () => {
   const db = new PGlite()
 
   beforeAll(async () => {
-    expect(await createPgliteStore({ db }).migrate()).toEqual([1, 2])
+    expect(await createPgliteStore({ db }).migrate()).toEqual([1, 2, 3])
   })
   afterAll(async () => {
     await db.close()
@@ -50,6 +57,9 @@ describe('PGlite store', () => {
     const token = refreshRecord(now)
     await store.codes.insert(code)
     await store.refreshTokens.insert(token)
+    const pushed = pushedRequestRecord(now)
+    await store.pushedRequests.put(pushed)
+    const jti = `dpop:${uniqueId('jti')}`
     const count = async (operation: () => Promise<unknown>) => {
       statements.length = 0
       await operation()
@@ -65,6 +75,11 @@ describe('PGlite store', () => {
       'refreshTokens.rotate ok': await count(() => store.refreshTokens.rotate(token.id, next(), now)),
       'refreshTokens.rotate replayed': await count(() => store.refreshTokens.rotate(token.id, next(), now)),
       'refreshTokens.rotate missing': await count(() => store.refreshTokens.rotate(uniqueId('rt'), next(), now)),
+      '#21 pushedRequests.take ok': await count(() => store.pushedRequests.take(pushed.id, now)),
+      '#21 pushedRequests.take missing': await count(() => store.pushedRequests.take(pushed.id, now)),
+      '#21 replays.use new': await count(() => store.replays.use(jti, now + 60, now)),
+      '#21 replays.use replayed': await count(() => store.replays.use(jti, now + 60, now)),
+      '#21 replays.use expired': await count(() => store.replays.use(jti, now + 120, now + 60)),
       'revocations, both checks at once': await count(() =>
         Promise.all([store.revocations.isAccessTokenRevoked('j'), store.revocations.isFamilyRevoked('f')]),
       ),
@@ -78,8 +93,14 @@ describe('PGlite store', () => {
       'refreshTokens.rotate ok': 1,
       'refreshTokens.rotate replayed': 1,
       'refreshTokens.rotate missing': 1,
-      // Sent at once when idle (two slots); under load, waiting checks of both kinds share one query.
-      'revocations, both checks at once': 2,
+      '#21 pushedRequests.take ok': 1,
+      '#21 pushedRequests.take missing': 1,
+      '#21 replays.use new': 1,
+      '#21 replays.use replayed': 1,
+      '#21 replays.use expired': 1,
+      // Checks asked in the same turn (introspection's token and grant) leave as one query; under
+      // load, waiting checks of both kinds share one query too.
+      'revocations, both checks at once': 1,
     })
     expect(transactions).toBe(0)
   })

@@ -34,4 +34,39 @@ describe.runIf(url)('Redis store', () => {
     await expect(store.clients.get('x')).rejects.toBeInstanceOf(StoreUnavailableError)
     await store.close()
   })
+
+  it('#20 revocation checks asked together (introspection: the token and its grant) are one MGET', async () => {
+    const { default: Redis } = await import('ioredis')
+    const monitorPrefix = `${uniqueId('gh-monitor')}:`
+    const store = createRedisStore({ url: url as string, prefix: monitorPrefix })
+    await store.connect()
+    const monitor = await new Redis(url as string).monitor()
+    const commands: string[][] = []
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.slice(1).some((arg) => arg.startsWith(monitorPrefix))) commands.push(args.map(String))
+    })
+    /** Sends a marker command and waits until the monitor has shown it: every earlier command came before. */
+    const settled = async (marker: string): Promise<void> => {
+      await store.clients.get(marker)
+      for (let i = 0; i < 100 && !commands.some((args) => args.some((arg) => arg.endsWith(marker))); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    try {
+      await store.revocations.revokeFamily('family-1', Math.floor(Date.now() / 1000) + 60)
+      await settled('marker-before')
+      commands.length = 0
+      const answers = await Promise.all([
+        store.revocations.isAccessTokenRevoked('jti-1'),
+        store.revocations.isFamilyRevoked('family-1'),
+      ])
+      expect(answers).toEqual([false, true])
+      await settled('marker-after')
+      expect(commands.map((args) => String(args[0]).toLowerCase())).toEqual(['mget', 'get'])
+    } finally {
+      monitor.disconnect()
+      await store.clear()
+      await store.close()
+    }
+  })
 })

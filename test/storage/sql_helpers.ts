@@ -8,6 +8,8 @@ export const TABLES = [
   'revoked_families',
   'revoked_access_tokens',
   'signing_keys',
+  'pushed_requests',
+  'replays',
 ].map((name) => `gatehouse_${name}`)
 
 /** A schema name unique to this test run. */

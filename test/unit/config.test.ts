@@ -175,3 +175,95 @@ describe('client registrations', () => {
     expect(isLoopback(host)).toBe(expected)
   })
 })
+
+describe('#21 the fapi2-security profile in the options', () => {
+  it('FAPI 2.0 §5.4.1: the default RS256 ID token alg becomes ES256; PS256 and EdDSA stay', () => {
+    expect(parseOptions({ issuer: 'https://id.example', profile: 'fapi2-security' }).idTokenSigningAlg).toBe('ES256')
+    expect(
+      parseOptions({ issuer: 'https://id.example', profile: 'fapi2-security', idTokenSigningAlg: 'PS256' })
+        .idTokenSigningAlg,
+    ).toBe('PS256')
+    expect(parseOptions({ issuer: 'https://id.example' }).idTokenSigningAlg).toBe('RS256')
+  })
+
+  it('FAPI 2.0 §5.4.1: an RS256 or ES384 access token alg is refused under the profile', () => {
+    for (const alg of ['RS256', 'ES384']) {
+      expect(() =>
+        parseOptions({ issuer: 'https://id.example', profile: 'fapi2-security', accessTokenSigningAlg: alg }),
+      ).toThrow(`fapi2-security signs with PS256, ES256 or EdDSA only, not ${alg}`)
+    }
+  })
+
+  it('the configuration file takes the #21 service settings', () => {
+    const file = parseConfigFile(
+      JSON.stringify({
+        profile: 'fapi2-security',
+        requirePushedAuthorizationRequests: true,
+        parTtl: 30,
+        dpop: { requireNonce: true },
+      }),
+    )
+    expect(file).toMatchObject({
+      profile: 'fapi2-security',
+      requirePushedAuthorizationRequests: true,
+      parTtl: 30,
+      dpop: { requireNonce: true },
+    })
+    expect(() => parseConfigFile(JSON.stringify({ parTtl: 0 }))).toThrow(/parTtl/)
+  })
+})
+
+describe('#21 client registrations: authentication method, keys and security switches', () => {
+  const jwk = { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }
+  const base = { clientId: 'bank-app', permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'] }
+
+  it('private_key_jwt with jwks or jwksUri is a confidential client without a secret', () => {
+    const inline = parseClientRegistration({
+      ...base,
+      tokenEndpointAuthMethod: 'private_key_jwt',
+      jwks: { keys: [jwk] },
+    })
+    expect(inline.jwks).toEqual({ keys: [jwk] })
+    const remote = parseClientRegistration({
+      ...base,
+      tokenEndpointAuthMethod: 'private_key_jwt',
+      jwksUri: 'https://bank-app.example/jwks.json',
+      requireDpop: true,
+      requirePushedAuthorizationRequests: true,
+      idTokenSignedResponseAlg: 'ES256',
+    })
+    expect(remote).toMatchObject({ requireDpop: true, requirePushedAuthorizationRequests: true })
+    expect(
+      parseClientRegistration({ ...base, tokenEndpointAuthMethod: 'private_key_jwt', jwksUri: 'http://127.0.0.1:9/j' })
+        .jwksUri,
+    ).toBe('http://127.0.0.1:9/j')
+  })
+
+  it('each method has what it needs and nothing it must not have', () => {
+    const refused: Array<[Record<string, unknown>, RegExp]> = [
+      [{ tokenEndpointAuthMethod: 'private_key_jwt' }, /exactly one of jwks and jwksUri/],
+      [
+        { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [jwk] }, jwksUri: 'https://a.example/j' },
+        /exactly one of jwks and jwksUri/,
+      ],
+      [
+        { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [jwk] }, clientSecret: 's' },
+        /a private_key_jwt client has no secret/,
+      ],
+      [{ tokenEndpointAuthMethod: 'none', clientSecret: 's', permissions: ['ept:token'] }, /none has no secret/],
+      [{ tokenEndpointAuthMethod: 'client_secret_post' }, /client_secret_post needs a secret/],
+      [
+        { tokenEndpointAuthMethod: 'private_key_jwt', jwksUri: 'http://keys.example/j' },
+        /must use https \(http only for loopback hosts\)/,
+      ],
+      [
+        { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [{ ...jwk, d: 'private' }] } },
+        /must be a public key/,
+      ],
+      [{ tokenEndpointAuthMethod: 'none', permissions: ['gt:client_credentials'] }, /public client cannot use/],
+    ]
+    for (const [fields, message] of refused) {
+      expect(() => parseClientRegistration({ ...base, ...fields })).toThrow(message)
+    }
+  })
+})

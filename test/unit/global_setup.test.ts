@@ -3,13 +3,14 @@ import { describe, expect, it } from 'vitest'
 import { skippedGroups } from '../global_setup.ts'
 
 describe('the skipped-groups report', () => {
-  it('names PostgreSQL, Redis, Chromium and Next.js with what enables each, and nothing when all run', () => {
+  it('#22 names PostgreSQL, Redis, Chromium, the Next.js and MCP examples with what enables each, and nothing when all run', () => {
     const none = skippedGroups({}, () => false).map((group) => group.how)
     expect(none).toEqual([
       expect.stringContaining('DATABASE_URL'),
       expect.stringContaining('REDIS_URL'),
       expect.stringContaining('chromium'),
       expect.stringContaining('examples/nextjs'),
+      expect.stringContaining('examples/mcp-server'),
     ])
     const all = { DATABASE_URL: 'postgres://x', REDIS_URL: 'redis://x', GATEHOUSE_TEST_NEXTJS: '1' }
     expect(skippedGroups(all, () => true)).toEqual([])

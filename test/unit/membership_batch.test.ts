@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { membershipBatch } from '../../src/storage/sql/membership_batch.ts'
+import { membershipBatch } from '../../src/storage/membership_batch.ts'
 
 /** A fake query: records each call's keys and settles when the test says so. */
 function fakeQuery(members: Set<string>) {
@@ -12,29 +12,47 @@ function fakeQuery(members: Set<string>) {
 }
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0))
+/** Lets queued microtasks run (the batch leaves at the end of the current turn). */
+const turn = () => Promise.resolve()
 
 describe('membershipBatch', () => {
-  it('an idle lookup is sent at once, alone', async () => {
+  it('an idle lookup is sent at the end of its turn, alone', async () => {
     const { query, calls } = fakeQuery(new Set(['a']))
     const lookup = membershipBatch(query)
     const answer = lookup('a')
+    await turn()
     expect(calls.map((call) => call.keys)).toEqual([['a']])
     calls[0]?.answer()
     expect(await answer).toBe(true)
   })
 
+  it('lookups made in the same turn share one query (introspection asks for a token and its grant together)', async () => {
+    const { query, calls } = fakeQuery(new Set(['f:grant']))
+    const lookup = membershipBatch(query)
+    const answers = Promise.all([lookup('a:jti'), lookup('f:grant')])
+    await turn()
+    expect(calls.map((call) => call.keys)).toEqual([['a:jti', 'f:grant']])
+    calls[0]?.answer()
+    expect(await answers).toEqual([false, true])
+  })
+
   it('lookups made while the queries in flight are busy wait, then share one query (duplicates asked once)', async () => {
     const { query, calls } = fakeQuery(new Set(['b', 'd']))
     const lookup = membershipBatch(query, { concurrency: 2 })
-    const answers = ['a', 'b', 'c', 'd', 'b', 'e'].map((key) => lookup(key))
-    // Two in flight (one key each); the four others wait for a slot.
+    const first = [lookup('a')]
+    await turn()
+    const second = [lookup('b')]
+    await turn()
+    const answers = ['c', 'd', 'b', 'e', 'b'].map((key) => lookup(key))
+    await turn()
+    // Two in flight (one key each); the five others wait for a slot.
     expect(calls.map((call) => call.keys)).toEqual([['a'], ['b']])
     calls[0]?.answer()
     await settle()
     expect(calls.map((call) => call.keys)).toEqual([['a'], ['b'], ['c', 'd', 'b', 'e']])
     calls[1]?.answer()
     calls[2]?.answer()
-    expect(await Promise.all(answers)).toEqual([false, true, false, true, true, false])
+    expect(await Promise.all([...first, ...second, ...answers])).toEqual([false, true, false, true, true, false, true])
   })
 
   it('a lookup never joins a query already sent: it reads after it was asked', async () => {
@@ -42,8 +60,10 @@ describe('membershipBatch', () => {
     const { query, calls } = fakeQuery(members)
     const lookup = membershipBatch(query, { concurrency: 1 })
     const early = lookup('x')
+    await turn()
     members.add('x') // committed while the first query is in flight (which read before it)
     const late = lookup('x')
+    await turn()
     expect(calls).toHaveLength(1)
     calls[0]?.fail(new Error('not reached')) // whatever the first query says, the late lookup waits for its own
     await expect(early).rejects.toThrow('not reached')
@@ -57,7 +77,9 @@ describe('membershipBatch', () => {
     const { query, calls } = fakeQuery(new Set(['b']))
     const lookup = membershipBatch(query, { concurrency: 1 })
     const first = lookup('a')
+    await turn()
     const second = lookup('b')
+    await turn()
     calls[0]?.fail(new Error('connection reset'))
     await expect(first).rejects.toThrow('connection reset')
     await settle()
@@ -86,10 +108,14 @@ describe('membershipBatch', () => {
     const lookup = membershipBatch(query, { concurrency: 1, maxKeys: 3 })
     const answers = Array.from({ length: 8 }, (_, i) => lookup(`k${i}`))
     for (let i = 0; i < 4; i++) {
-      calls[i]?.answer()
       await settle()
+      calls[i]?.answer()
     }
-    expect(calls.map((call) => call.keys)).toEqual([['k0'], ['k1', 'k2', 'k3'], ['k4', 'k5', 'k6'], ['k7']])
+    expect(calls.map((call) => call.keys)).toEqual([
+      ['k0', 'k1', 'k2'],
+      ['k3', 'k4', 'k5'],
+      ['k6', 'k7'],
+    ])
     expect(await Promise.all(answers)).toEqual(Array(8).fill(false))
   })
 })

@@ -78,4 +78,21 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS gatehouse_attempts_expires_at ON {schema}.gatehouse_attempts (expires_at)',
     ],
   },
+  {
+    version: 3,
+    name: 'pushed requests and replay markers',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_pushed_requests (
+        id text PRIMARY KEY,
+        record jsonb NOT NULL,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_pushed_requests_expires_at ON {schema}.gatehouse_pushed_requests (expires_at)',
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_replays (
+        key text PRIMARY KEY,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_replays_expires_at ON {schema}.gatehouse_replays (expires_at)',
+    ],
+  },
 ]

@@ -2,7 +2,9 @@
  * @module storage/sql/store
  * The Store over SQL (PostgreSQL dialect), shared by the PostgreSQL (postgres.js) and PGlite
  * stores. One-time operations (code consumption, refresh rotation) are one statement each, one
- * round trip: the row lock decides the one winner (`consumeStatement`). Hot-path queries are
+ * round trip: the row lock decides the one winner (`consumeStatement`); so are taking a pushed
+ * request (a `DELETE … RETURNING`) and using a one-time identifier (an upsert that only overwrites
+ * an expired row). Hot-path queries are
  * single statements with stable text, so a driver can keep them prepared.
  */
 import { StoreUnavailableError } from '../../errors.ts'
@@ -12,12 +14,14 @@ import type {
   Consumed,
   InteractionRecord,
   KeyRecord,
+  PushedRequestRecord,
   RefreshTokenRecord,
   SessionRecord,
   Store,
 } from '../types.ts'
-import { membershipBatch } from './membership_batch.ts'
+import { membershipBatch } from '../membership_batch.ts'
 import { MIGRATIONS } from './migrations.ts'
+import { PRUNED_TABLES, consumeStatement } from './statements.ts'
 
 /** The little a SQL driver must offer. Parameters are `$1`, `$2`, … */
 export interface SqlClient {
@@ -101,15 +105,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
 
   async function prune(): Promise<void> {
     const at = now()
-    for (const table of [
-      'codes',
-      'refresh_tokens',
-      'sessions',
-      'interactions',
-      'revoked_families',
-      'revoked_access_tokens',
-      'attempts',
-    ]) {
+    for (const table of PRUNED_TABLES) {
       await client.query(`DELETE FROM ${t(table)} WHERE expires_at <= $1`, [at])
     }
   }
@@ -130,29 +126,8 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       : { ...record, consumedAt: Number(row.consumed_at) }
   }
 
-  /**
-   * Consumes a one-time row in one statement (one round trip): locks the live row (`FOR UPDATE`
-   * waits for a concurrent consumer to commit, then reads the row as that one left it), marks it
-   * consumed if it was not, and only then inserts the next record (`$3`… `$6`), if any. The row
-   * lock decides the one `ok`; the others read the winner's `consumed_at`. No row: missing.
-   */
-  function consumeStatement(table: string, withNext: boolean): string {
-    const insert = withNext
-      ? `, inserted AS (
-        INSERT INTO ${t(table)} (id, family_id, record, expires_at)
-        SELECT $3::text, $4::text, $5::jsonb, $6::bigint FROM consumed
-      )`
-      : ''
-    return `WITH cur AS MATERIALIZED (
-        SELECT record, consumed_at FROM ${t(table)} WHERE id = $1 AND expires_at > $2 FOR UPDATE
-      ), consumed AS (
-        UPDATE ${t(table)} SET consumed_at = $2
-        WHERE id = $1 AND EXISTS (SELECT 1 FROM cur WHERE consumed_at IS NULL) RETURNING id
-      )${insert}
-      SELECT record, consumed_at, EXISTS (SELECT 1 FROM consumed) AS ok FROM cur`
-  }
-  const consumeCode = consumeStatement('codes', false)
-  const rotateRefreshToken = consumeStatement('refresh_tokens', true)
+  const consumeCode = consumeStatement(t('codes'), false)
+  const rotateRefreshToken = consumeStatement(t('refresh_tokens'), true)
 
   async function consumeOnce<T>(statement: string, params: unknown[], at: number): Promise<Consumed<T>> {
     const rows = await client.query<Row & { ok: boolean }>(statement, params)
@@ -344,6 +319,41 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
             `INSERT INTO ${t('signing_keys')} (kid, record) VALUES ($1, $2::jsonb) ON CONFLICT (kid) DO UPDATE SET record = EXCLUDED.record`,
             [record.kid, json(record)],
           )
+        }),
+    },
+    pushedRequests: {
+      put: (record) =>
+        run('pushedRequests.put', async () => {
+          await client.query(
+            `INSERT INTO ${t('pushed_requests')} (id, record, expires_at) VALUES ($1, $2::jsonb, $3)
+             ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
+            [record.id, json(record), record.expiresAt],
+          )
+          wrote()
+        }),
+      take: (id, at) =>
+        run('pushedRequests.take', async () => {
+          // RFC 9126 §4: a request_uri is one-time use. Of concurrent DELETEs, one returns the row.
+          const rows = await client.query<Row>(
+            `DELETE FROM ${t('pushed_requests')} WHERE id = $1 AND expires_at > $2 RETURNING record`,
+            [id, at],
+          )
+          return rows[0] ? parse<PushedRequestRecord>(rows[0].record) : undefined
+        }),
+    },
+    replays: {
+      use: (key, expiresAt, at) =>
+        run('replays.use', async () => {
+          // One statement: insert, or take over a row whose record expired; a live row returns
+          // nothing. Concurrent inserts of one key wait on its index entry, so one wins.
+          const rows = await client.query(
+            `INSERT INTO ${t('replays')} AS r (key, expires_at) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE r.expires_at <= $3
+             RETURNING key`,
+            [key, expiresAt, at],
+          )
+          wrote()
+          return rows.length === 1
         }),
     },
     migrate: () =>

@@ -145,6 +145,18 @@ describe('authenticateClient', () => {
     expect(err).toMatchObject({ code: 'invalid_request', status: 400 })
   })
 
+  it('TOK-11: a client assertion with Basic or with client_secret → invalid_request (RFC 6749 §5.2)', async () => {
+    const { ctx } = await context()
+    const assertion = { client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer' }
+    for (const [body, authorization] of [
+      [{ ...assertion, client_assertion: 'a.b.c' }, basic('conf', 'conf-secret')],
+      [{ client_assertion: 'a.b.c', client_id: 'conf', client_secret: 'conf-secret' }, undefined],
+    ] as const) {
+      const err = await failure(authenticate(ctx, body, authorization))
+      expect(err).toMatchObject({ code: 'invalid_request', status: 400 })
+    }
+  })
+
   it('TOK-11: a body client_id different from the Basic id → invalid_client', async () => {
     const { ctx } = await context()
     const err = await failure(authenticate(ctx, { client_id: 'pub' }, basic('conf', 'conf-secret')))

@@ -1,14 +1,15 @@
 /**
- * @module storage/sql/membership_batch
+ * @module storage/membership_batch
  * Coalesces concurrent "is this key in the set?" lookups (revoked access tokens, revoked grants)
- * into one query per batch: `WHERE key = ANY($1)` for many keys costs the database about what one
- * key costs, and introspection under load asks once per request.
+ * into one query per batch: `WHERE key = ANY($1)` (PostgreSQL) or one MGET (Redis) for many keys
+ * costs the backend about what one key costs, and introspection under load asks once per request.
  *
- * No timer: a lookup made while fewer than `concurrency` queries are in flight is sent at once (an
- * idle server adds no latency); otherwise it waits for the next query, which leaves as soon as one
- * in flight returns and carries every key that waited. A lookup never joins a query already sent,
- * so it always reads the database after it was asked (a revocation that committed before the call
- * is seen, as with a query of its own).
+ * No timer: a lookup made while fewer than `concurrency` queries are in flight leaves at the end of
+ * the current microtask queue, with every lookup made in the same turn (introspection asks for the
+ * token and its grant together: one query, not two); an idle server adds no latency. Otherwise it
+ * waits for the next query, which leaves as soon as one in flight returns and carries every key
+ * that waited. A lookup never joins a query already sent, so it always reads the database after it
+ * was asked (a revocation that committed before the call is seen, as with a query of its own).
  */
 
 interface Waiter {
@@ -36,6 +37,12 @@ export function membershipBatch(
   const maxKeys = options.maxKeys ?? 256
   const waiting: Waiter[] = []
   let inFlight = 0
+  let scheduled = false
+
+  function sendScheduled(): void {
+    scheduled = false
+    if (waiting.length > 0 && inFlight < concurrency) send()
+  }
 
   function send(): void {
     const batch = waiting.splice(0, maxKeys)
@@ -64,6 +71,9 @@ export function membershipBatch(
   return (key) =>
     new Promise<boolean>((resolve, reject) => {
       waiting.push({ key, resolve, reject })
-      if (inFlight < concurrency) send()
+      if (inFlight < concurrency && !scheduled) {
+        scheduled = true
+        queueMicrotask(sendScheduled)
+      }
     })
 }

@@ -1,0 +1,117 @@
+/**
+ * The clients and users the standalone server starts with: the configuration file's clients,
+ * synced into the store (the file is their source of truth), or without a file the demo seed (a
+ * client-credentials client, a web client and a user), filled in where missing.
+ */
+import type { ConfigFile } from '../src/config_file.ts'
+import type { TokenService } from '../src/index.ts'
+
+/** The demo configuration used when no file is given. */
+export const DEMO: Pick<ConfigFile, 'clients' | 'users'> = {
+  clients: [
+    {
+      clientId: 'demo-service',
+      clientSecret: 'demo-service-secret',
+      displayName: 'Demo service (client credentials)',
+      permissions: ['ept:token', 'ept:introspection', 'ept:revocation', 'gt:client_credentials', 'scp:api1'],
+      redirectUris: [],
+      postLogoutRedirectUris: [],
+      consentType: 'implicit',
+      allowPlainPkce: false,
+      requirePkce: false,
+      lifetimes: {},
+    },
+    {
+      clientId: 'demo-web',
+      clientSecret: 'demo-web-secret',
+      displayName: 'Demo web app',
+      permissions: [
+        'ept:authorization',
+        'ept:token',
+        'ept:logout',
+        'ept:revocation',
+        'ept:introspection',
+        'gt:authorization_code',
+        'gt:refresh_token',
+        'rst:code',
+        'scp:openid',
+        'scp:profile',
+        'scp:email',
+        'scp:api1',
+      ],
+      redirectUris: ['http://localhost:8080/callback'],
+      postLogoutRedirectUris: ['http://localhost:8080/'],
+      consentType: 'implicit',
+      allowPlainPkce: false,
+      requirePkce: false,
+      lifetimes: {},
+    },
+  ],
+  users: [
+    {
+      sub: 'demo-user-1',
+      username: 'alice',
+      password: 'alice-password',
+      email: 'alice@example.com',
+      email_verified: true,
+      given_name: 'Alice',
+      family_name: 'Example',
+    },
+  ],
+}
+
+/** The demo client whose redirect URIs get the demo callback. */
+export const DEMO_CLIENT = 'demo-web'
+export const DEMO_CLIENT_SECRET = 'demo-web-secret'
+
+/**
+ * Seeds the demo clients where missing. A demo-web stored by an earlier start (a persistent store)
+ * gets the demo callback added to its redirect URIs when it lacks it.
+ */
+export async function seedDemo(
+  service: TokenService,
+  clients: ConfigFile['clients'],
+  demoCallback: string | undefined,
+): Promise<void> {
+  const results = await Promise.all(clients.map((client) => service.clients.ensure(client)))
+  for (const { created, client } of results) {
+    if (created || client.clientId !== DEMO_CLIENT || !demoCallback) continue
+    if (!client.redirectUris.includes(demoCallback)) {
+      await service.clients.update(DEMO_CLIENT, { redirectUris: [...client.redirectUris, demoCallback] })
+    }
+  }
+}
+
+/** The demo clients, demo-web with the demo client's callback on this server when there is one. */
+export function demoClients(demoCallback: string | undefined): ConfigFile['clients'] {
+  return DEMO.clients.map((client) =>
+    client.clientId === DEMO_CLIENT && demoCallback
+      ? { ...client, redirectUris: [...client.redirectUris, demoCallback] }
+      : client,
+  )
+}
+
+/**
+ * Makes the store's clients what the configuration file lists: each is created, updated or left
+ * unchanged; with `prune`, stored clients the file does not list are deleted. One line per client.
+ */
+export async function syncClients(
+  service: TokenService,
+  clients: ConfigFile['clients'],
+  prune: boolean,
+): Promise<string[]> {
+  const results = await Promise.all(clients.map((client) => service.clients.sync(client)))
+  const lines = results.map(({ status, client }) => `client ${client.clientId}: ${status}`)
+  const listed = new Set(clients.map((client) => client.clientId))
+  for (const stored of await service.clients.list()) {
+    // Clients that registered themselves (RFC 7591) are not the file's: never listed, never pruned.
+    if (listed.has(stored.clientId) || stored.registration !== undefined) continue
+    if (prune) {
+      await service.clients.delete(stored.clientId)
+      lines.push(`client ${stored.clientId}: removed (not in the configuration file; pruneClients is true)`)
+    } else {
+      lines.push(`client ${stored.clientId}: kept (not in the configuration file; set "pruneClients": true to remove)`)
+    }
+  }
+  return lines
+}

@@ -1,0 +1,113 @@
+/**
+ * What the store commands start from, as `npm start` does: the configuration file (--config FILE or
+ * GATEHOUSE_CONFIG) and the store it and the environment choose (bin/store.ts), and a token service
+ * on that store for the host API. With the in-memory store the file is what the client commands edit.
+ */
+import { readFile } from 'node:fs/promises'
+import { type ConfigFile, type StoreConfig, parseConfigFile } from '../src/config_file.ts'
+import { type TokenService, createTokenService } from '../src/index.ts'
+import { CliError } from './args.ts'
+import { progress } from './io.ts'
+import { chooseStore, describeStore, openStore } from './store.ts'
+
+function env(name: string): string | undefined {
+  return process.env[name]
+}
+
+export interface Setup {
+  configPath: string | undefined
+  configText: string | undefined
+  file: ConfigFile | undefined
+  store: StoreConfig
+}
+
+/** Reads the configuration file and chooses the store, as `npm start` does. */
+export async function setup(values: { config: string | undefined }): Promise<Setup> {
+  const flag = values.config
+  if (flag === '') throw new CliError('--config needs a file path', 2)
+  const configPath = flag ?? (env('GATEHOUSE_CONFIG') || undefined)
+  let configText: string | undefined
+  let file: ConfigFile | undefined
+  if (configPath !== undefined) {
+    try {
+      configText = await readFile(configPath, 'utf8')
+    } catch (err) {
+      throw new CliError(`cannot read configuration file ${configPath}: ${(err as Error).message}`, 1)
+    }
+    try {
+      file = parseConfigFile(configText, configPath)
+    } catch (err) {
+      throw new CliError((err as Error).message, 1)
+    }
+  }
+  try {
+    return { configPath, configText, file, store: chooseStore(env, file?.store) }
+  } catch (err) {
+    throw new CliError((err as Error).message, 1)
+  }
+}
+
+/** Opens the store, runs `fn` with a token service on it, closes the store. */
+export async function withService<T>(setup: Setup, fn: (service: TokenService) => Promise<T>): Promise<T> {
+  progress(`Using the ${describeStore(setup.store)}`)
+  let store: Awaited<ReturnType<typeof openStore>>
+  try {
+    store = await openStore(setup.store)
+  } catch (err) {
+    throw new CliError((err as Error).message, 1)
+  }
+  const {
+    clients: _clients,
+    users: _users,
+    $schema: _schema,
+    issuer,
+    store: _store,
+    pruneClients: _prune,
+    ...settings
+  } = setup.file ?? ({} as Partial<ConfigFile>)
+  let service: TokenService
+  try {
+    // The issuer does not matter to client and key management; the settings (secret hashing,
+    // signing algorithms, key lifetimes) are the server's.
+    service = createTokenService({
+      ...settings,
+      issuer: issuer ?? 'http://localhost:3000',
+      ...(store ? { store } : {}),
+    })
+  } catch (err) {
+    await store?.close?.().catch(() => {})
+    throw new CliError((err as Error).message, 1)
+  }
+  try {
+    return await fn(service)
+  } finally {
+    await service.close().catch(() => {})
+  }
+}
+
+const PERSISTENT = 'a persistent store (GATEHOUSE_STORE=pglite, DATABASE_URL or REDIS_URL)'
+
+const MEMORY_CLIENTS = `the in-memory store keeps its clients inside the running server only.
+Name the configuration file whose "clients" to edit with --config FILE (or GATEHOUSE_CONFIG), or use ${PERSISTENT}.`
+
+const MEMORY_KEYS = `the in-memory store's signing keys live only inside a running server process
+(generated when it starts, gone when it stops): there is nothing to list or rotate from here.
+Use ${PERSISTENT} to manage keys from the command line.`
+
+/** The configuration file the in-memory mode edits. */
+export function requireFile(setup: Setup): { path: string; text: string; file: ConfigFile } {
+  if (setup.configPath === undefined || setup.configText === undefined || !setup.file) {
+    throw new CliError(MEMORY_CLIENTS, 1)
+  }
+  return { path: setup.configPath, text: setup.configText, file: setup.file }
+}
+
+/** Fails with the in-memory store: its keys exist only inside a running server. */
+export function requireKeyStore(setup: Setup): void {
+  if (setup.store.type === 'memory') throw new CliError(MEMORY_KEYS, 1)
+}
+
+/** The server's PBKDF2 iterations, for secrets hashed into the file. */
+export function hashIterations(setup: Setup): number | undefined {
+  return setup.file?.secretHashIterations
+}

@@ -1,0 +1,163 @@
+/**
+ * The shape of the code (#22): imports run one way (no module imports, directly or through others,
+ * a module that imports it back) and no file grows past 400 lines. Walks every `.ts` file of src/,
+ * bin/ and adapters/ and follows their relative imports: `import`, `import type`, `export … from`
+ * and literal `import('./…')` (a lazy import is still a dependency).
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+const FOLDERS = ['src', 'bin', 'adapters']
+const MAX_LINES = 400
+
+/** Every `.ts` file below `folder`, as a path relative to the repository root. */
+function tsFiles(folder: string): string[] {
+  return readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => join(folder, name).split('\\').join('/'))
+    .sort()
+}
+
+/** The module specifiers of a file's static imports, re-exports and literal dynamic imports. */
+function specifiers(source: ts.SourceFile): string[] {
+  const found: string[] = []
+  const visit = (node: ts.Node): void => {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
+      found.push(node.moduleSpecifier.text)
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteralLike(node.arguments[0])
+    ) {
+      found.push(node.arguments[0].text)
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return found
+}
+
+/** Resolves a relative specifier to a walked file, or undefined (a package, or a file outside the walk). */
+function resolveImport(from: string, specifier: string, known: Set<string>): string | undefined {
+  if (!specifier.startsWith('./') && !specifier.startsWith('../')) return undefined
+  const base = relative(ROOT, resolve(ROOT, dirname(from), specifier))
+    .split('\\')
+    .join('/')
+  const candidates = [base, base.replace(/\.js$/, '.ts'), `${base}.ts`, `${base}/index.ts`]
+  return candidates.find((candidate) => known.has(candidate))
+}
+
+interface Module {
+  lines: number
+  imports: string[]
+}
+
+function readModules(): Map<string, Module> {
+  const files = FOLDERS.flatMap(tsFiles)
+  const known = new Set(files)
+  const modules = new Map<string, Module>()
+  for (const file of files) {
+    const text = readFileSync(join(ROOT, file), 'utf8')
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS)
+    const imports = specifiers(source)
+      .map((specifier) => resolveImport(file, specifier, known))
+      .filter((target): target is string => target !== undefined)
+    const lines = text.endsWith('\n') ? text.split('\n').length - 1 : text.split('\n').length
+    modules.set(file, { lines, imports: [...new Set(imports)] })
+  }
+  return modules
+}
+
+/**
+ * The import circles, one per strongly connected component (Tarjan), each as a path
+ * `a.ts -> b.ts -> a.ts` through that component.
+ */
+function circles(modules: Map<string, Module>): string[][] {
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const components: string[][] = []
+  let counter = 0
+  const connect = (file: string): void => {
+    index.set(file, counter)
+    low.set(file, counter)
+    counter += 1
+    stack.push(file)
+    onStack.add(file)
+    for (const next of modules.get(file)?.imports ?? []) {
+      if (!index.has(next)) {
+        connect(next)
+        low.set(file, Math.min(low.get(file) ?? 0, low.get(next) ?? 0))
+      } else if (onStack.has(next)) {
+        low.set(file, Math.min(low.get(file) ?? 0, index.get(next) ?? 0))
+      }
+    }
+    if (low.get(file) !== index.get(file)) return
+    const component: string[] = []
+    let member: string | undefined
+    do {
+      member = stack.pop()
+      if (member === undefined) break
+      onStack.delete(member)
+      component.push(member)
+    } while (member !== file)
+    const selfImport = modules.get(file)?.imports.includes(file) ?? false
+    if (component.length > 1 || selfImport) components.push(component)
+  }
+  for (const file of modules.keys()) if (!index.has(file)) connect(file)
+  return components.map((component) => cyclePath(component, modules))
+}
+
+/** A path from the component's first file (alphabetically) back to itself, staying inside the component. */
+function cyclePath(component: string[], modules: Map<string, Module>): string[] {
+  const members = new Set(component)
+  const start = [...component].sort()[0] as string
+  const previous = new Map<string, string>()
+  const queue = [start]
+  while (queue.length > 0) {
+    const file = queue.shift() as string
+    for (const next of modules.get(file)?.imports ?? []) {
+      if (!members.has(next)) continue
+      if (next === start) {
+        const path = [file]
+        for (let step = previous.get(file); step !== undefined; step = previous.get(step)) path.unshift(step)
+        return [...path, start]
+      }
+      if (!previous.has(next) && next !== start) {
+        previous.set(next, file)
+        queue.push(next)
+      }
+    }
+  }
+  return [start, start]
+}
+
+describe('#22 module structure of src/, bin/ and adapters/', () => {
+  const modules = readModules()
+
+  it('#22 walks the three folders', () => {
+    for (const folder of FOLDERS) expect([...modules.keys()].some((file) => file.startsWith(`${folder}/`))).toBe(true)
+  })
+
+  it('#22 has no import circle', () => {
+    const found = circles(modules).map((path) => path.join(' -> '))
+    expect(found, `import circles:\n${found.join('\n')}`).toEqual([])
+  })
+
+  it(`#22 has no file over ${MAX_LINES} lines`, () => {
+    const oversized = [...modules]
+      .filter(([, module]) => module.lines > MAX_LINES)
+      .map(([file, module]) => `${file}: ${module.lines} lines`)
+    expect(oversized, `files over ${MAX_LINES} lines:\n${oversized.join('\n')}`).toEqual([])
+  })
+})
