@@ -408,8 +408,10 @@ const seenRate = new Map<string, number>()
 function codesNeeded(scenario: ScenarioDef, server: ServerDef): number {
   if (scenario.load === 'refresh_token') return settings.connections + 10
   if (scenario.load !== 'authorization_code') return 0
-  // Enough for the whole run at 1.5× the best rate seen (or a generous guess in round 1).
-  const rate = seenRate.get(`${scenario.id}/${server.id}`) ?? 3000
+  // Enough for the whole run at 1.5× the best rate seen (or a generous guess in round 1: the
+  // EdDSA cells run at about twice the RSA ones).
+  const guess = scenario.serverEnv?.ID_TOKEN_ALG === 'EdDSA' ? 7000 : 3000
+  const rate = seenRate.get(`${scenario.id}/${server.id}`) ?? guess
   return Math.ceil(rate * 1.5 * (settings.warmupSeconds + settings.seconds)) + settings.connections + 10
 }
 
