@@ -8,7 +8,7 @@
 import type { Server } from 'node:http'
 import { importOptional } from '../src/optional_import.ts'
 
-export { nodeSecretDigest, nodeServiceOptions, nodeSha256, nodeSigner } from './node_crypto.ts'
+export { nodeDpopVerifier, nodeSecretDigest, nodeServiceOptions, nodeSha256, nodeSigner } from './node_crypto.ts'
 export { nodeResolveHost } from './node_dns.ts'
 
 const { createAdaptorServer } = await importOptional(

@@ -4,7 +4,17 @@
  * (adapters/node.ts) and Bun (adapters/bun.ts). WebCrypto, the default in `src/`, is asynchronous
  * (a thread-pool hop on Node), and these answer in the request's own turn.
  */
-import { type JsonWebKey, constants, createPrivateKey, hash, randomBytes, sign } from 'node:crypto'
+import {
+  type JsonWebKey,
+  constants,
+  createPrivateKey,
+  createPublicKey,
+  hash,
+  randomBytes,
+  sign,
+  verify,
+} from 'node:crypto'
+import type { DpopVerifier, VerifyFunction } from '../src/dpop/proof_key.ts'
 import type { SecretDigest } from '../src/secrets.ts'
 import { nodeResolveHost } from './node_dns.ts'
 import type { JwsSigner, SignFunction } from '../src/tokens/compact_jws.ts'
@@ -99,6 +109,23 @@ function batchedPerTurn(signNow: (input: Uint8Array) => Buffer): SignFunction {
 }
 
 /**
+ * DPoP proof signatures checked through node:crypto, for the service's `dpopVerifier` option: one
+ * OpenSSL verification in the request's own turn instead of a WebCrypto thread-pool hop per proof
+ * (#21). The key is imported once per proof key (the service caches the function per key);
+ * `Ed25519` is RFC 9864's name for EdDSA with that curve. Algorithms it does not know fall back
+ * to WebCrypto.
+ */
+export function nodeDpopVerifier(): DpopVerifier {
+  return ({ alg, jwk }): VerifyFunction | undefined => {
+    const spec = NODE_JWS[alg === 'Ed25519' ? 'EdDSA' : alg]
+    if (!spec) return undefined
+    const key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' })
+    const options = { key, dsaEncoding: 'ieee-p1363' as const, ...spec.options }
+    return (input, signature) => verify(spec.hash, input, options, signature)
+  }
+}
+
+/**
  * The service options `npm start` passes on Node and Bun (so do the bench servers), with
  * `resolveHost` through `node:dns/promises` (see adapters/node_dns.ts).
  */
@@ -107,11 +134,13 @@ export function nodeServiceOptions(): {
   signer: JwsSigner
   sha256: (value: string) => string
   resolveHost: (hostname: string) => Promise<string[]>
+  dpopVerifier: DpopVerifier
 } {
   return {
     secretDigest: nodeSecretDigest(),
     signer: nodeSigner(),
     sha256: nodeSha256(),
+    dpopVerifier: nodeDpopVerifier(),
     resolveHost: nodeResolveHost(),
   }
 }

@@ -4,6 +4,7 @@
  * file holds too): what each option accepts. Defaults come from src/config_defaults.ts; the
  * written-out public types are in src/options.ts, and src/config.ts parses and checks the two agree.
  */
+import type { DpopVerifier } from './dpop/proof_key.ts'
 import { SIGNING_ALGS } from './keys/algorithms.ts'
 import type { AccountProvider, Logger, SigningAlgorithm } from './options.ts'
 import * as v from 'valibot'
@@ -221,6 +222,8 @@ export const OptionsSchema = v.strictObject({
    * r || s), or undefined to sign that key with jose. Default: jose (WebCrypto, asynchronous).
    */
   signer: v.optional(fn<JwsSigner>('must be a function ({ alg, kid, privateJwk }) => signature function | undefined')),
+  /** Synchronous DPoP proof verification (see `nodeDpopVerifier` in adapters/node.ts). */
+  dpopVerifier: v.optional(fn<DpopVerifier>('must be a function ({ alg, jwk }) => verify function | undefined')),
   /** Request limits. */
   limits: v.optional(
     v.strictObject({

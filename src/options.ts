@@ -13,6 +13,7 @@ import type { PublicJwkSet, Store, TokenEndpointAuthMethod } from './storage/typ
 import type { Limiter } from './throttle.ts'
 import type { JwsSigner } from './tokens/compact_jws.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
+import type { DpopVerifier } from './dpop/proof_key.ts'
 
 export type { Logger, PublicJwkSet, SigningAlgorithm, TokenEndpointAuthMethod }
 
@@ -227,6 +228,12 @@ export interface TokenServiceOptions {
    * r || s), or undefined to sign that key with jose. Default: jose (WebCrypto, asynchronous).
    */
   signer?: JwsSigner
+  /**
+   * Synchronous DPoP proof verification (see `nodeDpopVerifier` in adapters/node.ts): called once
+   * per proof key with `{ alg, jwk }`, returns `(signingInput, signature) => boolean`, or undefined
+   * to verify that key with WebCrypto. Default: WebCrypto (asynchronous).
+   */
+  dpopVerifier?: DpopVerifier
   /** Request limits. */
   limits?: { maxBodyBytes?: number; maxParameterLength?: number; trustContentLength?: boolean; maxScopes?: number }
   /** Name of the session cookie. Default `gatehouse.session`. */

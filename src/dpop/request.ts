@@ -49,6 +49,7 @@ export function verifyRequestProof(
     requireNonce: ctx.config.dpop.requireNonce,
     algorithms: dpopAlgorithms(ctx.config),
     sha256: ctx.sha256,
+    ...(ctx.config.dpopVerifier ? { verifier: ctx.config.dpopVerifier } : {}),
     ...(accessToken !== undefined ? { accessToken } : {}),
   })
 }
