@@ -5,6 +5,18 @@
  * the hook without importing the emitter.
  */
 
+/** Why a client authentication failed (the `client.authentication_failed` audit event's reason). */
+export type ClientAuthenticationFailure =
+  | 'unknown_client'
+  | 'invalid_secret'
+  | 'missing_secret'
+  | 'network_not_allowed'
+  | 'throttled'
+  | 'invalid_assertion'
+  | 'keys_unavailable'
+  | 'replayed'
+  | 'method_not_allowed'
+
 /** Fields every event carries. */
 export interface EventBase {
   /** Epoch seconds. */
@@ -46,16 +58,7 @@ export type GatehouseEvent = EventBase &
          * be had (its jwks_uri); `replayed`: the assertion's jti was used before; `method_not_allowed`:
          * the client registered another authentication method, or the profile refuses its method.
          */
-        reason:
-          | 'unknown_client'
-          | 'invalid_secret'
-          | 'missing_secret'
-          | 'network_not_allowed'
-          | 'throttled'
-          | 'invalid_assertion'
-          | 'keys_unavailable'
-          | 'replayed'
-          | 'method_not_allowed'
+        reason: ClientAuthenticationFailure
       }
     | { type: 'signin.succeeded'; clientId: string; sub: string; sid?: string }
     | {

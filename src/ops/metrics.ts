@@ -7,6 +7,9 @@
  * from a hook of your own).
  * @see https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format
  */
+import type { ClientAuthenticationFailure } from '../event_types.ts'
+
+export type { ClientAuthenticationFailure }
 
 /** Names of the endpoints in the `endpoint` label (`unknown`: no endpoint at the path). */
 export type EndpointName =
@@ -22,18 +25,6 @@ export type EndpointName =
   | 'logout'
   | 'registration'
   | 'unknown'
-
-/** Why a client authentication failed (the `client.authentication_failed` audit event's reason). */
-export type ClientAuthenticationFailure =
-  | 'unknown_client'
-  | 'invalid_secret'
-  | 'missing_secret'
-  | 'network_not_allowed'
-  | 'throttled'
-  | 'invalid_assertion'
-  | 'keys_unavailable'
-  | 'replayed'
-  | 'method_not_allowed'
 
 /** What was throttled: a client authentication (token, introspection, revocation) or a sign-in. */
 export type ThrottledKind = 'client_authentication' | 'sign_in'

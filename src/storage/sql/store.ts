@@ -112,6 +112,16 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
 
   const json = (value: unknown) => JSON.stringify(value)
 
+  /** Inserts or replaces a record that expires (sessions, interactions, pushed requests). */
+  async function putExpiring(table: string, record: { id: string; expiresAt: number }): Promise<void> {
+    await client.query(
+      `INSERT INTO ${t(table)} (id, record, expires_at) VALUES ($1, $2::jsonb, $3)
+       ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
+      [record.id, json(record), record.expiresAt],
+    )
+    wrote()
+  }
+
   /** A one-time record with its `consumedAt`, or undefined when unknown or expired. */
   async function getOnce<T>(table: string, id: string): Promise<T | undefined> {
     const rows = await client.query<Row>(
@@ -210,15 +220,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
     },
     sessions: {
-      put: (record) =>
-        run('sessions.put', async () => {
-          await client.query(
-            `INSERT INTO ${t('sessions')} (id, record, expires_at) VALUES ($1, $2::jsonb, $3)
-             ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
-            [record.id, json(record), record.expiresAt],
-          )
-          wrote()
-        }),
+      put: (record) => run('sessions.put', () => putExpiring('sessions', record)),
       get: (id) =>
         run('sessions.get', async () => {
           const rows = await client.query<Row>(
@@ -233,15 +235,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
     },
     interactions: {
-      put: (record) =>
-        run('interactions.put', async () => {
-          await client.query(
-            `INSERT INTO ${t('interactions')} (id, record, expires_at) VALUES ($1, $2::jsonb, $3)
-             ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
-            [record.id, json(record), record.expiresAt],
-          )
-          wrote()
-        }),
+      put: (record) => run('interactions.put', () => putExpiring('interactions', record)),
       get: (id) =>
         run('interactions.get', async () => {
           const rows = await client.query<Row>(
@@ -322,15 +316,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
     },
     pushedRequests: {
-      put: (record) =>
-        run('pushedRequests.put', async () => {
-          await client.query(
-            `INSERT INTO ${t('pushed_requests')} (id, record, expires_at) VALUES ($1, $2::jsonb, $3)
-             ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
-            [record.id, json(record), record.expiresAt],
-          )
-          wrote()
-        }),
+      put: (record) => run('pushedRequests.put', () => putExpiring('pushed_requests', record)),
       take: (id, at) =>
         run('pushedRequests.take', async () => {
           // RFC 9126 §4: a request_uri is one-time use. Of concurrent DELETEs, one returns the row.
