@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises'
 import autocannon from 'autocannon'
 import { API_RESOURCE, API_SCOPE, PKCE, SERVICE_CLIENT, WEB_CLIENT, basicAuth, seedTokenValue } from './fixtures.ts'
 import { type AutocannonClient, firstSeededBody, randomSeededToken } from './seeded_requests.ts'
-import { createDpopProofs } from './dpop_proofs.ts'
+import { type ProofAlg, createDpopProofs } from './dpop_proofs.ts'
 
 export type Flavor = 'gatehouse' | 'oidc-provider' | 'ceiling' | 'bridge'
 export type Scenario =
@@ -41,6 +41,8 @@ export interface LoadSpec {
   seedCount?: number
   /** DPoP proofs to pre-sign (client_credentials_dpop): one per request of the whole run. */
   proofs?: number
+  /** Their algorithm (default ES256). */
+  proofAlg?: ProofAlg
 }
 
 export interface LoadResult {
@@ -146,7 +148,7 @@ async function plan(): Promise<Plan> {
       // endpoint as the server names it (its issuer is http://127.0.0.1:PORT).
       const count = Math.max(spec.proofs ?? 0, spec.connections + 2)
       const started = performance.now()
-      const proofs = createDpopProofs(count, spec.baseUrl + paths.token)
+      const proofs = createDpopProofs(count, spec.baseUrl + paths.token, 'POST', spec.proofAlg)
       const proofSeconds = (performance.now() - started) / 1000
       const headers = { ...serviceHeaders, dpop: proofs.proof(0) }
       const first = await post(paths.token, headers, clientCredentialsBody(true))

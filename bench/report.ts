@@ -77,12 +77,19 @@ export interface ReportInput {
   /** Server ids of the comparisons. */
   gatehouse: string[]
   peer: string
+  /** The peer on the same store as a Gatehouse server (a column of its own in the ratio table). */
+  storePeers?: Record<string, string>
   ceilings: string[]
   /** The store-size scenarios and the number of seeded tokens of each. */
   stores: { scenario: string; tokens: number }[]
   storeServer: string
   /** The bridge scenario: each bridge's throughput against the bare server's. */
   bridges?: { scenario: string; bare: string; servers: string[] }
+  /**
+   * DPoP's cost (#21): each DPoP scenario against `plain` on the same server, or on `plainOf[id]`
+   * for a variant that runs only the DPoP scenario (its plain twin is the shipped server).
+   */
+  dpop?: { plain: string; scenarios: string[]; plainOf?: Record<string, string> }
 }
 
 function findCell(input: ReportInput, scenario: string, server: string): Cell | undefined {
@@ -129,6 +136,7 @@ export function ratioTable(input: ReportInput): string {
     'Gatehouse on',
     'req/s',
     `÷ ${label(input.peer)}`,
+    ...(input.storePeers ? ['÷ node-oidc-provider on the same store'] : []),
     ...input.ceilings.map((c) => `÷ ${label(c)}`),
   ]
   const lines = [
@@ -147,11 +155,12 @@ export function ratioTable(input: ReportInput): string {
       const own = rps(scenario.id, server)
       if (own === undefined) continue
       const peer = rps(scenario.id, input.peer)
+      const storePeer = input.storePeers?.[server]
+      const sameStore = input.storePeers ? [ratio(own, storePeer ? rps(scenario.id, storePeer) : undefined)] : []
       const ceilings = input.ceilings.map((c) => ratio(own, rps(scenario.id, c)))
       if (peer === undefined && ceilings.every((c) => c === '–')) continue
-      lines.push(
-        `| ${scenario.label} | ${label(server)} | ${int(own)} | ${ratio(own, peer)} | ${ceilings.join(' | ')} |`,
-      )
+      const cells = [int(own), ratio(own, peer), ...sameStore, ...ceilings]
+      lines.push(`| ${scenario.label} | ${label(server)} | ${cells.join(' | ')} |`)
     }
   }
   return lines.join('\n')
@@ -170,6 +179,29 @@ export function bridgeTable(input: ReportInput): string {
     const s = cell ? summarize(cell) : undefined
     if (!s) continue
     lines.push(`| ${label(server)} | ${int(s.rps)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ratio(s.rps, bareRps)} |`)
+  }
+  return lines.length > 2 ? lines.join('\n') : ''
+}
+
+/**
+ * What DPoP costs per request: plain req/s ÷ DPoP req/s on the same server (a request's CPU cost,
+ * each server being pinned to one core), so 1.50× means DPoP costs half a plain request more.
+ */
+export function dpopTable(input: ReportInput): string {
+  const dpop = input.dpop
+  if (!dpop) return ''
+  const rps = (scenario: string, server: string) => {
+    const cell = findCell(input, scenario, server)
+    return cell ? summarize(cell)?.rps : undefined
+  }
+  const lines = ['| proof | server | plain req/s | DPoP req/s | cost ÷ plain |', '|---|---|--:|--:|--:|']
+  for (const scenario of input.scenarios.filter((s) => dpop.scenarios.includes(s.id))) {
+    for (const server of input.servers) {
+      const own = rps(scenario.id, server.id)
+      const plain = rps(dpop.plain, dpop.plainOf?.[server.id] ?? server.id)
+      if (own === undefined || plain === undefined) continue
+      lines.push(`| ${scenario.label} | ${server.label} | ${int(plain)} | ${int(own)} | ${ratio(plain, own)} |`)
+    }
   }
   return lines.length > 2 ? lines.join('\n') : ''
 }

@@ -23,6 +23,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import type { ColdResult, ColdSpec } from './cold_start.ts'
+import type { ProofAlg } from './dpop_proofs.ts'
 import { API_RESOURCE, API_SCOPE, SERVICE_CLIENT, basicAuth } from './fixtures.ts'
 import type { Flavor, LoadResult, LoadSpec, Scenario } from './load.ts'
 import {
@@ -33,6 +34,7 @@ import {
   type SizeCell,
   bridgeTable,
   coldTable,
+  dpopTable,
   mainTable,
   ratioTable,
   signinTable,
@@ -85,6 +87,8 @@ interface ScenarioDef {
   serverEnv?: Record<string, string>
   /** Not a load cell: cold starts or store sizes, measured by their own section below. */
   special?: 'cold' | 'size'
+  /** The DPoP proofs' algorithm (client_credentials_dpop; default ES256). */
+  proofAlg?: ProofAlg
 }
 
 const SCENARIOS: ScenarioDef[] = [
@@ -95,6 +99,15 @@ const SCENARIOS: ScenarioDef[] = [
     id: 'client_credentials_dpop',
     label: 'client_credentials with DPoP (ES256 proof → DPoP-bound ES256 JWT)',
     load: 'client_credentials_dpop',
+  },
+  // The same with RSA proofs (PS256, as FAPI 2.0 allows): the proof's signature check is most of
+  // what DPoP adds, and an RSA-2048 verification costs ~22 µs where a P-256 one costs ~62 µs
+  // (bench/sign_cost.mjs), so this row shows what the rest of the DPoP work costs.
+  {
+    id: 'client_credentials_dpop_ps256',
+    label: 'client_credentials with DPoP (PS256 proof → DPoP-bound ES256 JWT)',
+    load: 'client_credentials_dpop',
+    proofAlg: 'PS256',
   },
   { id: 'introspection', label: 'introspection, valid access token', load: 'introspection' },
   { id: 'authorization_code', label: 'code redemption (PKCE)', load: 'authorization_code' },
@@ -179,7 +192,15 @@ const SERVERS: ServerDef[] = [
     label: 'Gatehouse · Node · memory',
     flavor: 'gatehouse',
     command: [...node, '--expose-gc', 'bench/servers/gatehouse_node.ts'],
-    scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS, 'signin_flow', 'store_1k', 'store_big'],
+    scenarios: [
+      ...USER_FLOWS,
+      ...DPOP_FLOWS,
+      'client_credentials_dpop_ps256',
+      ...EDDSA_FLOWS,
+      'signin_flow',
+      'store_1k',
+      'store_big',
+    ],
   },
   {
     id: 'gatehouse-node-cheap-password',
@@ -196,6 +217,14 @@ const SERVERS: ServerDef[] = [
     command: [...node, 'bench/servers/gatehouse_node.ts'],
     env: { SIGNER: 'inline' },
     scenarios: ['client_credentials'],
+  },
+  {
+    id: 'gatehouse-node-inline-dpop',
+    label: 'Gatehouse · Node · memory, proofs checked inline',
+    flavor: 'gatehouse',
+    command: [...node, 'bench/servers/gatehouse_node.ts'],
+    env: { DPOP_VERIFIER: 'inline' },
+    scenarios: ['client_credentials_dpop'],
   },
   {
     id: 'gatehouse-node-postgres',
@@ -245,6 +274,17 @@ const SERVERS: ServerDef[] = [
     scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS, 'signin_flow'],
   },
   {
+    // The peer on the same PostgreSQL (bench/servers/oidc_provider_pg.ts): the like-for-like
+    // comparison of Gatehouse's PostgreSQL rows, beside the issue's (the peer in memory).
+    id: 'oidc-provider-postgres',
+    label: 'node-oidc-provider · PostgreSQL',
+    flavor: 'oidc-provider',
+    command: [...node, 'bench/servers/oidc_provider.ts'],
+    env: { STORE: 'postgres' },
+    scenarios: ['introspection', 'authorization_code', 'refresh_token', ...EDDSA_FLOWS.slice(1)],
+    skip: await storeSkip('createPostgresStore', 'DATABASE_URL'),
+  },
+  {
     id: 'ceiling-jose',
     label: 'ceiling: node:http + jose',
     flavor: 'ceiling',
@@ -258,15 +298,15 @@ const SERVERS: ServerDef[] = [
     flavor: 'ceiling',
     command: [...node, 'bench/servers/ceiling_node.ts'],
     env: { SIGNER: 'crypto' },
-    scenarios: ['client_credentials', 'introspection'],
+    scenarios: ['client_credentials', 'introspection', ...DPOP_FLOWS],
   },
   {
     id: 'ceiling-crypto-batch',
-    label: 'ceiling: node:http + node:crypto, batched signing',
+    label: 'ceiling: node:http + node:crypto, batched signing (and proof checks)',
     flavor: 'ceiling',
     command: [...node, 'bench/servers/ceiling_node.ts'],
     env: { SIGNER: 'crypto-batch' },
-    scenarios: ['client_credentials'],
+    scenarios: ['client_credentials', ...DPOP_FLOWS, 'client_credentials_dpop_ps256'],
   },
   ...(['bare', 'gatehouse', 'hattip', 'hattip-buffered'] as const).map(
     (bridge): ServerDef => ({
@@ -418,8 +458,9 @@ function codesNeeded(scenario: ScenarioDef, server: ServerDef): number {
 /** DPoP proofs the load process pre-signs: one per request of the run at 1.5× the best rate seen. */
 function proofsNeeded(scenario: ScenarioDef, server: ServerDef): number {
   if (scenario.load !== 'client_credentials_dpop') return 0
-  // Round 1 guesses generously (above the plain client_credentials rate on Node).
-  const rate = seenRate.get(`${scenario.id}/${server.id}`) ?? 16_000
+  // Round 1 guesses generously (above the plain client_credentials rate on Node); RSA proofs cost
+  // the load process ~0.26 ms each to sign, so their guess is nearer the rate seen (~8k/s).
+  const rate = seenRate.get(`${scenario.id}/${server.id}`) ?? (scenario.proofAlg === 'PS256' ? 12_000 : 16_000)
   return Math.ceil(rate * 1.5 * (settings.warmupSeconds + settings.seconds)) + settings.connections + 10
 }
 
@@ -450,6 +491,7 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
       ...(scenario.seed ? { seedCount: scenario.seed } : {}),
       ...(scenario.load === 'signin_flow' ? { connections: settings.signinUsers } : {}),
       ...(scenario.load === 'client_credentials_dpop' ? { proofs: proofsNeeded(scenario, server) } : {}),
+      ...(scenario.proofAlg ? { proofAlg: scenario.proofAlg } : {}),
     }
     const cpu = { server: cpuTimes(0), load: cpuTimes(1), serverCpu: processCpu(pid) }
     // autocannon cannot follow a multi-step flow: the sign-in scenario has its own closed-loop driver.
@@ -838,6 +880,7 @@ const report: ReportInput = {
     'gatehouse-deno',
   ],
   peer: 'oidc-provider',
+  storePeers: { 'gatehouse-node-postgres': 'oidc-provider-postgres' },
   ceilings: ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
   stores: scenarios.filter((s) => s.seed).map((s) => ({ scenario: s.id, tokens: s.seed as number })),
   storeServer: 'gatehouse-node',
@@ -846,9 +889,15 @@ const report: ReportInput = {
     bare: 'bridge-bare',
     servers: ['bridge-gatehouse', 'bridge-hattip', 'bridge-hattip-buffered'],
   },
+  dpop: {
+    plain: 'client_credentials',
+    scenarios: ['client_credentials_dpop', 'client_credentials_dpop_ps256'],
+    plainOf: { 'gatehouse-node-inline-dpop': 'gatehouse-node' },
+  },
 }
 const bridges = bridgeTable(report)
 const ratios = ratioTable(report)
+const dpopCost = dpopTable(report)
 const signin = signinTable(report, 'signin_flow')
 const cold = wantCold ? coldTable(coldCells, settings.coldStarts) : ''
 const sizes = wantSize ? sizeTable(sizeCells) : ''
@@ -878,6 +927,9 @@ const markdown = [
   ...(ratios.split('\n').length > 2 ? ['## Ratios (requests/s)', '', ratios] : []),
   ...(anyStore
     ? ['', '## Store size: flat cost and memory per refresh token (Gatehouse · Node · memory)', '', storeTable(report)]
+    : []),
+  ...(dpopCost
+    ? ['', '## DPoP: cost of a client_credentials request with a proof ÷ without (same server)', '', dpopCost]
     : []),
   ...(bridges ? ['', '## Node bridges: a trivial fetch handler against bare node:http', '', bridges] : []),
   ...(signin ? ['', '## Browser sign-in: authorize → sign-in form POST → code → token, per second', '', signin] : []),

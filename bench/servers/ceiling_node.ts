@@ -11,9 +11,25 @@
  * SIGNER=crypto-batch like crypto, but the signatures asked for during one turn of the event loop
  * are made back to back right after it (setImmediate), as Gatehouse's `nodeSigner` does: the
  * ceiling of that technique (client_credentials only).
+ * With a `DPoP` header (RFC 9449, the client_credentials_dpop scenarios, node:crypto signers only),
+ * POST /token also does the least a DPoP check must: split the proof, read its header once per
+ * key (typ, alg, the key imported and its RFC 7638 thumbprint), verify ONE signature (batched per
+ * turn with crypto-batch), check htm, htu, iat and that the jti is new (an in-process Map), and
+ * bind the token (`cnf.jkt`, token_type DPoP). No nonce, no shared store.
  * Environment: PORT, HOST, SIGNER. Prints `READY {json}`.
  */
-import { createHmac, createPrivateKey, createPublicKey, randomBytes, sign, timingSafeEqual, verify } from 'node:crypto'
+import {
+  type JsonWebKey,
+  type KeyObject,
+  createHash,
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  randomBytes,
+  sign,
+  timingSafeEqual,
+  verify,
+} from 'node:crypto'
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http'
 import { SignJWT, exportJWK, generateKeyPair, jwtVerify } from 'jose'
 import { API_SCOPE, SERVICE_CLIENT } from '../fixtures.ts'
@@ -58,6 +74,66 @@ async function signAccessToken(claims: Record<string, unknown>): Promise<string>
   const input = `${headerSegment}.${b64(JSON.stringify(claims))}`
   const bytes = Buffer.from(input)
   return `${input}.${b64(signer === 'crypto-batch' ? await signLater(bytes) : signNow(bytes))}`
+}
+
+/** Per proof header: its key, imported, and the key's thumbprint (a client reuses one key). */
+const proofKeys = new Map<string, { alg: string; key: KeyObject; jkt: string; params: object }>()
+/** Spent jtis (per key) until their iat leaves the 300 s window. */
+const spentJtis = new Map<string, number>()
+const PROOF_PARAMS: Record<string, { hash: string | null; options: object }> = {
+  ES256: { hash: 'sha256', options: { dsaEncoding: 'ieee-p1363' } },
+  PS256: { hash: 'sha256', options: { padding: 6, saltLength: 32 } },
+  EdDSA: { hash: null, options: {} },
+}
+
+/** Inputs waiting for the end of this turn (SIGNER=crypto-batch), as with signatures. */
+let verifyQueue: { run: () => boolean; resolve: (ok: boolean) => void }[] = []
+function verifyLater(run: () => boolean): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (verifyQueue.length === 0)
+      setImmediate(() => {
+        const pending = verifyQueue
+        verifyQueue = []
+        for (const item of pending) item.resolve(item.run())
+      })
+    verifyQueue.push({ run, resolve })
+  })
+}
+
+/** The proof's key thumbprint, or undefined when the proof does not hold. */
+async function checkProof(proof: string, htu: string): Promise<string | undefined> {
+  const [header, payload, signature] = proof.split('.')
+  if (header === undefined || payload === undefined || signature === undefined) return undefined
+  let known = proofKeys.get(header)
+  if (!known) {
+    const { typ, alg, jwk } = JSON.parse(Buffer.from(header, 'base64url').toString()) as {
+      typ?: string
+      alg: string
+      jwk: JsonWebKey & { kty: string }
+    }
+    const params = PROOF_PARAMS[alg]
+    if (typ !== 'dpop+jwt' || !params || 'd' in jwk) return undefined
+    const members =
+      jwk.kty === 'EC' ? ['crv', 'kty', 'x', 'y'] : jwk.kty === 'RSA' ? ['e', 'kty', 'n'] : ['crv', 'kty', 'x']
+    const canonical = JSON.stringify(Object.fromEntries(members.map((m) => [m, jwk[m as keyof JsonWebKey]])))
+    const jkt = createHash('sha256').update(canonical).digest('base64url')
+    known = { alg, key: createPublicKey({ key: jwk, format: 'jwk' }), jkt, params }
+    proofKeys.set(header, known)
+  }
+  const { hash, options } = PROOF_PARAMS[known.alg] as { hash: string | null; options: object }
+  const input = Buffer.from(`${header}.${payload}`)
+  const bytes = Buffer.from(signature, 'base64url')
+  const check = () => verify(hash, input, { key: known.key, ...options } as never, bytes)
+  if (!(signer === 'crypto-batch' ? await verifyLater(check) : check())) return undefined
+  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>
+  const now = Math.floor(Date.now() / 1000)
+  const { jti, htm, iat } = claims
+  if (typeof jti !== 'string' || htm !== 'POST' || claims.htu !== htu) return undefined
+  if (typeof iat !== 'number' || iat < now - 300 || iat > now + 5) return undefined
+  const spent = `${known.jkt}:${jti}`
+  if (spentJtis.has(spent)) return undefined
+  spentJtis.set(spent, iat + 301)
+  return known.jkt
 }
 
 async function verifyAccessToken(token: string): Promise<Record<string, unknown> | undefined> {
@@ -115,6 +191,12 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
     if (params.get('grant_type') !== 'client_credentials')
       return send(response, 400, { error: 'unsupported_grant_type' })
     if ((params.get('scope') ?? API_SCOPE) !== API_SCOPE) return send(response, 400, { error: 'invalid_scope' })
+    const proof = request.headers.dpop
+    let jkt: string | undefined
+    if (proof !== undefined && signer !== 'jose') {
+      jkt = await checkProof(proof, `${issuer}/token`)
+      if (jkt === undefined) return send(response, 400, { error: 'invalid_dpop_proof' })
+    }
     const now = Math.floor(Date.now() / 1000)
     const claims = {
       iss: issuer,
@@ -125,8 +207,10 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
       jti: b64(randomBytes(16)),
       client_id: clientId,
       scope: API_SCOPE,
+      ...(jkt !== undefined ? { cnf: { jkt } } : {}),
     }
-    return send(response, 200, { access_token: await signAccessToken(claims), token_type: 'Bearer', expires_in: 3600 })
+    const tokenType = jkt !== undefined ? 'DPoP' : 'Bearer'
+    return send(response, 200, { access_token: await signAccessToken(claims), token_type: tokenType, expires_in: 3600 })
   }
   if (request.url === '/introspect') {
     const claims = await verifyAccessToken(params.get('token') ?? '')

@@ -3,14 +3,15 @@
  *
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts), and
  * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL);
- * - SIGNER=inline: `nodeSigner({ batch: false })` instead of the default batched signer;
+ * - SIGNER=inline: `nodeSigner({ batch: false })` instead of the default batched signer, and
+ *   DPOP_VERIFIER=inline: `nodeDpopVerifier({ batch: false })` instead of the batched one;
  * - SEED_REFRESH_TOKENS=N: before listening, insert N live refresh tokens straight into the store
  *   and report the resident memory they take (run with --expose-gc for a settled heap).
  * Prints `READY {json}` once listening; the JSON carries the pid and the seeding measurements.
  */
 import { createHash } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
-import { nodeServiceOptions, nodeSigner, serveNode } from '../../adapters/node.ts'
+import { nodeDpopVerifier, nodeServiceOptions, nodeSigner, serveNode } from '../../adapters/node.ts'
 import type { RefreshTokenRecord, Store } from '../../src/index.ts'
 import { sha256 } from '../../src/tokens/opaque.ts'
 import { CODE_SCOPE, USER_SUB, WEB_CLIENT, seedTokenValue } from '../fixtures.ts'
@@ -96,6 +97,7 @@ const service = await setupGatehouse({
   serviceOptions: {
     ...nodeServiceOptions(),
     ...(process.env.SIGNER === 'inline' ? { signer: nodeSigner({ batch: false }) } : {}),
+    ...(process.env.DPOP_VERIFIER === 'inline' ? { dpopVerifier: nodeDpopVerifier({ batch: false }) } : {}),
   },
   env: (name) => process.env[name],
   writeTextFile: (path, text) => writeFile(path, text),

@@ -114,7 +114,8 @@ export async function verifyDpopProof(input: DpopProofInput): Promise<DpopProof>
   const hash = input.sha256 ?? sha256
 
   const proof = parseDpopHeader(input.header)
-  const key = await proofKey(proof, proof.slice(0, proof.indexOf('.')), algorithms, hash)
+  const known = proofKey(proof, proof.slice(0, proof.indexOf('.')), algorithms, hash)
+  const key = known instanceof Promise ? await known : known
   const { jwk, jkt } = key
   const payload = await verifySignature(proof, key, verifyFunction(key, input.verifier))
 
@@ -133,11 +134,16 @@ export async function verifyDpopProof(input: DpopProofInput): Promise<DpopProof>
   if (iat < input.now - maxAge) throw invalid('DPoP proof "iat" is too old')
   if (iat > input.now + clockTolerance) throw invalid('DPoP proof "iat" is in the future')
   if (input.accessToken !== undefined) await checkAth(payload.ath, input.accessToken, hash)
-  const nonce = await checkNonce(payload.nonce, input)
+  // Without server nonces in play (the default), a proof without one needs no check and no await.
+  const nonce =
+    payload.nonce === undefined && (input.nonces === undefined || input.requireNonce === false)
+      ? undefined
+      : await checkNonce(payload.nonce, input)
 
   // Bounded key: jkt and jti hashed together. The record outlives the last second the proof's iat
-  // is acceptable, so a replay is always caught.
-  const replayKey = `dpop:${await hash(`${jkt}:${jti}`)}`
+  // is acceptable, so a replay is always caught. The service's hash is synchronous on Node.
+  const digest = hash(`${jkt}:${jti}`)
+  const replayKey = `dpop:${typeof digest === 'string' ? digest : await digest}`
   if (!(await input.replay(replayKey, Math.ceil(iat + maxAge) + 1, input.now))) {
     throw invalid('DPoP proof "jti" has already been used')
   }

@@ -12,6 +12,7 @@ import { type Sha256, jwkThumbprint } from './thumbprint.ts'
 /**
  * Checks a JWS signature (RFC 7515 §5.2) over the ASCII bytes of `header.payload`; ECDSA
  * signatures are raw r || s (RFC 7518 §3.4). Synchronous, or a promise (a runtime that batches).
+ * Both arrays are made for this call and never reused by the caller, so a later check may keep them.
  */
 export type VerifyFunction = (signingInput: Uint8Array, signature: Uint8Array) => boolean | Promise<boolean>
 
@@ -80,17 +81,28 @@ export function invalidProof(description: string, cause?: unknown): OAuthError {
  * The key of `proof` (a compact JWS whose first segment is `segment`), checked and imported, from
  * the cache when this header was seen before. The `alg` allow-list is checked on every call.
  */
-export async function proofKey(
+export function proofKey(
+  proof: string,
+  segment: string,
+  algorithms: readonly string[],
+  hash: Sha256 | undefined,
+): ProofKey | Promise<ProofKey> {
+  const known = cache.get(segment)
+  if (known) {
+    if (!algorithms.includes(known.alg)) throw invalidProof('DPoP proof "alg" is not supported')
+    // A key seen before answers synchronously: no promise, no turn of the microtask queue.
+    return known
+  }
+  return importProofKey(proof, segment, algorithms, hash)
+}
+
+/** A proof header not seen before: checked, its key imported and thumbprinted, then remembered. */
+async function importProofKey(
   proof: string,
   segment: string,
   algorithms: readonly string[],
   hash: Sha256 | undefined,
 ): Promise<ProofKey> {
-  const known = cache.get(segment)
-  if (known) {
-    if (!algorithms.includes(known.alg)) throw invalidProof('DPoP proof "alg" is not supported')
-    return known
-  }
   const { alg, jwk } = checkProofHeader(proof, algorithms)
   const params = VERIFY_PARAMS[alg]
   if (params === undefined) throw invalidProof('DPoP proof "alg" is not supported')

@@ -3,7 +3,7 @@
  * as `npm start` runs on Node and Bun) instead of WebCrypto: the same answers as the default path,
  * for ES256, EdDSA (oauth4webapi names it Ed25519) and PS256 keys, a forged signature refused.
  */
-import { exportJWK, generateKeyPair } from 'jose'
+import { CompactSign, exportJWK, generateKeyPair } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import { nodeDpopVerifier, nodeServiceOptions } from '../../adapters/node.ts'
@@ -55,6 +55,31 @@ describe('#21 DPoP proofs checked by nodeDpopVerifier', () => {
     )
     expect(response.status).toBe(400)
     expect(((await response.json()) as { error: string }).error).toBe('invalid_dpop_proof')
+  })
+
+  it('verifies the proofs of one turn together, each with its own answer; batch: false answers in the call', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true })
+    const jwk = await exportJWK(publicKey)
+    const encoder = new TextEncoder()
+    const signed = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        new CompactSign(encoder.encode(`{"n":${i}}`)).setProtectedHeader({ alg: 'ES256' }).sign(privateKey),
+      ),
+    )
+    const parts = signed.map((jws) => {
+      const last = jws.lastIndexOf('.')
+      return { input: encoder.encode(jws.slice(0, last)), signature: Buffer.from(jws.slice(last + 1), 'base64url') }
+    })
+    // Proof 2's signature over proof 3's input: forged.
+    const inputs = parts.map((p, i) => (i === 2 ? { ...p, input: parts[3]?.input as Uint8Array } : p))
+
+    const batched = nodeDpopVerifier()({ alg: 'ES256', jwk })
+    const pending = inputs.map(({ input, signature }) => batched?.(input, signature))
+    expect(pending.every((answer) => answer instanceof Promise)).toBe(true)
+    expect(await Promise.all(pending)).toEqual([true, true, false, true, true])
+
+    const inline = nodeDpopVerifier({ batch: false })({ alg: 'ES256', jwk })
+    expect(inputs.map(({ input, signature }) => inline?.(input, signature))).toEqual([true, true, false, true, true])
   })
 
   it('declines algorithms it does not know (WebCrypto checks them) and verifies the ones it knows', async () => {
