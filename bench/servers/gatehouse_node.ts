@@ -2,7 +2,8 @@
  * Bench server: Gatehouse on Node through adapters/node.ts (@hono/node-server), as shipped.
  *
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts), and
- * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL);
+ * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL); PG_MAX=N: the
+ *   PostgreSQL pool's size (default the store's, 10);
  * - SIGNER=inline: `nodeSigner({ batch: false })` instead of the default batched signer, and
  *   DPOP_VERIFIER=inline: `nodeDpopVerifier({ batch: false })` instead of the batched one;
  * - SEED_REFRESH_TOKENS=N: before listening, insert N live refresh tokens straight into the store
@@ -31,7 +32,11 @@ async function openStore(kind: string): Promise<Store | undefined> {
     await admin.unsafe('DROP SCHEMA IF EXISTS gatehouse_bench CASCADE')
     await admin.end()
     const { createPostgresStore } = await import('../../src/storage/postgres.ts')
-    const store = createPostgresStore({ url, schema: 'gatehouse_bench' })
+    const store = createPostgresStore({
+      url,
+      schema: 'gatehouse_bench',
+      ...(process.env.PG_MAX ? { max: Number(process.env.PG_MAX) } : {}),
+    })
     await store.connect()
     await store.migrate()
     return store

@@ -65,7 +65,7 @@ export async function postgresAdapter(url: string, schema: string): Promise<new 
         [
           this.#model,
           id,
-          JSON.stringify(payload),
+          payload,
           payload.grantId ?? null,
           payload.uid ?? null,
           payload.userCode ?? null,

@@ -72,17 +72,14 @@ export const authorizationCode: Grant = {
     const tokenScopes = scopesForResources(scopes, resources, ctx)
     const account = await requireAccount(record.sub, ctx)
     // Logout ends the grants of its session, codes not yet redeemed included. Asked alongside the
-    // consume (one round trip, not two): consuming a revoked code takes nothing from anyone.
-    const [consumed, revoked] = await Promise.all([
+    // consume (one round trip, not two): consuming a revoked code takes nothing from anyone. The
+    // tokens are signed while that round trip is out; none leaves unless the consume wins.
+    const settled = Promise.all([
       ctx.store.codes.consume(id, now),
       ctx.store.revocations.isFamilyRevoked(record.familyId),
     ])
-    if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
-    if (consumed.status === 'replayed') return replayed(consumed.record)
-    if (revoked) throw new OAuthError('invalid_grant', 'the code has been revoked')
-    // A concurrent replay may revoke the family from here on: this redemption still answers
-    // (exactly one caller does), and what it issues is dead on arrival (it carries the family id).
-    const { response, refreshRecord, jti } = await issueUserTokens(
+    settled.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
+    const issuing = issueUserTokens(
       {
         familyId: record.familyId,
         sub: record.sub,
@@ -100,6 +97,14 @@ export const authorizationCode: Grant = {
       ctx,
       { account, refresh: wantsRefreshToken(client, scopes, ctx), proof },
     )
+    issuing.catch(() => {}) // awaited below, once the consume has won
+    const [consumed, revoked] = await settled
+    if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
+    if (consumed.status === 'replayed') return replayed(consumed.record)
+    if (revoked) throw new OAuthError('invalid_grant', 'the code has been revoked')
+    // A concurrent replay may revoke the family from here on: this redemption still answers
+    // (exactly one caller does), and what it issues is dead on arrival (it carries the family id).
+    const { response, refreshRecord, jti } = await issuing
     if (refreshRecord) await ctx.store.refreshTokens.insert(refreshRecord)
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }

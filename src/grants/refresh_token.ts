@@ -20,6 +20,8 @@
  * confidential client's refresh tokens are never bound.
  */
 import type { Context } from '../context.ts'
+import type { DpopProof } from '../dpop/proof.ts'
+import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../permissions.ts'
 import { parseScope } from '../scopes.ts'
@@ -56,41 +58,21 @@ export const refreshToken: Grant = {
       await revokeFamily()
       throw new OAuthError('invalid_grant', 'the refresh token has already been used')
     }
-    if (await ctx.store.revocations.isFamilyRevoked(record.familyId)) {
-      throw new OAuthError('invalid_grant', 'the refresh token has been revoked')
+    // The family's revocation is asked for now and answered while the checks below run and the
+    // tokens are signed (one round trip less before the rotation); it is still decided before any
+    // state changes, and a revoked family is still the error reported first.
+    const revoked = ctx.store.revocations.isFamilyRevoked(record.familyId)
+    revoked.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
+    const revokedError = () => new OAuthError('invalid_grant', 'the refresh token has been revoked')
+    let issued: Awaited<ReturnType<typeof issueUserTokens>>
+    try {
+      issued = await issueNext(params, record, client, ctx, proof, now)
+    } catch (err) {
+      if (await revoked) throw revokedError()
+      throw err
     }
-    if (record.familyExpiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired')
-    const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
-    const original = record.scope === '' ? [] : record.scope.split(' ')
-    for (const scope of requested) {
-      if (!original.includes(scope))
-        throw new OAuthError('invalid_scope', 'scope contains a scope that was not granted')
-    }
-    // The next generation keeps only what the client may still use (its permissions today).
-    const granted = permittedScopes(client, original, ctx)
-    for (const scope of requested) {
-      if (!granted.includes(scope))
-        throw new OAuthError('invalid_scope', 'scope names a scope the client may no longer use')
-    }
-    const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
-    const account = await requireAccount(record.sub, ctx)
-    const { response, refreshRecord, jti } = await issueUserTokens(
-      {
-        familyId: record.familyId,
-        sub: record.sub,
-        scopes: granted,
-        tokenScopes: scopesForResources(requested.length > 0 ? requested : granted, resources, ctx),
-        ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
-        authTime: record.authTime,
-        familyExpiresAt: record.familyExpiresAt,
-        ...(record.sid !== undefined ? { sid: record.sid } : {}),
-        ...(record.acr !== undefined ? { acr: record.acr } : {}),
-        ...(record.amr !== undefined ? { amr: record.amr } : {}),
-      },
-      client,
-      ctx,
-      { account, refresh: true, proof },
-    )
+    if (await revoked) throw revokedError()
+    const { response, refreshRecord, jti } = issued
     if (!refreshRecord) throw new Error('rotation produced no refresh token')
     const rotated = await ctx.store.refreshTokens.rotate(id, refreshRecord, now)
     if (rotated.status === 'replayed') {
@@ -101,4 +83,49 @@ export const refreshToken: Grant = {
     ctx.emit(metaOf(request), { type: 'token.refreshed', ...subjects, jti, scope: response.scope ?? '' })
     return response
   },
+}
+
+/**
+ * The next generation's tokens, after the checks that need no store: the family's absolute
+ * lifetime, a requested `scope` within the granted and still permitted ones, `resource`, the account.
+ */
+async function issueNext(
+  params: Parameters<Grant['handle']>[0],
+  record: RefreshTokenRecord,
+  client: ClientRecord,
+  ctx: Context,
+  proof: DpopProof | undefined,
+  now: number,
+): ReturnType<typeof issueUserTokens> {
+  if (record.familyExpiresAt <= now) throw new OAuthError('invalid_grant', 'the refresh token has expired')
+  const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
+  const original = record.scope === '' ? [] : record.scope.split(' ')
+  for (const scope of requested) {
+    if (!original.includes(scope)) throw new OAuthError('invalid_scope', 'scope contains a scope that was not granted')
+  }
+  // The next generation keeps only what the client may still use (its permissions today).
+  const granted = permittedScopes(client, original, ctx)
+  for (const scope of requested) {
+    if (!granted.includes(scope))
+      throw new OAuthError('invalid_scope', 'scope names a scope the client may no longer use')
+  }
+  const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
+  const account = await requireAccount(record.sub, ctx)
+  return issueUserTokens(
+    {
+      familyId: record.familyId,
+      sub: record.sub,
+      scopes: granted,
+      tokenScopes: scopesForResources(requested.length > 0 ? requested : granted, resources, ctx),
+      ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
+      authTime: record.authTime,
+      familyExpiresAt: record.familyExpiresAt,
+      ...(record.sid !== undefined ? { sid: record.sid } : {}),
+      ...(record.acr !== undefined ? { acr: record.acr } : {}),
+      ...(record.amr !== undefined ? { amr: record.amr } : {}),
+    },
+    client,
+    ctx,
+    { account, refresh: true, proof },
+  )
 }
