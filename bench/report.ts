@@ -16,6 +16,11 @@ export interface Sample extends LoadResult {
   ready: Record<string, unknown>
   /** Share of the server's and the load's core that other processes used meanwhile (pinned runs). */
   foreign?: { server: number; load: number }
+  /**
+   * CPU time per answered request in the measured window, µs: the server process (all threads)
+   * and the store's server processes (postgres, redis-server), whoever caused it.
+   */
+  cpu?: { server: number; store: number }
 }
 
 /** Above this share of a core used by other processes a sample is flagged as disturbed. */
@@ -201,6 +206,32 @@ export function dpopTable(input: ReportInput): string {
       const plain = rps(dpop.plain, dpop.plainOf?.[server.id] ?? server.id)
       if (own === undefined || plain === undefined) continue
       lines.push(`| ${scenario.label} | ${server.label} | ${int(plain)} | ${int(own)} | ${ratio(plain, own)} |`)
+    }
+  }
+  return lines.length > 2 ? lines.join('\n') : ''
+}
+
+/**
+ * CPU per request in the measured window: the server process and the database's processes, for
+ * the stateful scenarios: what a shared store costs, against the same server in memory and the peer.
+ */
+export function cpuTable(input: ReportInput, scenarios: string[], servers: string[]): string {
+  const lines = [
+    '| scenario | server | req/s | server CPU µs/req | database CPU µs/req | total µs/req |',
+    '|---|---|--:|--:|--:|--:|',
+  ]
+  const label = (id: string) => input.servers.find((s) => s.id === id)?.label ?? id
+  for (const scenario of input.scenarios.filter((s) => scenarios.includes(s.id))) {
+    for (const server of servers) {
+      const cell = findCell(input, scenario.id, server)
+      const valid = cell?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0) ?? []
+      if (valid.length === 0) continue
+      const own = median(valid.map((x) => x.cpu?.server ?? Number.NaN))
+      const store = median(valid.map((x) => x.cpu?.store ?? Number.NaN))
+      const rps = median(valid.map((x) => x.rps))
+      lines.push(
+        `| ${scenario.label} | ${label(server)} | ${int(rps)} | ${int(own)} | ${int(store)} | ${int(own + store)} |`,
+      )
     }
   }
   return lines.length > 2 ? lines.join('\n') : ''

@@ -15,7 +15,7 @@
  * BENCH_SIGNIN_USERS (8), BENCH_SIZE_COUNTS (100000,1000000), DATABASE_URL, REDIS_URL.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { availableParallelism, release, tmpdir } from 'node:os'
@@ -34,6 +34,7 @@ import {
   type SizeCell,
   bridgeTable,
   coldTable,
+  cpuTable,
   dpopTable,
   mainTable,
   ratioTable,
@@ -426,6 +427,27 @@ function processCpu(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
 }
 
+/** The store servers' processes, by command name (their CPU is the database's cost). */
+const STORE_PROCESSES = new Set(['postgres', 'redis-server'])
+
+/** CPU time of every PostgreSQL and Redis server process, seconds (gone ones are not counted). */
+function storeCpu(): number {
+  let total = 0
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      if (!STORE_PROCESSES.has(name)) continue
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total
+}
+
 /**
  * Share of a core's time used by processes other than ours during a measurement: the machine is
  * shared, and anything else running on the server's or the load's core skews the result.
@@ -497,8 +519,22 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
     // autocannon cannot follow a multi-step flow: the sign-in scenario has its own closed-loop driver.
     const loader = scenario.load === 'signin_flow' ? 'bench/signin_load.ts' : 'bench/load.ts'
     const load = start(pinned(1, [...node, loader]), { LOAD_SPEC: JSON.stringify(spec) })
+    // CPU time of the server and the store at the load's marks: the measured window only.
+    const marks: { from?: { server: number; store: number }; to?: { server: number; store: number } } = {}
+    createInterface({ input: load.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      if (line === 'MEASURING') marks.from = { server: processCpu(pid), store: storeCpu() }
+      if (line === 'MEASURED') marks.to = { server: processCpu(pid), store: storeCpu() }
+    })
     const timeout = (settings.warmupSeconds + settings.seconds) * 1000 + 120_000
     const result = JSON.parse(await waitForLine(load, 'RESULT', timeout, `load on ${server.id}`)) as LoadResult
+    const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(1, result.requests + result.non2xx)
+    const windowCpu =
+      marks.from && marks.to
+        ? {
+            server: perRequest(marks.to.server - marks.from.server),
+            store: perRequest(marks.to.store - marks.from.store),
+          }
+        : undefined
     const foreign = pinning
       ? {
           server: foreignShare(cpu.server, cpuTimes(0), processCpu(pid) - cpu.serverCpu),
@@ -508,7 +544,13 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
     await stop(load)
     const key = `${scenario.id}/${server.id}`
     seenRate.set(key, Math.max(seenRate.get(key) ?? 0, result.rps))
-    return { ...result, peakRss: peakRss(pid), ready, ...(foreign ? { foreign } : {}) }
+    return {
+      ...result,
+      peakRss: peakRss(pid),
+      ready,
+      ...(foreign ? { foreign } : {}),
+      ...(windowCpu ? { cpu: windowCpu } : {}),
+    }
   } finally {
     await stop(child)
     await rm(codesFile, { force: true })
@@ -898,6 +940,11 @@ const report: ReportInput = {
 const bridges = bridgeTable(report)
 const ratios = ratioTable(report)
 const dpopCost = dpopTable(report)
+const storeCost = cpuTable(
+  report,
+  ['introspection', 'authorization_code', 'refresh_token', 'authorization_code_eddsa', 'refresh_token_eddsa'],
+  ['gatehouse-node', 'gatehouse-node-postgres', 'gatehouse-node-redis', 'oidc-provider', 'oidc-provider-postgres'],
+)
 const signin = signinTable(report, 'signin_flow')
 const cold = wantCold ? coldTable(coldCells, settings.coldStarts) : ''
 const sizes = wantSize ? sizeTable(sizeCells) : ''
@@ -930,6 +977,14 @@ const markdown = [
     : []),
   ...(dpopCost
     ? ['', '## DPoP: cost of a client_credentials request with a proof ÷ without (same server)', '', dpopCost]
+    : []),
+  ...(storeCost
+    ? [
+        '',
+        '## CPU per request with a shared store (measured window; the database on the same two cores)',
+        '',
+        storeCost,
+      ]
     : []),
   ...(bridges ? ['', '## Node bridges: a trivial fetch handler against bare node:http', '', bridges] : []),
   ...(signin ? ['', '## Browser sign-in: authorize → sign-in form POST → code → token, per second', '', signin] : []),

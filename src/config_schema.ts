@@ -222,7 +222,7 @@ export const OptionsSchema = v.strictObject({
    * r || s), or undefined to sign that key with jose. Default: jose (WebCrypto, asynchronous).
    */
   signer: v.optional(fn<JwsSigner>('must be a function ({ alg, kid, privateJwk }) => signature function | undefined')),
-  /** Synchronous DPoP proof verification (see `nodeDpopVerifier` in adapters/node.ts). */
+  /** The runtime's DPoP proof verification (see `nodeDpopVerifier` in adapters/node.ts). */
   dpopVerifier: v.optional(fn<DpopVerifier>('must be a function ({ alg, jwk }) => verify function | undefined')),
   /** Request limits. */
   limits: v.optional(

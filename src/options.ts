@@ -229,9 +229,10 @@ export interface TokenServiceOptions {
    */
   signer?: JwsSigner
   /**
-   * Synchronous DPoP proof verification (see `nodeDpopVerifier` in adapters/node.ts): called once
-   * per proof key with `{ alg, jwk }`, returns `(signingInput, signature) => boolean`, or undefined
-   * to verify that key with WebCrypto. Default: WebCrypto (asynchronous).
+   * The runtime's DPoP proof verification (see `nodeDpopVerifier` in adapters/node.ts): called
+   * once per proof key with `{ alg, jwk }`, returns `(signingInput, signature) => boolean` (or a
+   * promise of it, for a verifier that batches), or undefined to verify that key with WebCrypto.
+   * Default: WebCrypto (asynchronous).
    */
   dpopVerifier?: DpopVerifier
   /** Request limits. */
