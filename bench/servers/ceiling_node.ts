@@ -194,7 +194,8 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
     const proof = request.headers.dpop
     let jkt: string | undefined
     if (proof !== undefined && signer !== 'jose') {
-      jkt = await checkProof(proof, `${issuer}/token`)
+      // One DPoP header, one proof (a repeated header arrives as an array).
+      jkt = typeof proof === 'string' ? await checkProof(proof, `${issuer}/token`) : undefined
       if (jkt === undefined) return send(response, 400, { error: 'invalid_dpop_proof' })
     }
     const now = Math.floor(Date.now() / 1000)
