@@ -1,5 +1,5 @@
 /**
- * Fuzz: token, introspection, revocation and userinfo endpoints under random methods, query
+ * Fuzz: token, introspection, revocation, userinfo and PAR endpoints under random methods, query
  * strings, Authorization/Content-Type/Cookie headers and bodies (forms with broken encodings,
  * invalid UTF-8, repeated and over-long parameters; JSON, multipart, bytes). Every answer must be
  * < 500, never a redirect, and every 4xx RFC 6749 §5.2 JSON with a known string `error`.
@@ -13,7 +13,7 @@ import { checkApi, fuzzSetup, send } from './fixtures.ts'
 import { type EndpointFuzz, endpointRequest } from './requests.ts'
 
 type Fixture = Awaited<ReturnType<typeof fuzzSetup>>
-const NAMES = ['token', 'introspection', 'revocation', 'userinfo'] as const
+const NAMES = ['token', 'introspection', 'revocation', 'userinfo', 'par'] as const
 type Name = (typeof NAMES)[number]
 
 const CLIENT_IDS = ['web', 'service', 'spa', 'no-cc', 'api1', 'consent', 'unknown', 'constructor', '__proto__']
@@ -122,6 +122,46 @@ function endpoints(fx: Fixture): Record<Name, [EndpointFuzz, number, number]> {
       },
       500,
       0x6a7e_0103,
+    ],
+    // RFC 9126: authenticated like the token endpoint, validated like the authorization endpoint;
+    // 201 with a request_uri, or RFC 6749 §5.2 JSON (never a redirect: nothing is verified yet).
+    par: [
+      {
+        ...common,
+        path: '/connect/par',
+        methods: ['POST'],
+        spec: {
+          response_type: ['code', 'token', 'code id_token', ''],
+          client_id: CLIENT_IDS,
+          client_secret: SECRETS,
+          redirect_uri: [RU, `${RU}/`, 'https://evil.example/cb', 'javascript:alert(1)'],
+          scope: ['openid', 'openid api1', 'api1', 'offline_access openid', 'unknown'],
+          state: ['s', MARKER],
+          nonce: ['n', MARKER],
+          code_challenge: ['a'.repeat(43), 'short', 'a'.repeat(129)],
+          code_challenge_method: ['S256', 'plain', 'S512'],
+          request_uri: ['urn:ietf:params:oauth:request_uri:abc', 'https://evil.example/r'],
+          request: ['eyJhbGciOiJub25lIn0.e30.'],
+          dpop_jkt: ['a'.repeat(43), 'short'],
+          resource: ['https://api.example/', 'urn:bench:api1', 'not a uri'],
+          prompt: ['none', 'login', 'consent', 'create', 'none login'],
+          max_age: ['0', '-1', '1e9', 'x'],
+        },
+        templates: [
+          {
+            response_type: ['code'],
+            client_id: ['web'],
+            client_secret: ['web-secret'],
+            redirect_uri: [RU],
+            scope: ['openid', 'openid api1'],
+            code_challenge: ['a'.repeat(43)],
+            code_challenge_method: ['S256'],
+          },
+          { response_type: ['code'], client_id: ['spa', 'web', 'service'], redirect_uri: [RU], scope: ['openid'] },
+        ],
+      },
+      400,
+      0x6a7e_0104,
     ],
   }
 }

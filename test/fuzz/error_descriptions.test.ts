@@ -238,6 +238,22 @@ const ENDPOINTS: Endpoint[] = [
     path: '/connect/userinfo',
     spec: (fx) => ({ '@bearer': [fx.accessToken, fx.ccToken], access_token: [fx.accessToken] }),
   },
+  {
+    // RFC 9126: the authorization request's parameters, pushed by an authenticated client.
+    name: 'par',
+    method: 'POST',
+    path: '/connect/par',
+    spec: (fx) => {
+      const { '@cookie': _cookie, ...authorize } = AUTHORIZE(fx)
+      return {
+        ...authorize,
+        client_id: ['web', 'spa'],
+        client_secret: ['web-secret'],
+        '@basic_id': ['web'],
+        '@basic_secret': ['web-secret'],
+      }
+    },
+  },
   { name: 'authorize (GET)', method: 'GET', path: '/connect/authorize', spec: AUTHORIZE },
   { name: 'authorize (POST)', method: 'POST', path: '/connect/authorize', spec: AUTHORIZE },
   { name: 'logout (GET)', method: 'GET', path: '/connect/logout', spec: LOGOUT },
