@@ -5,7 +5,7 @@
  */
 import { type CryptoKey, SignJWT, calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose'
 import * as oauth from 'oauth4webapi'
-import { authorizationUrl, authorize, setup } from '../helpers/flow.ts'
+import { authorizationUrl, authorize, redeemCallback, setup, webClient } from '../helpers/flow.ts'
 import { basic, clock, form } from '../helpers/service.ts'
 
 export type DpopContext = Awaited<ReturnType<typeof dpopSetup>>
@@ -63,6 +63,30 @@ export function serviceToken(ctx: DpopContext, proof?: string, url?: string): Pr
     { grant_type: 'client_credentials', scope: 'api1' },
     { auth: ['service', 'service-secret'], ...(proof !== undefined ? { proof } : {}), ...(url ? { url } : {}) },
   )
+}
+
+export const serviceClient: oauth.Client = { client_id: 'service' }
+
+/** client_credentials as `service` (scope api1) through oauth4webapi with a DPoP handle: the raw response. */
+export function dpopClientCredentials(ctx: DpopContext, handle: oauth.DPoPHandle): Promise<Response> {
+  return oauth.clientCredentialsGrantRequest(
+    ctx.as,
+    serviceClient,
+    oauth.ClientSecretBasic('service-secret'),
+    { scope: 'api1' },
+    { ...ctx.opts, DPoP: handle },
+  )
+}
+
+/** The code flow of the confidential `web` client, its code redeemed with a proof of `key`. */
+export async function webTokensWithProof(ctx: DpopContext, key: DpopKey) {
+  const request = await authorizationUrl(ctx.as)
+  const callback = await authorize(ctx.browser, request.url)
+  const withProof = { ...ctx, opts: { ...ctx.opts, DPoP: oauth.DPoP({}, key.keyPair) } }
+  const { response } = await redeemCallback(withProof, callback, request)
+  return oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, {
+    expectedNonce: request.nonce as string,
+  })
 }
 
 /** The `cnf` claim of a JWT access token. */

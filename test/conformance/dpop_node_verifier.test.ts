@@ -7,9 +7,15 @@ import { CompactSign, exportJWK, generateKeyPair } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import { nodeDpopVerifier, nodeServiceOptions } from '../../adapters/node.ts'
-import { cnfOf, dpopKey, dpopSetup, handProof, tokenRequest } from './dpop_fixtures.ts'
-
-const serviceAuth = oauth.ClientSecretBasic('service-secret')
+import {
+  cnfOf,
+  dpopClientCredentials,
+  dpopKey,
+  dpopSetup,
+  handProof,
+  serviceClient,
+  tokenRequest,
+} from './dpop_fixtures.ts'
 
 describe('#21 DPoP proofs checked by nodeDpopVerifier', () => {
   it.each(['ES256', 'EdDSA', 'PS256'] as const)(
@@ -27,15 +33,8 @@ describe('#21 DPoP proofs checked by nodeDpopVerifier', () => {
       }
       const ctx = await dpopSetup({ ...options, dpopVerifier: counting })
       const key = await dpopKey(alg)
-      const client = { client_id: 'service' }
-      const response = await oauth.clientCredentialsGrantRequest(
-        ctx.as,
-        client,
-        serviceAuth,
-        { scope: 'api1' },
-        { ...ctx.opts, DPoP: oauth.DPoP({}, key.keyPair) },
-      )
-      const result = await oauth.processClientCredentialsResponse(ctx.as, client, response)
+      const response = await dpopClientCredentials(ctx, oauth.DPoP({}, key.keyPair))
+      const result = await oauth.processClientCredentialsResponse(ctx.as, serviceClient, response)
       expect(result.token_type).toBe('dpop')
       expect(cnfOf(result.access_token)).toEqual({ jkt: key.jkt })
       expect(verified).toBe(1)

@@ -17,26 +17,12 @@ import {
   serviceToken,
   spaClient,
   spaCode,
+  dpopClientCredentials,
+  serviceClient,
 } from './dpop_fixtures.ts'
-
-const serviceClient = { client_id: 'service' }
-const serviceAuth = oauth.ClientSecretBasic('service-secret')
 
 function nonceSetup(): Promise<DpopContext> {
   return dpopSetup({ dpop: { requireNonce: true } })
-}
-
-function clientCredentials(ctx: DpopContext, handle: oauth.DPoPHandle): Promise<Response> {
-  return oauth.clientCredentialsGrantRequest(
-    ctx.as,
-    serviceClient,
-    serviceAuth,
-    { scope: 'api1' },
-    {
-      ...ctx.opts,
-      DPoP: handle,
-    },
-  )
 }
 
 describe('RFC 9449 §8 nonces at the token endpoint', () => {
@@ -44,7 +30,7 @@ describe('RFC 9449 §8 nonces at the token endpoint', () => {
     const ctx = await nonceSetup()
     const key = await dpopKey()
     const handle = oauth.DPoP({}, key.keyPair)
-    const first = await clientCredentials(ctx, handle)
+    const first = await dpopClientCredentials(ctx, handle)
     expect(first.status).toBe(400)
     const nonce = first.headers.get('dpop-nonce')
     expect(nonce).toMatch(/^[A-Za-z0-9_-]{32}$/)
@@ -54,7 +40,7 @@ describe('RFC 9449 §8 nonces at the token endpoint', () => {
     expect(error).toMatchObject({ error: 'use_dpop_nonce', status: 400 })
 
     // oauth4webapi cached the nonce from the response: the retry carries it.
-    const retry = await clientCredentials(ctx, handle)
+    const retry = await dpopClientCredentials(ctx, handle)
     expect(retry.status).toBe(200)
     // RFC 9449 §8.2: the success carries the nonce to use next.
     expect(retry.headers.get('dpop-nonce')).toBe(nonce)

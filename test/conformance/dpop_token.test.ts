@@ -24,26 +24,18 @@ import {
   spaCode,
   spaTokens,
   tokenRequest,
+  dpopClientCredentials,
+  serviceClient,
+  webTokensWithProof,
 } from './dpop_fixtures.ts'
-
-const serviceAuth = oauth.ClientSecretBasic('service-secret')
 
 describe('RFC 9449 §5 client_credentials', () => {
   it('X-05 TOK-03 X-06 RFC 9449 §5 §6.1: a proof → token_type DPoP, cnf.jkt of the proof key, no-store', async () => {
     const ctx = await dpopSetup()
     const key = await dpopKey()
     const handle = oauth.DPoP({}, key.keyPair)
-    const client = { client_id: 'service' }
-    const response = await oauth.clientCredentialsGrantRequest(
-      ctx.as,
-      client,
-      serviceAuth,
-      { scope: 'api1' },
-      {
-        ...ctx.opts,
-        DPoP: handle,
-      },
-    )
+    const client = serviceClient
+    const response = await dpopClientCredentials(ctx, handle)
     expect(response.status).toBe(200)
     expect(response.headers.get('cache-control')).toBe('no-store')
     expect(response.headers.get('dpop-nonce')).toBeNull()
@@ -65,18 +57,8 @@ describe('RFC 9449 §5 client_credentials', () => {
   it.each(['EdDSA', 'PS256'] as const)('RFC 9449 §5: a %s proof key binds the token too', async (alg) => {
     const ctx = await dpopSetup()
     const key = await dpopKey(alg)
-    const client = { client_id: 'service' }
-    const response = await oauth.clientCredentialsGrantRequest(
-      ctx.as,
-      client,
-      serviceAuth,
-      { scope: 'api1' },
-      {
-        ...ctx.opts,
-        DPoP: oauth.DPoP({}, key.keyPair),
-      },
-    )
-    const result = await oauth.processClientCredentialsResponse(ctx.as, client, response)
+    const response = await dpopClientCredentials(ctx, oauth.DPoP({}, key.keyPair))
+    const result = await oauth.processClientCredentialsResponse(ctx.as, serviceClient, response)
     expect(cnfOf(result.access_token)).toEqual({ jkt: key.jkt })
   })
 })
@@ -175,13 +157,7 @@ describe('RFC 9449 §5 code and refresh: a confidential client', () => {
   it('RFC 9449 §5: its refresh token is not bound; a proof on refresh still binds the new access token', async () => {
     const ctx = await dpopSetup()
     const key = await dpopKey()
-    const request = await authorizationUrl(ctx.as)
-    const callback = await authorize(ctx.browser, request.url)
-    const withProof = { ...ctx, opts: { ...ctx.opts, DPoP: oauth.DPoP({}, key.keyPair) } }
-    const { response } = await redeemCallback(withProof, callback, request)
-    const tokens = await oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, {
-      expectedNonce: request.nonce as string,
-    })
+    const tokens = await webTokensWithProof(ctx, key)
     expect(tokens.token_type).toBe('dpop')
     expect(cnfOf(tokens.access_token)).toEqual({ jkt: key.jkt })
 

@@ -8,7 +8,7 @@ import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import { accessTokenHash } from '../../src/dpop/thumbprint.ts'
 import { safeDescription as wire } from '../../src/errors.ts'
-import { authorizationUrl, authorize, redeemCallback, webAuth, webClient } from '../helpers/flow.ts'
+import { webAuth, webClient } from '../helpers/flow.ts'
 import { ISSUER } from '../helpers/service.ts'
 import {
   type DpopContext,
@@ -19,6 +19,7 @@ import {
   serviceToken,
   spaClient,
   spaTokens,
+  webTokensWithProof,
 } from './dpop_fixtures.ts'
 
 const ALGS = 'ES256 EdDSA Ed25519 RS256 PS256 ES384'
@@ -195,13 +196,7 @@ describe('RFC 9449 §6.2 introspection of DPoP-bound tokens', () => {
   it('INT-02 RFC 9449 §6.2: a user token bound in the code flow is introspected with its cnf and token_type', async () => {
     const ctx = await dpopSetup()
     const key = await dpopKey()
-    const request = await authorizationUrl(ctx.as)
-    const callback = await authorize(ctx.browser, request.url)
-    const withProof = { ...ctx, opts: { ...ctx.opts, DPoP: oauth.DPoP({}, key.keyPair) } }
-    const { response } = await redeemCallback(withProof, callback, request)
-    const tokens = await oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, {
-      expectedNonce: request.nonce as string,
-    })
+    const tokens = await webTokensWithProof(ctx, key)
     const introspection = await oauth.introspectionRequest(ctx.as, webClient, webAuth, tokens.access_token, ctx.opts)
     expect(await oauth.processIntrospectionResponse(ctx.as, webClient, introspection)).toMatchObject({
       active: true,
