@@ -1,7 +1,8 @@
 /**
  * @module handler
- * The one fetch handler: routes by path below the issuer, answers 404/405 for unknown paths and
- * methods, and turns every thrown error into an RFC error response (HTML on browser-facing pages).
+ * The one fetch handler: routes by path below the issuer, answers 404 for unknown paths (a page for
+ * browsers, JSON otherwise) and 405 for unknown methods, and turns every thrown error into an RFC
+ * error response (HTML on browser-facing pages).
  * The issuer and endpoint URLs come from configuration, never from the request's Host header.
  * Endpoints a single-page app calls directly answer CORS for the registered redirect URIs' origins
  * (see cors.ts); introspection does not: it is for resource servers, which are not browsers.
@@ -23,7 +24,7 @@ import { handleUserinfo } from './endpoints/userinfo.ts'
 import { OAuthError, errorResponse, toOAuthError } from './errors.ts'
 import { createProbes } from './ops/health.ts'
 import type { EndpointName } from './ops/metrics.ts'
-import { errorPage } from './pages.ts'
+import { errorPage, notFoundPage } from './pages.ts'
 
 type Handle = (request: Request) => Promise<Response> | Response
 
@@ -68,6 +69,31 @@ function withoutBodyForHead(request: Request, response: Response): Response {
 
 /** An absolute URL whose path needs no normalisation: letters, digits, `_`, `-`, `~` and `/` only. */
 const PLAIN_URL = /^https?:\/\/[^/?#\\]*(\/[\w\-~/]*)?(?:[?#]|$)/i
+
+/** Whether `Accept` names `text/html` with a non-zero quality (RFC 9110 §12.5.1): a browser's navigation. */
+function acceptsHtml(request: Request): boolean {
+  for (const part of (request.headers.get('accept') ?? '').split(',')) {
+    const [type, ...params] = part.split(';').map((p) => p.trim().toLowerCase())
+    if (type !== 'text/html') continue
+    const q = params.find((p) => p.startsWith('q='))
+    if (q === undefined || Number(q.slice(2)) > 0) return true
+  }
+  return false
+}
+
+/**
+ * 404 for a path nothing is served at: a page in the theme for a browser (`Accept: text/html`),
+ * JSON otherwise. Its `error` is `not_found`, not an RFC 6749 code such as `invalid_request`: no
+ * endpoint was reached, so there is no OAuth request to call invalid.
+ */
+function notFound(request: Request, ctx: Context): Response {
+  if (acceptsHtml(request)) return notFoundPage(ctx.config.theme)
+  const body = JSON.stringify({ error: 'not_found', error_description: 'no endpoint at this path' })
+  return new Response(body, {
+    status: 404,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' },
+  })
+}
 
 /** The pathname of a request URL: sliced when plain, else parsed by URL (which normalises it). */
 export function pathnameOf(url: string): string {
@@ -171,7 +197,7 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
   /** Routes and runs the request; every thrown error becomes an error response. */
   async function respond(request: Request, route: Route | undefined): Promise<Response> {
     try {
-      if (!route) throw new OAuthError('invalid_request', 'no endpoint at this path', { status: 404 })
+      if (!route) return withoutBodyForHead(request, notFound(request, ctx))
       const method = request.method === 'HEAD' ? 'GET' : request.method
       // Own keys only: a method token like `constructor` or `__proto__` must not reach Object.prototype.
       const handle = Object.hasOwn(route.methods, method) ? route.methods[method] : undefined

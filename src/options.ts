@@ -123,6 +123,8 @@ export interface Theme {
     signedOutMessage?: string
     errorTitle?: string
     errorHint?: string
+    notFoundTitle?: string
+    notFoundMessage?: string
   }
 }
 

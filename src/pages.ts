@@ -1,6 +1,6 @@
 /**
  * @module pages
- * The built-in HTML pages: sign-in, consent, logout confirmation, signed-out and error. Every value
+ * The built-in HTML pages: sign-in, consent, logout confirmation, signed-out, error and not found. Every value
  * is escaped; responses carry a strict CSP (nonce-bound inline style, no script, no framing).
  *
  * The host themes them with the `theme` option (validated by `ThemeSchema`): product name, logo,
@@ -50,6 +50,8 @@ export const DEFAULT_TEXTS = {
   signedOutMessage: 'You have been signed out.',
   errorTitle: 'Something went wrong',
   errorHint: 'Return to the application and try again.',
+  notFoundTitle: 'Page not found',
+  notFoundMessage: 'There is nothing at this address. Check the link, or return to the application.',
 } as const
 
 export type PageTexts = { -readonly [K in keyof typeof DEFAULT_TEXTS]: string }
@@ -187,6 +189,9 @@ button.secondary:hover{background:color-mix(in srgb,var(--text) 6%,transparent)}
 .notice svg{flex:none;width:1.25rem;height:1.25rem;margin-top:.1rem;color:var(--error)}
 .code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
 pre{font-size:.8rem;white-space:pre-wrap;overflow-wrap:anywhere;margin:0 0 1rem}
+main.wide{max-width:60rem}
+h2{font-size:1.15rem;line-height:1.3;margin:1.75rem 0 .75rem}
+pre.json{white-space:pre;overflow-wrap:normal;overflow:auto;max-height:32rem;font-size:.85rem;line-height:1.45;color:var(--text);background:color-mix(in srgb,var(--text) 4%,var(--card));border:1px solid color-mix(in srgb,var(--border) 45%,transparent);border-radius:10px;padding:.75rem .9rem;text-align:start;tab-size:2}
 ul.scopes{list-style:none;padding:0;margin:0 0 .5rem;border:1px solid color-mix(in srgb,var(--border) 50%,transparent);border-radius:10px}
 ul.scopes li{display:flex;gap:.6rem;align-items:flex-start;padding:.7rem .85rem;color:var(--text)}
 ul.scopes li+li{border-top:1px solid color-mix(in srgb,var(--border) 50%,transparent)}
@@ -228,15 +233,21 @@ const ALERT_ICON =
 const CHECK_ICON =
   '<svg aria-hidden="true" viewBox="0 0 20 20" fill="currentColor" focusable="false"><path d="M7.6 14.6 3.3 10.3l1.4-1.4 2.9 2.9 7.7-7.7 1.4 1.4z"/></svg>'
 
-/** Renders a page. `body` must already be escaped HTML. */
+/**
+ * Renders a page. `body` must already be escaped HTML. `wide` gives the card room for tables and
+ * code (the demo client's result) instead of the narrow form width.
+ */
 export function page(
   theme: Theme,
   title: string,
   body: string,
-  init?: { status?: number; headers?: Headers },
+  init?: { status?: number; headers?: Headers; wide?: boolean },
 ): Response {
   const nonce = randomToken(16)
   const product = theme.productName ?? 'Gatehouse'
+  // A page titled with the product name itself (the landing page) says it once, in the title and
+  // on the page: "Gatehouse", not "Gatehouse · Gatehouse".
+  const own = title === product
   // The product name is shown next to the logo, so the image itself is decorative (alt="").
   // Without a logo, a monogram of the product name in the primary colour.
   const logo = theme.logoUrl
@@ -245,9 +256,9 @@ export function page(
   const imgSrc = theme.logoUrl?.startsWith('http:') ? ` ${new URL(theme.logoUrl).origin}` : ''
   const html = `<!doctype html>
 <html lang="${e(theme.lang ?? 'en')}" dir="${e(theme.dir ?? 'ltr')}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="robots" content="noindex"><meta name="referrer" content="no-referrer"><title>${e(title)} · ${e(product)}</title>
+<meta name="robots" content="noindex"><meta name="referrer" content="no-referrer"><title>${own ? e(product) : `${e(title)} · ${e(product)}`}</title>
 <style nonce="${nonce}">${style(theme)}</style></head>
-<body><main><header>${logo}<p class="product">${e(product)}</p></header>
+<body><main${init?.wide ? ' class="wide"' : ''}><header>${logo}${own ? '' : `<p class="product">${e(product)}</p>`}</header>
 <h1>${e(title)}</h1>
 ${body}
 </main></body></html>`
@@ -390,4 +401,13 @@ export function errorPage(theme: Theme, error: string, description: string, stat
 <p class="center">${e(t.errorHint)}</p>`,
     { status },
   )
+}
+
+/**
+ * The page for a path nothing is served at, for a browser (`Accept: text/html`); API clients get
+ * JSON (see handler.ts).
+ */
+export function notFoundPage(theme: Theme): Response {
+  const t = textsOf(theme)
+  return page(theme, t.notFoundTitle, `<p class="center">${e(t.notFoundMessage)}</p>`, { status: 404 })
 }

@@ -19,7 +19,8 @@ import { throttledAfter } from '../throttle.ts'
 import type { InteractionRecord } from '../storage/types.ts'
 import { timingSafeEqual } from '../tokens/opaque.ts'
 
-const EXPIRED = 'the sign-in request has expired or was already used; return to the application and try again'
+// The error page adds its hint ("Return to the application and try again"): not said twice here.
+const EXPIRED = 'the sign-in request has expired or was already used'
 
 async function isSameBrowser(request: Request, record: InteractionRecord, ctx: Context): Promise<boolean> {
   const value = readCookie(request, browserCookieName(ctx))

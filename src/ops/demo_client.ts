@@ -65,8 +65,9 @@ function parsePending(value: string | undefined): Pending | undefined {
   return undefined
 }
 
+/** Pretty-printed JSON in a block that scrolls sideways instead of breaking lines inside values. */
 function json(value: unknown): string {
-  return `<pre><code>${e(JSON.stringify(value, null, 2))}</code></pre>`
+  return `<pre class="json"><code>${e(JSON.stringify(value, null, 2))}</code></pre>`
 }
 
 /**
@@ -193,7 +194,8 @@ against the JWKS.</p>
 <h2>Token response</h2>${json(other)}
 <p>Refresh token: ${typeof tokens.refresh_token === 'string' ? 'issued (opaque; not shown)' : 'none'}</p>
 ${again}`
-    return page(theme, 'Signed in', body, { headers: new Headers({ 'set-cookie': cookie('', 0) }) })
+    // Wide: the decoded tokens are read, not squeezed into the sign-in form's width.
+    return page(theme, 'Signed in', body, { headers: new Headers({ 'set-cookie': cookie('', 0) }), wide: true })
   }
 
   return (request, pathname) => {

@@ -37,5 +37,6 @@ ${link(input.endpoints.oauthMetadata, 'OAuth 2.0 authorization server metadata')
 ${link(input.endpoints.jwks, 'JSON Web Key Set')}
 </ul>
 ${operations}`
-  return page(theme, 'Gatehouse', body)
+  // Titled with the product name: the page shell then says it once (not "Gatehouse · Gatehouse").
+  return page(theme, theme.productName ?? 'Gatehouse', body)
 }

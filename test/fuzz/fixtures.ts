@@ -41,6 +41,8 @@ const ERROR_CODES = new Set([
   'invalid_request_uri',
   'invalid_dpop_proof',
   'use_dpop_nonce',
+  // #27 item 13: 404 for a path with no endpoint (no OAuth request, so no RFC 6749 code)
+  'not_found',
 ])
 
 /** RFC 6749 §5.2: error_description characters. */

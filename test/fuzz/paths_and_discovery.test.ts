@@ -1,7 +1,8 @@
 /**
  * Fuzz: the well-known documents and every other path, with random methods, query strings,
  * headers and bodies. Well-known: GET/HEAD 200 JSON, other methods 405 JSON with `Allow: GET`.
- * Unknown paths (also below an issuer with a path, RFC 8414 §3.1): 404 JSON, whatever was sent.
+ * Unknown paths (also below an issuer with a path, RFC 8414 §3.1): 404 JSON `not_found` (#27
+ * item 13: no endpoint, so no OAuth error code), whatever was sent; a page for `Accept: text/html`.
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
@@ -82,7 +83,7 @@ describe('fuzz: well-known documents and unknown paths', () => {
     )
   })
 
-  it('unknown paths: 404 JSON', async () => {
+  it('unknown paths: 404 JSON not_found (#27 item 13)', async () => {
     const { service } = await makeService()
     await fc.assert(
       fc.asyncProperty(around(path), async (spec) => {
@@ -90,10 +91,26 @@ describe('fuzz: well-known documents and unknown paths', () => {
         if (PATHS.includes(new URL(request.url).pathname)) return // a real endpoint after URL normalisation
         checkApi(response, body, request.method)
         expect(response.status).toBe(404)
-        if (request.method !== 'HEAD' || body !== '')
-          expect(JSON.parse(body)).toMatchObject({ error: 'invalid_request' })
+        if (request.method !== 'HEAD' || body !== '') expect(JSON.parse(body)).toMatchObject({ error: 'not_found' })
       }),
       settings(0x6a7e_0201, 400),
+    )
+  })
+
+  it('#27 item 13: unknown paths answer a browser (Accept: text/html) with a 404 page', async () => {
+    const { service } = await makeService()
+    await fc.assert(
+      fc.asyncProperty(around(path), async (spec) => {
+        const { request, response, body } = await send(service, {
+          ...spec,
+          headers: { ...spec.headers, accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+        })
+        if (PATHS.includes(new URL(request.url).pathname)) return
+        expect(response.status).toBe(404)
+        expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8')
+        if (request.method !== 'HEAD') expect(body).toContain('<h1>Page not found</h1>')
+      }),
+      settings(0x6a7e_0203, 100),
     )
   })
 

@@ -84,6 +84,7 @@ describe('npm start (demo seed)', () => {
     expect(html).toContain(`href="${issuer}/.well-known/jwks.json"`)
     expect(html).toContain(`href="${issuer}/demo"`)
     expect(html).toMatch(/Try sign-in/)
+    expect(html).toContain('<title>Gatehouse</title>') // #27 item 13: not "Gatehouse · Gatehouse"
 
     const banner = await waitForLine(server, /^Try the sign-in flow in a browser: /)
     expect(banner).toBe(`Try the sign-in flow in a browser: ${issuer}/demo (user alice, password alice-password)`)
@@ -136,6 +137,9 @@ describe('npm start (demo seed)', () => {
     expect(response.status).toBe(200)
     const page = unescapeHtml(html)
     expect(page).toContain('<h1>Signed in</h1>')
+    // #27 item 13: the decoded tokens get a wide card and blocks that scroll instead of wrapping.
+    expect(page).toContain('<main class="wide">')
+    expect(page).toContain('<pre class="json"><code>{')
     expect(page).toContain('"sub": "demo-user-1"')
     expect(page).toContain('"email": "alice@example.com"')
     expect(page).toContain('"typ": "at+jwt"')

@@ -1,7 +1,9 @@
 /**
  * The built-in pages and their theme: strict colour validation (no CSS injection), logo URLs,
  * texts, accessibility markup (lang, labels, role=alert, autocomplete), the strict CSP, and the
- * form markup other code relies on (field names, hidden inputs).
+ * form markup other code relies on (field names, hidden inputs). #27 item 13: the 404 page for
+ * browsers, the expired sign-in page's advice said once, the landing page's title, the wide layout
+ * of the demo client's result.
  */
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
@@ -15,8 +17,11 @@ import {
   errorPage,
   loginPage,
   logoutConfirmPage,
+  notFoundPage,
+  page,
   signedOutPage,
 } from '../../src/pages.ts'
+import { landingPage } from '../../src/ops/landing.ts'
 
 const LOGIN = { action: 'https://id.example/connect/interaction', uid: 'u1', csrf: 'c1', clientName: 'Web App' }
 
@@ -224,5 +229,85 @@ describe('pages', () => {
     const html = await error.text()
     expect(html).toContain('Something went wrong')
     expect(html).toMatch(/role="alert">.*<span class="code">invalid_request<\/span>: bad &lt;thing&gt;/)
+  })
+})
+
+describe("#27 item 13: a newcomer's pages", () => {
+  const ISSUER = 'https://id.example'
+  const ENDPOINTS = {
+    openidConfiguration: `${ISSUER}/.well-known/openid-configuration`,
+    oauthMetadata: `${ISSUER}/.well-known/oauth-authorization-server`,
+    jwks: `${ISSUER}/.well-known/jwks.json`,
+  } as Parameters<typeof landingPage>[1]['endpoints']
+  const titleOf = (html: string) => /<title>([^<]*)<\/title>/.exec(html)?.[1]
+
+  it('#27 item 13: an unknown path answers a browser (Accept: text/html) with a 404 page in the theme', async () => {
+    const service = createTokenService({ issuer: ISSUER, theme: { productName: 'Acme ID' } })
+    const accept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' // a browser's navigation
+    const response = await service.fetch(new Request(`${ISSUER}/nope`, { headers: { accept } }))
+    expect(response.status).toBe(404)
+    expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(response.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'nonce-/)
+    const html = await response.text()
+    expect(titleOf(html)).toBe('Page not found · Acme ID')
+    expect(html).toContain('<h1>Page not found</h1>')
+    expect(html).toContain('There is nothing at this address.')
+    const head = await service.fetch(new Request(`${ISSUER}/nope`, { method: 'HEAD', headers: { accept } }))
+    expect(head.status).toBe(404)
+    expect(await head.text()).toBe('')
+  })
+
+  it('#27 item 13: an unknown path answers API clients with JSON 404 `not_found`, not `invalid_request`', async () => {
+    const service = createTokenService({ issuer: ISSUER })
+    for (const accept of [undefined, 'application/json', '*/*', 'text/html;q=0, application/json']) {
+      const headers: Record<string, string> = accept === undefined ? {} : { accept }
+      const response = await service.fetch(new Request(`${ISSUER}/connect/nope`, { method: 'POST', headers }))
+      expect(response.status, accept).toBe(404)
+      expect(response.headers.get('content-type'), accept).toBe('application/json')
+      expect(await response.json(), accept).toEqual({
+        error: 'not_found',
+        error_description: 'no endpoint at this path',
+      })
+    }
+  })
+
+  it('#27 item 13: the not-found texts are theme texts', async () => {
+    const html = await notFoundPage({
+      texts: { notFoundTitle: 'Seite nicht gefunden', notFoundMessage: 'Nichts <hier>.' },
+    }).text()
+    expect(html).toContain('<h1>Seite nicht gefunden</h1>')
+    expect(html).toContain('Nichts &lt;hier&gt;.')
+    expect(DEFAULT_TEXTS.notFoundTitle).toBe('Page not found')
+  })
+
+  it('#27 item 13: an expired or used sign-in gives its advice once', async () => {
+    const service = createTokenService({ issuer: ISSUER })
+    const response = await service.fetch(new Request(`${ISSUER}/connect/interaction?uid=expired-or-unknown`))
+    expect(response.status).toBe(400)
+    const html = await response.text()
+    expect(html).toContain('the sign-in request has expired or was already used')
+    expect(html.match(/return to the application/gi)).toHaveLength(1)
+  })
+
+  it('#27 item 13: the landing page is titled with the product name once, not "Gatehouse · Gatehouse"', async () => {
+    const html = await landingPage({}, { issuer: ISSUER, endpoints: ENDPOINTS }).text()
+    expect(titleOf(html)).toBe('Gatehouse')
+    expect(html).toContain('<h1>Gatehouse</h1>')
+    expect(html).not.toContain('<p class="product">')
+    const themed = await landingPage({ productName: 'Acme ID' }, { issuer: ISSUER, endpoints: ENDPOINTS }).text()
+    expect(titleOf(themed)).toBe('Acme ID')
+    expect(themed).toContain('<h1>Acme ID</h1>')
+    // Other pages keep "title · product" and the product name above the title.
+    const login = await loginPage({ productName: 'Acme ID' }, LOGIN).text()
+    expect(titleOf(login)).toBe('Sign in · Acme ID')
+    expect(login).toContain('<p class="product">Acme ID</p>')
+  })
+
+  it('#27 item 13: a wide page gives code blocks room: a wide card, JSON that scrolls instead of wrapping', async () => {
+    const wide = await page({}, 'Signed in', '<pre class="json"><code>{}</code></pre>', { wide: true }).text()
+    expect(wide).toContain('<main class="wide">')
+    expect(wide).toMatch(/main\.wide\{max-width:60rem\}/)
+    expect(wide).toMatch(/pre\.json\{white-space:pre;[^}]*overflow:auto/)
+    expect(await page({}, 'Sign in', '').text()).toContain('<main><header>')
   })
 })
