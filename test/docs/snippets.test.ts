@@ -1,0 +1,289 @@
+/**
+ * #27 item 13: every TypeScript and JavaScript snippet in README.md and docs/*.md runs as written.
+ *
+ * Each fenced ```ts / ```js block (also `typescript`, `javascript`, `mjs`) is written to a file of
+ * its own in a temporary directory, its `gatehouse` and `gatehouse/…` imports pointed at this
+ * checkout's sources (the package's `exports` map, `dist/…/x.js` → `…/x.ts`), every other import
+ * resolved from the repository's node_modules. Then:
+ *
+ * - all of them but the fragments are type-checked together by tsc (strict; `.js` blocks with
+ *   `checkJs`);
+ * - a block without a marker is a complete program: it runs (Node with tsx) and exits 0;
+ * - `<!-- snippet: server NAME -->` before the fence: it runs on a free port (`PORT`), and the
+ *   check of that NAME below talks to it (discovery, a token, …), then it is stopped;
+ * - `<!-- snippet: typecheck (why) -->`: complete, but needs what a test cannot have (a database,
+ *   another host): type-checked only;
+ * - `<!-- snippet: fragment -->`: deliberately not standalone (a config entry, a continuation of
+ *   the block before). The count per file is pinned below, so a new fragment is a visible choice.
+ */
+import { execFile } from 'node:child_process'
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, describe, expect, it } from 'vitest'
+import { SignInProvider, connectWithSignIn, whoami } from '../helpers/mcp.ts'
+import { ROOT, freePort, launch, waitUntilServing } from '../runtime/server.ts'
+
+const run = promisify(execFile)
+
+type Kind = 'run' | 'server' | 'typecheck' | 'fragment'
+
+interface Snippet {
+  /** `README.md` or `docs/x.md`. */
+  file: string
+  /** Line of the opening fence (1-based). */
+  line: number
+  kind: Kind
+  /** The server check's name (`server NAME`). */
+  name: string
+  ext: 'ts' | 'mjs'
+  code: string
+}
+
+const LANGUAGES: Record<string, Snippet['ext']> = {
+  ts: 'ts',
+  typescript: 'ts',
+  js: 'mjs',
+  javascript: 'mjs',
+  mjs: 'mjs',
+}
+const MARKER = /^<!--\s*snippet:\s*(\S+)\s*(.*?)\s*-->$/
+
+/** The fenced ts/js blocks of one markdown file, with the marker before each. */
+function extract(file: string): Snippet[] {
+  const lines = readFileSync(join(ROOT, file), 'utf8').split('\n')
+  const snippets: Snippet[] = []
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\S*)\s*$/.exec(lines[i] as string)
+    if (!open) continue
+    const close = lines.findIndex((line, j) => j > i && /^```\s*$/.test(line))
+    if (close < 0) throw new Error(`${file}:${i + 1}: unclosed code fence`)
+    const ext = LANGUAGES[(open[1] as string).toLowerCase()]
+    if (ext !== undefined) {
+      let before = i - 1
+      while (before >= 0 && (lines[before] as string).trim() === '') before--
+      const marker = MARKER.exec((lines[before] ?? '').trim())
+      const kind = (marker?.[1] ?? 'run') as Kind
+      if (!['run', 'server', 'typecheck', 'fragment'].includes(kind) || (kind === 'run' && marker)) {
+        throw new Error(`${file}:${before + 1}: unknown snippet marker ${marker?.[0]}`)
+      }
+      const code = lines.slice(i + 1, close).join('\n')
+      snippets.push({ file, line: i + 1, kind, name: kind === 'server' ? (marker?.[2] ?? '') : '', ext, code })
+    }
+    i = close
+  }
+  // A marker must sit right before a ts/js fence: one anywhere else marks nothing.
+  lines.forEach((line, index) => {
+    if (!MARKER.test(line.trim())) return
+    let after = index + 1
+    while (after < lines.length && (lines[after] as string).trim() === '') after++
+    if (!snippets.some((s) => s.line === after + 1))
+      throw new Error(`${file}:${index + 1}: a marker before no ts/js block`)
+  })
+  return snippets
+}
+
+const FILES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+]
+const SNIPPETS = FILES.flatMap(extract)
+const label = (s: Snippet) => `${s.file}:${s.line}`
+
+/** `gatehouse` and `gatehouse/…` → this checkout's source files, from the package's exports map. */
+const SOURCES: Record<string, string> = (() => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    exports: Record<string, string | { default: string }>
+  }
+  const map: Record<string, string> = {}
+  for (const [subpath, target] of Object.entries(manifest.exports)) {
+    const file = typeof target === 'string' ? target : target.default
+    if (!file.startsWith('./dist/')) continue
+    map[`gatehouse${subpath.slice(1)}`] = join(ROOT, file.slice('./dist/'.length).replace(/\.js$/, '.ts'))
+  }
+  return map
+})()
+
+function rewriteImports(snippet: Snippet): string {
+  return snippet.code.replace(
+    /(\bfrom\s*|\bimport\s*\(?\s*)(['"])(gatehouse(?:\/[^'"]*)?)\2/g,
+    (whole, lead, quote, spec) => {
+      const source = SOURCES[spec as string]
+      if (source === undefined) throw new Error(`${label(snippet)}: '${spec}' is not an export of the package`)
+      return `${lead}${quote}${source}${quote}`
+    },
+  )
+}
+
+/** The temporary package the snippets live in: ESM, the repository's node_modules. */
+const DIR = mkdtempSync(join(tmpdir(), 'gatehouse-snippets-'))
+symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(DIR, 'node_modules'), 'dir')
+writeFileSync(join(DIR, 'package.json'), JSON.stringify({ name: 'snippets', private: true, type: 'module' }))
+mkdirSync(join(DIR, 'src'))
+const fileOf = new Map<Snippet, string>()
+for (const snippet of SNIPPETS) {
+  if (snippet.kind === 'fragment') continue
+  const path = join(DIR, 'src', `${snippet.file.replace(/[/.]/g, '_')}_${snippet.line}.${snippet.ext}`)
+  writeFileSync(path, `${rewriteImports(snippet)}\n`)
+  fileOf.set(snippet, path)
+}
+writeFileSync(
+  join(DIR, 'tsconfig.json'),
+  JSON.stringify({
+    compilerOptions: {
+      target: 'ES2022',
+      module: 'ESNext',
+      moduleResolution: 'bundler',
+      lib: ['ES2023', 'DOM', 'DOM.Iterable'],
+      types: ['node'],
+      strict: true,
+      noEmit: true,
+      allowImportingTsExtensions: true,
+      allowJs: true,
+      checkJs: true,
+      skipLibCheck: true,
+    },
+    include: ['src'],
+  }),
+)
+afterAll(() => rmSync(DIR, { recursive: true, force: true }))
+
+/** Runs a snippet with Node and tsx (which also loads the checkout's .ts sources). */
+function command(snippet: Snippet): string[] {
+  return [process.execPath, '--import', 'tsx', fileOf.get(snippet) as string]
+}
+
+/** What each `server NAME` snippet must serve, given its base URL; and the environment it needs. */
+const SERVERS: Record<string, { env?: Record<string, string>; check: (base: string, port: number) => Promise<void> }> =
+  {
+    /** README's embedding: discovery names the issuer it is reached at; the job gets a token. */
+    embedding: {
+      env: { REPORTING_JOB_SECRET: 'snippet-test-secret' },
+      async check(base) {
+        const discovery = (await (await fetch(`${base}/.well-known/openid-configuration`)).json()) as Record<
+          string,
+          string
+        >
+        expect(discovery.issuer).toBe(base)
+        expect(discovery.token_endpoint).toBe(`${base}/connect/token`)
+        const response = await fetch(discovery.token_endpoint as string, {
+          method: 'POST',
+          headers: {
+            authorization: `Basic ${btoa('reporting-job:snippet-test-secret')}`,
+            'content-type': 'application/x-www-form-urlencoded',
+          },
+          body: 'grant_type=client_credentials&scope=api1',
+        })
+        const body = (await response.json()) as Record<string, unknown>
+        expect(response.status, JSON.stringify(body)).toBe(200)
+        expect(body).toMatchObject({ token_type: 'Bearer', expires_in: 3600 })
+        expect(body.access_token).toBeTypeOf('string')
+      },
+    },
+    /** docs/mcp.md: the 401 names the metadata, and an MCP SDK client signs in and calls the tool. */
+    mcp: {
+      async check(base) {
+        const challenge = await fetch(`${base}/mcp`, { method: 'POST' })
+        expect(challenge.status).toBe(401)
+        expect(challenge.headers.get('www-authenticate')).toContain(
+          `resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`,
+        )
+        const provider = new SignInProvider({ redirectUrl: 'http://127.0.0.1:9/snippet-callback' })
+        const { client, transport } = await connectWithSignIn(`${base}/mcp`, provider)
+        try {
+          const caller = await whoami(client)
+          expect(caller.sub).toBe('u-1')
+          expect(caller.scopes).toContain('mcp:tools')
+        } finally {
+          await transport.close()
+        }
+      },
+    },
+  }
+
+describe('#27 item 13: the snippets of README.md and docs/ run as written', () => {
+  it('#27 item 13: every ts/js block is a program, a server, type-checked only, or a marked fragment', () => {
+    const counts: Record<string, Partial<Record<Kind, number>>> = {}
+    for (const s of SNIPPETS) {
+      const perFile = counts[s.file] ?? {}
+      perFile[s.kind] = (perFile[s.kind] ?? 0) + 1
+      counts[s.file] = perFile
+    }
+    // Pinned: a new fragment (or a block that stops running) changes this on purpose.
+    expect(counts).toEqual({
+      'README.md': { server: 1, fragment: 2 },
+      'docs/clients.md': { fragment: 1 },
+      'docs/high-security.md': { fragment: 2 },
+      'docs/mcp.md': { server: 1 },
+      'docs/resource-servers.md': { run: 1, fragment: 1, typecheck: 2 },
+      'docs/storage-and-deployment.md': { typecheck: 1, run: 1 },
+    })
+    const servers = SNIPPETS.filter((s) => s.kind === 'server').map((s) => s.name)
+    expect(servers.sort()).toEqual(Object.keys(SERVERS).sort())
+  })
+
+  it('#27 item 13: every block but the fragments type-checks against this checkout (tsc, strict)', async () => {
+    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
+    const result = await run(process.execPath, [tsc, '-p', join(DIR, 'tsconfig.json')], { cwd: DIR }).then(
+      () => '',
+      (err: { stdout?: string; stderr?: string }) => `${err.stdout ?? ''}${err.stderr ?? ''}`,
+    )
+    // Name the markdown line for each error, not the temporary file.
+    const named = result.replace(/src\/([\w]+?)_md_(\d+)\.(?:ts|mjs)/g, (_, file: string, line: string) => {
+      return `${file.replace(/^docs_/, 'docs/')}.md (block at line ${line})`
+    })
+    expect(named).toBe('')
+  }, 180_000)
+
+  it.each(SNIPPETS.filter((s) => s.kind === 'run').map((s) => [label(s), s] as const))(
+    '#27 item 13: %s runs and exits 0',
+    async (_, snippet) => {
+      const running = launch(command(snippet), {})
+      const timer = setTimeout(() => void running.stop(), 30_000)
+      const exit = await running.exited
+      clearTimeout(timer)
+      expect(exit, running.output().stderr).toEqual({ code: 0, signal: null })
+    },
+    45_000,
+  )
+
+  it.each(SNIPPETS.filter((s) => s.kind === 'server').map((s) => [`${label(s)} (${s.name})`, s] as const))(
+    '#27 item 13: %s serves',
+    async (_, snippet) => {
+      const server = SERVERS[snippet.name]
+      if (server === undefined) throw new Error(`no check for the server snippet ${snippet.name}`)
+      const port = await freePort()
+      const base = `http://localhost:${port}`
+      const running = launch(command(snippet), { PORT: String(port), ...server.env })
+      try {
+        await waitUntilServing(running, `${base}/.well-known/openid-configuration`, 30_000)
+        await server.check(base, port)
+      } finally {
+        await running.stop()
+      }
+    },
+    60_000,
+  )
+
+  it('#27 item 13: the embedding snippet without REPORTING_JOB_SECRET stops, saying what to set', async () => {
+    const snippet = SNIPPETS.find((s) => s.name === 'embedding') as Snippet
+    const running = launch(command(snippet), { PORT: String(await freePort()) })
+    const timer = setTimeout(() => void running.stop(), 30_000)
+    const exit = await running.exited
+    clearTimeout(timer)
+    expect(exit.code).not.toBe(0)
+    expect(running.output().stderr).toContain('set REPORTING_JOB_SECRET')
+  }, 45_000)
+})
