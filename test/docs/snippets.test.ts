@@ -119,7 +119,7 @@ const SOURCES: Record<string, string> = (() => {
 function rewriteImports(snippet: Snippet): string {
   return snippet.code.replace(
     /(\bfrom\s*|\bimport\s*\(?\s*)(['"])(gatehouse(?:\/[^'"]*)?)\2/g,
-    (whole, lead, quote, spec) => {
+    (_whole, lead, quote, spec) => {
       const source = SOURCES[spec as string]
       if (source === undefined) throw new Error(`${label(snippet)}: '${spec}' is not an export of the package`)
       return `${lead}${quote}${source}${quote}`

@@ -2,7 +2,9 @@
  * The MCP server example (examples/mcp-server, #19): `node server.mjs` (what `npm start` runs) on
  * a free loopback port, then one MCP SDK client end to end against it: 401 → protected resource
  * metadata → dynamic client registration → alice signs in and consents on the built-in pages →
- * `finishAuth` → the `whoami` tool answers with her `sub` and the token's scopes.
+ * `finishAuth` → the `whoami` tool answers with her `sub` and the token's scopes. Then the example's
+ * own agent (agent.mjs, #27 item 13), with the test as the browser that signs in and follows the
+ * redirect to the agent's loopback port.
  *
  * Runs when examples/mcp-server/node_modules exists or GATEHOUSE_TEST_MCP_EXAMPLE=1 (CI installs
  * the example and sets it); skipped otherwise, since the example has its own dependencies.
@@ -12,7 +14,7 @@ import { existsSync, lstatSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { decodeJwt } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { SignInProvider, connectWithSignIn, recordingFetch, whoami } from '../helpers/mcp.ts'
+import { SignInProvider, connectWithSignIn, recordingFetch, signInOverHttp, whoami } from '../helpers/mcp.ts'
 import { type Running, freePort, launch, waitUntilServing } from '../runtime/server.ts'
 
 const APP = fileURLToPath(new URL('../../examples/mcp-server/', import.meta.url))
@@ -82,4 +84,36 @@ describe.skipIf(!enabled)(title, () => {
       await transport.close()
     }
   })
+
+  it('#27 item 13 agent.mjs completes the sign-in for real: loopback redirect, finishAuth, whoami', async () => {
+    const agent = launch([process.execPath, `${APP}agent.mjs`], { MCP_URL: `${base}/mcp`, NO_BROWSER: '1' })
+    try {
+      // The agent prints the authorization URL where it would open the browser; the test is the browser.
+      const deadline = Date.now() + 20_000
+      let printed: RegExpExecArray | null = null
+      while (!printed && Date.now() < deadline) {
+        printed = /^Sign in at: (\S+)$/m.exec(agent.output().stdout)
+        if (!printed) await new Promise((r) => setTimeout(r, 50))
+      }
+      if (!printed) throw new Error(`agent.mjs printed no sign-in URL:\n${JSON.stringify(agent.output())}`)
+      const authorizationUrl = new URL(printed[1] as string)
+      const redirectUri = authorizationUrl.searchParams.get('redirect_uri') as string
+      expect(redirectUri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/)
+      const trip = await signInOverHttp(authorizationUrl, redirectUri, {
+        username: 'alice',
+        password: 'alice-password',
+      })
+      expect(trip.pages).toEqual(['login', 'consent'])
+      // The browser follows the redirect to the agent's loopback listener.
+      const landed = await fetch(trip.callback)
+      expect(landed.status).toBe(200)
+      expect(await landed.text()).toContain('Signed in')
+      const exit = await agent.exited
+      expect(exit, JSON.stringify(agent.output())).toEqual({ code: 0, signal: null })
+      const answer = /^whoami: (.+)$/m.exec(agent.output().stdout)?.[1] as string
+      expect(JSON.parse(answer)).toMatchObject({ sub: 'demo-user-1', scopes: expect.arrayContaining(['mcp:tools']) })
+    } finally {
+      await agent.stop()
+    }
+  }, 60_000)
 })
