@@ -204,7 +204,7 @@ describe('token endpoint: request errors', () => {
     await expectError(await service.fetch(raw(body, { 'content-type': FORM })), 401, 'invalid_client')
   })
 
-  it('an unknown path → 404 JSON', async () => {
+  it('an unknown path → 404 JSON not_found (#27 item 13: no endpoint, no OAuth error code)', async () => {
     for (const path of [
       '/connect/tokens',
       '/token',
@@ -217,7 +217,7 @@ describe('token endpoint: request errors', () => {
       const response = await service.fetch(
         raw('grant_type=client_credentials', { ...AUTH, 'content-type': FORM }, 'POST', `${ISSUER}${path}`),
       )
-      await expectError(response, 404, 'invalid_request')
+      await expectError(response, 404, 'not_found')
     }
   })
 
