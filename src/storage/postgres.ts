@@ -117,10 +117,11 @@ export function createPostgresStore(options: PostgresStoreOptions): SqlStore & {
           },
         })
       : undefined
-  // Fail fast while the database is unreachable: once a query failed for want of it, queries fail
+  // Fail fast while the database is unreachable: once a query got no answer in time, queries fail
   // at once while a probe (`select 1` under the deadline, every quarter second) waits for the
   // database; the first answer closes the breaker. Without it, a request making two queries would
-  // wait out two deadlines, and queued requests would each wait out theirs.
+  // wait out two deadlines, and queued requests would each wait out theirs. Errors that come fast
+  // (a refused connection) need no breaker; one slow connection attempt must not open it for all.
   let down = false
   const unreachable = () =>
     Object.assign(new Error('the database did not answer lately; failing fast until it does'), {
@@ -164,12 +165,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SqlStore & {
   const storeOptions = {
     ...(options.schema !== undefined ? { schema: options.schema } : {}),
     ...(options.now ? { now: options.now } : {}),
-    // Called on failures only: one that means the database is unreachable opens the breaker.
-    isUnavailable: (err: unknown) => {
-      const unavailable = isUnavailable(err)
-      if (unavailable) markDown()
-      return unavailable
-    },
+    isUnavailable,
   }
   const store = createSqlStore(client, storeOptions)
   // Migrations may legitimately take long (an index on a big table, another instance's lock).
