@@ -21,10 +21,11 @@ import { createRegistration } from './endpoints/registration.ts'
 import { handleRevocation } from './endpoints/revocation.ts'
 import { handleToken } from './endpoints/token.ts'
 import { handleUserinfo } from './endpoints/userinfo.ts'
-import { OAuthError, errorResponse, toOAuthError } from './errors.ts'
+import { OAuthError, StoreUnavailableError, errorResponse, toOAuthError } from './errors.ts'
 import { createProbes } from './ops/health.ts'
 import type { EndpointName } from './ops/metrics.ts'
 import { errorPage, notFoundPage } from './pages.ts'
+import { createStoreErrorLog } from './store_error_log.ts'
 
 type Handle = (request: Request) => Promise<Response> | Response
 
@@ -106,6 +107,8 @@ export function pathnameOf(url: string): string {
 export function createHandler(ctx: Context): (request: Request) => Promise<Response> {
   const issuerPath = new URL(ctx.config.issuer).pathname.replace(/\/$/, '')
   const metrics = ctx.config.metrics
+  // An outage fails every request the same way: counted per kind, not a line per request.
+  const storeErrors = createStoreErrorLog(ctx.logger)
   const document = JSON.stringify(metadata(ctx))
   const origins = createOriginPolicy({
     store: ctx.store,
@@ -212,7 +215,9 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     } catch (thrown) {
       const err = toOAuthError(thrown)
       if (err.code === 'temporarily_unavailable') metrics?.storeError()
-      if (err.status >= 500) {
+      if (err.cause instanceof StoreUnavailableError) {
+        storeErrors.report(err.cause, { path: new URL(request.url).pathname })
+      } else if (err.status >= 500) {
         const cause = thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : typeof thrown
         ctx.logger.error('request failed', { path: new URL(request.url).pathname, error: err.code, cause })
       }

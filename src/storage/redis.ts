@@ -28,8 +28,15 @@ export interface RedisStoreOptions {
   url: string
   /** Key prefix. Default `gatehouse:`. */
   prefix?: string
-  /** Milliseconds to wait for a connection. Default 10000. */
+  /** Milliseconds to wait for a connection. Default 2000. */
   connectTimeout?: number
+  /**
+   * Milliseconds the connection may stay silent while commands wait for their answers; then it is
+   * dropped, the waiting commands fail with StoreUnavailableError (the service answers 503) and
+   * the client reconnects (#27 item 10). One watchdog per connection (ioredis `socketTimeout`),
+   * not a timer per command. Default 2000; 0 turns it off.
+   */
+  commandTimeout?: number
   now?: () => number
 }
 
@@ -120,10 +127,16 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const now = options.now ?? (() => Math.floor(Date.now() / 1000))
   const redisOptions: RedisOptions = {
     lazyConnect: true,
-    connectTimeout: options.connectTimeout ?? 10_000,
+    connectTimeout: options.connectTimeout ?? 2000,
     // Fail fast instead of queueing while disconnected: the handler answers 503.
     enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
+    // A command caught by a dropped connection fails (503) instead of waiting for the next one:
+    // no request outlives the watchdog below, and a one-time script is never sent twice.
+    maxRetriesPerRequest: 0,
+    // A silent connection (a network partition) is dropped instead of holding commands forever.
+    ...((options.commandTimeout ?? 2000) > 0 ? { socketTimeout: options.commandTimeout ?? 2000 } : {}),
+    // Back within a second of Redis (the default waits up to 5 s between attempts).
+    retryStrategy: (times) => Math.min(times * 100, 1000),
   }
   const redis = new driver.Redis(options.url, redisOptions) as ScriptedRedis
   redis.on('error', () => {}) // surfaced per command as StoreUnavailableError
