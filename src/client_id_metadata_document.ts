@@ -7,18 +7,29 @@
  *
  * The fetch must not become an SSRF tool. Checks, in order:
  * - the client_id is a canonical https URL with a path, no fragment, no user info (draft §3)
- * - the document host is not fetched more than `FETCHES_PER_HOST` times per throttle window
+ * - the fetch is within its budgets per throttle window (see Budgets below)
  * - the host is not in a private, loopback, link-local, unique-local or otherwise non-global
  *   range, checked on the literal host and, where the runtime resolves names (`resolveHost`), on
  *   every resolved address (unless `allowPrivateNetworks`)
  * - the fetch takes at most `timeout` seconds (5), follows no redirect (a 3xx is a failure),
  *   answers 200 with a JSON media type and at most `MAX_DOCUMENT_BYTES` (64 KiB)
- * - the document is a JSON object whose `client_id` equals the URL, with valid `redirect_uris`,
- *   an optional `client_name`, `token_endpoint_auth_method` `none` (absent: `none`) or
+ * - the document is a JSON object whose `client_id` equals the URL, with `redirect_uris` (and
+ *   `post_logout_redirect_uris`) a self-registered client may use (https, loopback http, or a
+ *   private-use scheme in reverse domain name form: the registration rule), an optional
+ *   `client_name` without control or bidi override characters, `token_endpoint_auth_method` `none` (absent: `none`) or
  *   `private_key_jwt` with an https `jwks_uri` (its keys fetched under the same address rules), no
  *   secret, and no grant but authorization_code and refresh_token
  * Results (failures too, briefly) are cached per the response's Cache-Control, between
  * `MIN_TTL` and `MAX_TTL`. Errors name what failed, never the fetched body.
+ *
+ * Budgets (counters of the throttle limiter, so every instance shares them): a URL that resolved
+ * to a usable document before is *known* (remembered in the limiter for `KNOWN_FOR`); fetches of
+ * known URLs count against `perHost` of their host, fetches of any other URL against
+ * `unknownPerHost` of the host and `unknownPerAddress` of the request's source address (when the
+ * caller passes one). Every fetch counts one before it is made (a burst cannot outrun the count),
+ * a failed one one more. So junk paths spend the unknown budgets only, never the known documents'
+ * one; and when a host's budget is spent, a document this instance resolved before is served from
+ * its last good copy, past its cache lifetime (stale on throttle), instead of `429`.
  *
  * Residual gap (DNS rebinding): the addresses checked are resolved before the fetch, and the
  * runtime's fetch resolves the name again; a name whose answer changes between the two (a short
@@ -28,11 +39,13 @@
  * than 64 KiB either way).
  */
 import * as v from 'valibot'
+import { isSafeText, isSelfRegisteredRedirectUri } from './client_metadata.ts'
 import { OAuthError } from './errors.ts'
 import { mediaType, readCapped as readStreamCapped } from './http.ts'
-import { isPublicAddress } from './networks.ts'
+import { addressBucket, isPublicAddress } from './networks.ts'
 import { Permissions, scopePermission } from './permissions.ts'
 import type { ClientRecord } from './storage/types.ts'
+import { sha256 } from './tokens/opaque.ts'
 import type { Limiter, ThrottleRule } from './throttle.ts'
 
 /** Largest document read, bytes (the draft suggests 5 KB is plenty; 64 KiB leaves room for jwks). */
@@ -47,8 +60,25 @@ export const DEFAULT_TTL = 300
 export const FAILURE_TTL = 30
 /** Documents (and failures) kept in memory at most. */
 const CACHE_MAX = 1000
-/** Fetches of one document host per throttle window. */
-export const FETCHES_PER_HOST = 60
+/** Fetch budgets per throttle window (the `fetchLimits` option; see the module comment). */
+export interface DocumentFetchLimits {
+  /** Fetches of known documents (URLs that resolved before) of one host. */
+  perHost: number
+  /** Fetches of other URLs of one host. */
+  unknownPerHost: number
+  /** Fetches of other URLs for requests from one source address (IPv6: its /64). */
+  unknownPerAddress: number
+}
+/** The default budgets: a failed fetch counts two, so 15 junk URLs spend a host's unknown budget. */
+export const DOCUMENT_FETCH_LIMITS: Readonly<DocumentFetchLimits> = {
+  perHost: 60,
+  unknownPerHost: 30,
+  unknownPerAddress: 20,
+}
+/** Fetches of one document host per throttle window (known documents). */
+export const FETCHES_PER_HOST = DOCUMENT_FETCH_LIMITS.perHost
+/** How long a URL that resolved stays known to the budgets, seconds (30 days). */
+export const KNOWN_FOR = 2_592_000
 /** Longest client_id URL, characters. */
 const MAX_URL_LENGTH = 1024
 
@@ -69,6 +99,8 @@ export interface MetadataDocumentResolverOptions {
   limiter?: Limiter
   /** Window of the throttle counters, seconds. */
   window?: number
+  /** Fetch budgets per window; default {@link DOCUMENT_FETCH_LIMITS}. */
+  limits?: Partial<DocumentFetchLimits>
 }
 
 /**
@@ -95,26 +127,9 @@ function refuse(description: string, status = 400, headers?: Record<string, stri
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
-const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:'])
-
-/** A redirect URI a document may list: absolute, no fragment, https (http only for loopback), no script scheme. */
-function isAcceptableRedirectUri(value: string): boolean {
-  if (value.length > 2048 || value.includes('#')) return false
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    return false
-  }
-  if (FORBIDDEN_SCHEMES.has(url.protocol)) return false
-  // RFC 9700 §2.6 / RFC 8252 §7.3: plain http only toward this machine.
-  if (url.protocol === 'http:')
-    return url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost'
-  return true
-}
-
 const redirectUris = v.pipe(
-  v.array(v.pipe(v.string(), v.check(isAcceptableRedirectUri))),
+  // The rule of dynamic registration (RFC 8252 §7): https, loopback http, reverse-DNS private-use schemes.
+  v.array(v.pipe(v.string(), v.check(isSelfRegisteredRedirectUri))),
   v.minLength(1),
   v.maxLength(20),
 )
@@ -124,11 +139,21 @@ const DocumentSchema = v.looseObject({
   client_id: v.string(),
   redirect_uris: redirectUris,
   post_logout_redirect_uris: v.optional(redirectUris),
-  client_name: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
+  // As at registration: no control or bidi override characters (a trailing U+202E would reverse the
+  // consent page's warning), and not blank.
+  client_name: v.optional(
+    v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.maxLength(200),
+      v.check(isSafeText),
+      v.check((name) => name.trim() !== ''),
+    ),
+  ),
   // RFC 7591 §2 defaults this to client_secret_basic, which a document cannot use (it holds no
   // secret, draft §4.1): absent is read as none. private_key_jwt needs jwks_uri (MCP allows it).
   token_endpoint_auth_method: v.optional(v.picklist(['none', 'private_key_jwt'])),
-  jwks_uri: v.optional(v.pipe(v.string(), v.maxLength(2048), v.startsWith('https://'), v.url())),
+  jwks_uri: v.optional(v.pipe(v.string(), v.maxLength(2048), v.startsWith('https://'), v.url(), v.check(isSafeText))),
   grant_types: v.optional(v.pipe(v.array(v.picklist(['authorization_code', 'refresh_token'])), v.maxLength(2))),
   response_types: v.optional(v.array(v.literal('code'))),
   scope: v.optional(v.pipe(v.string(), v.maxLength(4096))),
@@ -159,8 +184,11 @@ async function readCapped(response: Response, max: number): Promise<Uint8Array |
 
 /** Resolves client identifier URLs to clients (see the module comment). */
 export interface MetadataDocumentResolver {
-  /** The client the document at `clientId` describes; throws `invalid_client` when it cannot be used. */
-  resolve(clientId: string): Promise<ClientRecord>
+  /**
+   * The client the document at `clientId` describes; throws `invalid_client` when it cannot be
+   * used. `address` is the request's source address (for the per-address budget).
+   */
+  resolve(clientId: string, address?: string): Promise<ClientRecord>
 }
 
 /** Creates the resolver with its cache. */
@@ -204,25 +232,85 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
     }
   }
 
-  /** Counts the fetch against the document host; throws 429 once the host had its share. */
-  async function countFetch(url: URL): Promise<void> {
+  const limits: DocumentFetchLimits = { ...DOCUMENT_FETCH_LIMITS, ...options.limits }
+  /** The last usable copy of each document this instance resolved (served when its host is throttled). */
+  const lastGood = new Map<string, ClientRecord>()
+
+  function keepGood(clientId: string, record: ClientRecord): void {
+    lastGood.delete(clientId)
+    while (lastGood.size >= CACHE_MAX) lastGood.delete(lastGood.keys().next().value as string)
+    lastGood.set(clientId, record)
+  }
+
+  /** The limiter's marker of a URL that resolved: a counter with limit 1, exhausted once set. */
+  async function knownRule(clientId: string): Promise<ThrottleRule> {
+    return { key: `cimd-known:${await sha256(clientId)}`, limit: 1, window: KNOWN_FOR }
+  }
+
+  /** The rules a fetch of `clientId` counts against (see Budgets in the module comment). */
+  async function budgetRules(url: URL, clientId: string, address: string | undefined): Promise<ThrottleRule[]> {
     const { limiter, window } = options
-    if (!limiter || window === undefined) return
-    const rules: ThrottleRule[] = [{ key: `cimd-host:${url.host}`, limit: FETCHES_PER_HOST, window }]
+    if (!limiter || window === undefined) return []
+    const known =
+      lastGood.has(clientId) || (await limiter.retryAfter([await knownRule(clientId)], now(), { fresh: true })) > 0
+    if (known) return [{ key: `cimd-host:${url.host}`, limit: limits.perHost, window }]
+    const rules: ThrottleRule[] = [{ key: `cimd-unknown:${url.host}`, limit: limits.unknownPerHost, window }]
+    if (address !== undefined) {
+      rules.push({ key: `cimd-address:${addressBucket(address)}`, limit: limits.unknownPerAddress, window })
+    }
+    return rules
+  }
+
+  /**
+   * Counts the fetch against its budgets. When one is spent: the last good copy if there is one
+   * (stale on throttle), else 429.
+   */
+  async function admit(rules: ThrottleRule[], clientId: string): Promise<ClientRecord | undefined> {
+    const { limiter } = options
+    if (!limiter || rules.length === 0) return undefined
     const at = now()
     const wait = await limiter.retryAfter(rules, at, { fresh: true })
     if (wait > 0) {
+      const stale = lastGood.get(clientId)
+      if (stale) return stale
       throw refuse('too many client metadata document fetches for this host; retry later', 429, {
         'retry-after': String(Math.max(1, Math.ceil(wait))),
       })
     }
     await limiter.fail(rules, at)
+    return undefined
+  }
+
+  /** After the fetch: a failure counts once more; a success marks the URL known. */
+  async function settle(rules: ThrottleRule[], clientId: string, ok: boolean): Promise<void> {
+    const { limiter } = options
+    if (!limiter || rules.length === 0) return
+    if (!ok) return limiter.fail(rules, now())
+    // Counted as unknown: from now on it is known, on every instance.
+    if (rules[0]?.key.startsWith('cimd-unknown:')) await limiter.fail([await knownRule(clientId)], now())
+  }
+
+  /** Fetches and checks the document within its budgets; the client and how long to keep it. */
+  async function load(clientId: string, address: string | undefined): Promise<{ record: ClientRecord; ttl: number }> {
+    const url = new URL(clientId)
+    const rules = await budgetRules(url, clientId, address)
+    const stale = await admit(rules, clientId)
+    // Kept for the shortest cache time: the budget is not asked again on every request.
+    if (stale) return { record: stale, ttl: MIN_TTL }
+    let loaded: { record: ClientRecord; ttl: number }
+    try {
+      loaded = await fetchAndCheck(url, clientId)
+    } catch (err) {
+      await settle(rules, clientId, false)
+      throw err
+    }
+    await settle(rules, clientId, true)
+    keepGood(clientId, loaded.record)
+    return loaded
   }
 
   /** Fetches and checks the document; returns the client and how long to keep it. */
-  async function load(clientId: string): Promise<{ record: ClientRecord; ttl: number }> {
-    const url = new URL(clientId)
-    await countFetch(url)
+  async function fetchAndCheck(url: URL, clientId: string): Promise<{ record: ClientRecord; ttl: number }> {
     const controller = new AbortController()
     let timer: ReturnType<typeof setTimeout> | undefined
     // One deadline for resolution, response and body: a fetch that ignores its signal is cut off too.
@@ -359,14 +447,14 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
   }
 
   return {
-    resolve(clientId: string): Promise<ClientRecord> {
+    resolve(clientId: string, address?: string): Promise<ClientRecord> {
       const hit = cache.get(clientId)
       if (hit && hit.until > now()) {
         return hit.value instanceof OAuthError ? Promise.reject(hit.value) : Promise.resolve(hit.value)
       }
       const inFlight = pending.get(clientId)
       if (inFlight) return inFlight
-      const loading = load(clientId).then(
+      const loading = load(clientId, address).then(
         ({ record, ttl }) => {
           remember(clientId, record, ttl)
           return record

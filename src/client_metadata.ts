@@ -1,8 +1,8 @@
 /**
  * @module client_metadata
  * RFC 7591 §2 client metadata of a dynamically registered client, checked and completed:
- * redirect URIs (https, http only on a loopback host, or a private-use scheme; never a fragment:
- * RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
+ * redirect URIs (https, http only on a loopback host, or a private-use scheme in reverse domain
+ * name form; never a fragment: RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
  * `private_key_jwt` client (`jwks` of public signature keys, or an https `jwks_uri`, never both);
  * `id_token_signed_response_alg` (OpenID Connect Registration §2),
  * `require_pushed_authorization_requests` (RFC 9126 §6) and `dpop_bound_access_tokens`
@@ -38,7 +38,11 @@ export interface RegisteredClientMetadata extends ClientMetadata {
   dpop_bound_access_tokens?: boolean
 }
 
-/** Schemes a redirect URI never uses (they run code, read files or are not navigations). */
+/**
+ * Schemes a redirect URI never uses (they run code, read files or are not navigations). The
+ * private-use rule below refuses them already (no dot); they are named for the dotted look-alikes
+ * an operating system registers as its own handlers.
+ */
 const FORBIDDEN_SCHEMES = new Set([
   'javascript',
   'data',
@@ -49,7 +53,16 @@ const FORBIDDEN_SCHEMES = new Set([
   'filesystem',
   'ws',
   'wss',
+  'view-source',
+  'x-apple.systempreferences',
 ])
+/**
+ * A private-use scheme in reverse domain name form (RFC 8252 §7.1: `com.example.app`): labels of
+ * letters, digits and hyphens joined by at least one dot. Anything else that is not https or
+ * loopback http is an operating-system or browser protocol handler (`ms-msdt:`, `search-ms:`,
+ * `ms-officecmd:`, `intent:`, `jar:`, `mailto:`), never a client's own.
+ */
+const REVERSE_DNS_SCHEME = /^[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+$/
 const MAX_URI = 2000
 const MAX_REDIRECT_URIS = 20
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses.
@@ -64,8 +77,11 @@ function badRedirect(description: string): OAuthError {
 }
 
 /**
- * Checks one redirect URI (RFC 7591 §2, RFC 8252 §7, RFC 9700 §2.6): an absolute https URI, http
- * only on a loopback host, or a private-use scheme (`com.example.app:/cb`); no fragment.
+ * Checks one redirect URI of a self-registered client (RFC 7591 §2, RFC 8252 §7, RFC 9700 §2.6):
+ * an absolute https URI, http only on a loopback host (RFC 8252 §7.3: 127.0.0.0/8, `[::1]`,
+ * `localhost`), or a private-use scheme in reverse domain name form (RFC 8252 §7.1:
+ * `com.example.app:/cb`); no fragment, no user information. The same rule serves dynamic
+ * registration and client ID metadata documents.
  */
 export function checkRedirectUri(value: unknown): string {
   if (typeof value !== 'string' || value === '' || value.length > MAX_URI || UNSAFE_TEXT.test(value)) {
@@ -85,7 +101,27 @@ export function checkRedirectUri(value: unknown): string {
   }
   if (FORBIDDEN_SCHEMES.has(scheme)) throw badRedirect('redirect_uris uses a scheme that is not allowed')
   if (scheme === 'https' && url.hostname === '') throw badRedirect('redirect_uris must hold absolute URIs')
+  if (scheme !== 'https' && scheme !== 'http' && !REVERSE_DNS_SCHEME.test(scheme)) {
+    throw badRedirect(
+      'redirect_uris must use https, http on a loopback host, or a private-use scheme in reverse domain name form',
+    )
+  }
   return value
+}
+
+/** Whether `value` is a redirect URI a self-registered client may use ({@link checkRedirectUri}). */
+export function isSelfRegisteredRedirectUri(value: string): boolean {
+  try {
+    checkRedirectUri(value)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Whether a human-readable value (a client name) is free of control and bidi override characters. */
+export function isSafeText(value: string): boolean {
+  return !UNSAFE_TEXT.test(value)
 }
 
 /** An https URL (http only on a loopback host) for `client_uri` / `logo_uri`. */

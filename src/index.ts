@@ -278,6 +278,7 @@ function metadataDocuments(
     scopes: settings.scopes,
     allowPrivateNetworks: settings.allowPrivateNetworks,
     timeout: settings.timeout,
+    limits: settings.fetchLimits,
     ...(settings.fetch ? { fetch: settings.fetch } : {}),
     ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
     now,
