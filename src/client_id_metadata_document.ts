@@ -46,7 +46,7 @@ import { addressBucket, isPublicAddress } from './networks.ts'
 import { Permissions, scopePermission } from './permissions.ts'
 import type { ClientRecord } from './storage/types.ts'
 import { sha256 } from './tokens/opaque.ts'
-import type { Limiter, ThrottleRule } from './throttle.ts'
+import { type Limiter, type ThrottleRule, fetchBudget } from './throttle.ts'
 
 /** Largest document read, bytes (the draft suggests 5 KB is plenty; 64 KiB leaves room for jwks). */
 export const MAX_DOCUMENT_BYTES = 65_536
@@ -233,6 +233,7 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
   }
 
   const limits: DocumentFetchLimits = { ...DOCUMENT_FETCH_LIMITS, ...options.limits }
+  const budget = options.limiter && options.window !== undefined ? fetchBudget(options.limiter, now) : undefined
   /** The last usable copy of each document this instance resolved (served when its host is throttled). */
   const lastGood = new Map<string, ClientRecord>()
 
@@ -266,26 +267,21 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
    * (stale on throttle), else 429.
    */
   async function admit(rules: ThrottleRule[], clientId: string): Promise<ClientRecord | undefined> {
-    const { limiter } = options
-    if (!limiter || rules.length === 0) return undefined
-    const at = now()
-    const wait = await limiter.retryAfter(rules, at, { fresh: true })
-    if (wait > 0) {
-      const stale = lastGood.get(clientId)
-      if (stale) return stale
-      throw refuse('too many client metadata document fetches for this host; retry later', 429, {
-        'retry-after': String(Math.max(1, Math.ceil(wait))),
-      })
-    }
-    await limiter.fail(rules, at)
-    return undefined
+    if (!budget) return undefined
+    const wait = await budget.admit(rules)
+    if (wait === 0) return undefined
+    const stale = lastGood.get(clientId)
+    if (stale) return stale
+    throw refuse('too many client metadata document fetches for this host; retry later', 429, {
+      'retry-after': String(Math.max(1, Math.ceil(wait))),
+    })
   }
 
   /** After the fetch: a failure counts once more; a success marks the URL known. */
   async function settle(rules: ThrottleRule[], clientId: string, ok: boolean): Promise<void> {
     const { limiter } = options
-    if (!limiter || rules.length === 0) return
-    if (!ok) return limiter.fail(rules, now())
+    if (!limiter || !budget) return
+    if (!ok) return budget.failed(rules)
     // Counted as unknown: from now on it is known, on every instance.
     if (rules[0]?.key.startsWith('cimd-unknown:')) await limiter.fail([await knownRule(clientId)], now())
   }

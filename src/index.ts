@@ -187,6 +187,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     clientKeys: createClientKeySource({
       now,
       ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+      ...(limiter && config.throttle !== false ? { limiter, window: config.throttle.window } : {}),
     }),
     dpopNonces: createDpopNonces({ secret: dpopNonceSecret(keyring, now), now }),
   }

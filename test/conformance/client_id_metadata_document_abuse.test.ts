@@ -164,7 +164,8 @@ describe('#27 item 5 junk client ids cannot lock a metadata-document client out'
     expect(await tokenRequest(ctx, TOOL, '203.0.113.9')).toMatchObject(RESOLVED)
     ctx.calls.length = 0
     const fromOne: number[] = []
-    for (let i = 0; i < 20; i++) fromOne.push((await tokenRequest(ctx, `${JUNK_HOST}-a${i}.json`, '203.0.113.9')).status)
+    for (let i = 0; i < 20; i++)
+      fromOne.push((await tokenRequest(ctx, `${JUNK_HOST}-a${i}.json`, '203.0.113.9')).status)
     // 20 per address: 10 failed fetches, then 429 with Retry-After.
     expect(ctx.calls).toHaveLength(10)
     expect(fromOne.slice(10).every((status) => status === 429)).toBe(true)

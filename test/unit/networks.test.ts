@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { addressBucket, canonicalAddress, inNetworks, isCidr, isPublicAddress, networkMatcher } from '../../src/networks.ts'
+import {
+  addressBucket,
+  canonicalAddress,
+  inNetworks,
+  isCidr,
+  isPublicAddress,
+  networkMatcher,
+} from '../../src/networks.ts'
 
 describe('networks', () => {
   it.each([
