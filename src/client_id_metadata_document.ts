@@ -22,14 +22,9 @@
  * Results (failures too, briefly) are cached per the response's Cache-Control, between
  * `MIN_TTL` and `MAX_TTL`. Errors name what failed, never the fetched body.
  *
- * Budgets (counters of the throttle limiter, so every instance shares them): a URL that resolved
- * to a usable document before is *known* (remembered in the limiter for `KNOWN_FOR`); fetches of
- * known URLs count against `perHost` of their host, fetches of any other URL against
- * `unknownPerHost` of the host and `unknownPerAddress` of the request's source address (when the
- * caller passes one). Every fetch counts one before it is made (a burst cannot outrun the count),
- * a failed one one more. So junk paths spend the unknown budgets only, never the known documents'
- * one; and when a host's budget is spent, a document this instance resolved before is served from
- * its last good copy, past its cache lifetime (stale on throttle), instead of `429`.
+ * Budgets (src/client_id_metadata_budget.ts): fetches of documents that resolved before count per
+ * host, fetches of other URLs per host and per source address, a failure twice; when a host's
+ * budget is spent, a document resolved before is served from its last good copy (stale on throttle).
  *
  * Residual gap (DNS rebinding): the addresses checked are resolved before the fetch, and the
  * runtime's fetch resolves the name again; a name whose answer changes between the two (a short
@@ -39,14 +34,14 @@
  * than 64 KiB either way).
  */
 import * as v from 'valibot'
-import { isSafeText, isSelfRegisteredRedirectUri } from './client_metadata.ts'
+import { type DocumentFetchLimits, createDocumentBudget } from './client_id_metadata_budget.ts'
 import { OAuthError } from './errors.ts'
 import { mediaType, readCapped as readStreamCapped } from './http.ts'
-import { addressBucket, isPublicAddress } from './networks.ts'
+import { isPublicAddress } from './networks.ts'
 import { Permissions, scopePermission } from './permissions.ts'
+import { isSafeText, isSelfRegisteredRedirectUri } from './self_registered_redirects.ts'
 import type { ClientRecord } from './storage/types.ts'
-import { sha256 } from './tokens/opaque.ts'
-import { type Limiter, type ThrottleRule, fetchBudget } from './throttle.ts'
+import type { Limiter } from './throttle.ts'
 
 /** Largest document read, bytes (the draft suggests 5 KB is plenty; 64 KiB leaves room for jwks). */
 export const MAX_DOCUMENT_BYTES = 65_536
@@ -60,25 +55,6 @@ export const DEFAULT_TTL = 300
 export const FAILURE_TTL = 30
 /** Documents (and failures) kept in memory at most. */
 const CACHE_MAX = 1000
-/** Fetch budgets per throttle window (the `fetchLimits` option; see the module comment). */
-export interface DocumentFetchLimits {
-  /** Fetches of known documents (URLs that resolved before) of one host. */
-  perHost: number
-  /** Fetches of other URLs of one host. */
-  unknownPerHost: number
-  /** Fetches of other URLs for requests from one source address (IPv6: its /64). */
-  unknownPerAddress: number
-}
-/** The default budgets: a failed fetch counts two, so 15 junk URLs spend a host's unknown budget. */
-export const DOCUMENT_FETCH_LIMITS: Readonly<DocumentFetchLimits> = {
-  perHost: 60,
-  unknownPerHost: 30,
-  unknownPerAddress: 20,
-}
-/** Fetches of one document host per throttle window (known documents). */
-export const FETCHES_PER_HOST = DOCUMENT_FETCH_LIMITS.perHost
-/** How long a URL that resolved stays known to the budgets, seconds (30 days). */
-export const KNOWN_FOR = 2_592_000
 /** Longest client_id URL, characters. */
 const MAX_URL_LENGTH = 1024
 
@@ -99,8 +75,8 @@ export interface MetadataDocumentResolverOptions {
   limiter?: Limiter
   /** Window of the throttle counters, seconds. */
   window?: number
-  /** Fetch budgets per window; default {@link DOCUMENT_FETCH_LIMITS}. */
-  limits?: Partial<DocumentFetchLimits>
+  /** Fetch budgets per window; default `DOCUMENT_FETCH_LIMITS`. */
+  limits?: Partial<DocumentFetchLimits> | undefined
 }
 
 /**
@@ -232,76 +208,26 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
     }
   }
 
-  const limits: DocumentFetchLimits = { ...DOCUMENT_FETCH_LIMITS, ...options.limits }
-  const budget = options.limiter && options.window !== undefined ? fetchBudget(options.limiter, now) : undefined
-  /** The last usable copy of each document this instance resolved (served when its host is throttled). */
-  const lastGood = new Map<string, ClientRecord>()
+  const budget = createDocumentBudget({ limiter: options.limiter, window: options.window, limits: options.limits, now })
 
-  function keepGood(clientId: string, record: ClientRecord): void {
-    lastGood.delete(clientId)
-    while (lastGood.size >= CACHE_MAX) lastGood.delete(lastGood.keys().next().value as string)
-    lastGood.set(clientId, record)
-  }
-
-  /** The limiter's marker of a URL that resolved: a counter with limit 1, exhausted once set. */
-  async function knownRule(clientId: string): Promise<ThrottleRule> {
-    return { key: `cimd-known:${await sha256(clientId)}`, limit: 1, window: KNOWN_FOR }
-  }
-
-  /** The rules a fetch of `clientId` counts against (see Budgets in the module comment). */
-  async function budgetRules(url: URL, clientId: string, address: string | undefined): Promise<ThrottleRule[]> {
-    const { limiter, window } = options
-    if (!limiter || window === undefined) return []
-    const known =
-      lastGood.has(clientId) || (await limiter.retryAfter([await knownRule(clientId)], now(), { fresh: true })) > 0
-    if (known) return [{ key: `cimd-host:${url.host}`, limit: limits.perHost, window }]
-    const rules: ThrottleRule[] = [{ key: `cimd-unknown:${url.host}`, limit: limits.unknownPerHost, window }]
-    if (address !== undefined) {
-      rules.push({ key: `cimd-address:${addressBucket(address)}`, limit: limits.unknownPerAddress, window })
-    }
-    return rules
-  }
-
-  /**
-   * Counts the fetch against its budgets. When one is spent: the last good copy if there is one
-   * (stale on throttle), else 429.
-   */
-  async function admit(rules: ThrottleRule[], clientId: string): Promise<ClientRecord | undefined> {
-    if (!budget) return undefined
-    const wait = await budget.admit(rules)
-    if (wait === 0) return undefined
-    const stale = lastGood.get(clientId)
-    if (stale) return stale
-    throw refuse('too many client metadata document fetches for this host; retry later', 429, {
-      'retry-after': String(Math.max(1, Math.ceil(wait))),
-    })
-  }
-
-  /** After the fetch: a failure counts once more; a success marks the URL known. */
-  async function settle(rules: ThrottleRule[], clientId: string, ok: boolean): Promise<void> {
-    const { limiter } = options
-    if (!limiter || !budget) return
-    if (!ok) return budget.failed(rules)
-    // Counted as unknown: from now on it is known, on every instance.
-    if (rules[0]?.key.startsWith('cimd-unknown:')) await limiter.fail([await knownRule(clientId)], now())
-  }
-
-  /** Fetches and checks the document within its budgets; the client and how long to keep it. */
+  /** Fetches and checks the document within its budgets (see src/client_id_metadata_budget.ts). */
   async function load(clientId: string, address: string | undefined): Promise<{ record: ClientRecord; ttl: number }> {
-    const url = new URL(clientId)
-    const rules = await budgetRules(url, clientId, address)
-    const stale = await admit(rules, clientId)
-    // Kept for the shortest cache time: the budget is not asked again on every request.
-    if (stale) return { record: stale, ttl: MIN_TTL }
+    const admission = await budget.admit(clientId, address)
+    if (!admission.go) {
+      // Stale on throttle, kept for the shortest cache time: the budget is not asked on every request.
+      if (admission.stale) return { record: admission.stale, ttl: MIN_TTL }
+      throw refuse('too many client metadata document fetches for this host; retry later', 429, {
+        'retry-after': String(Math.max(1, Math.ceil(admission.wait))),
+      })
+    }
     let loaded: { record: ClientRecord; ttl: number }
     try {
-      loaded = await fetchAndCheck(url, clientId)
+      loaded = await fetchAndCheck(new URL(clientId), clientId)
     } catch (err) {
-      await settle(rules, clientId, false)
+      await budget.settle(clientId, admission.rules, undefined)
       throw err
     }
-    await settle(rules, clientId, true)
-    keepGood(clientId, loaded.record)
+    await budget.settle(clientId, admission.rules, loaded.record)
     return loaded
   }
 

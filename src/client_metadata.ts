@@ -14,6 +14,7 @@ import { OAuthError } from './errors.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import { isLoopback, isPublicAddress } from './networks.ts'
 import { Permissions, scopePermission } from './permissions.ts'
+import { MAX_URI, UNSAFE_TEXT, checkRedirectUri } from './self_registered_redirects.ts'
 import type { ClientMetadata, ClientRecord, PublicJwkSet } from './storage/types.ts'
 
 /** The `token_endpoint_auth_method` values a registered client may use. */
@@ -38,35 +39,7 @@ export interface RegisteredClientMetadata extends ClientMetadata {
   dpop_bound_access_tokens?: boolean
 }
 
-/**
- * Schemes a redirect URI never uses (they run code, read files or are not navigations). The
- * private-use rule below refuses them already (no dot); they are named for the dotted look-alikes
- * an operating system registers as its own handlers.
- */
-const FORBIDDEN_SCHEMES = new Set([
-  'javascript',
-  'data',
-  'vbscript',
-  'file',
-  'blob',
-  'about',
-  'filesystem',
-  'ws',
-  'wss',
-  'view-source',
-  'x-apple.systempreferences',
-])
-/**
- * A private-use scheme in reverse domain name form (RFC 8252 §7.1: `com.example.app`): labels of
- * letters, digits and hyphens joined by at least one dot. Anything else that is not https or
- * loopback http is an operating-system or browser protocol handler (`ms-msdt:`, `search-ms:`,
- * `ms-officecmd:`, `intent:`, `jar:`, `mailto:`), never a client's own.
- */
-const REVERSE_DNS_SCHEME = /^[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+$/
-const MAX_URI = 2000
 const MAX_REDIRECT_URIS = 20
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses.
-const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]|\p{Cs}/u
 
 export function badMetadata(description: string): OAuthError {
   return new OAuthError('invalid_client_metadata', description)
@@ -74,54 +47,6 @@ export function badMetadata(description: string): OAuthError {
 
 function badRedirect(description: string): OAuthError {
   return new OAuthError('invalid_redirect_uri', description)
-}
-
-/**
- * Checks one redirect URI of a self-registered client (RFC 7591 §2, RFC 8252 §7, RFC 9700 §2.6):
- * an absolute https URI, http only on a loopback host (RFC 8252 §7.3: 127.0.0.0/8, `[::1]`,
- * `localhost`), or a private-use scheme in reverse domain name form (RFC 8252 §7.1:
- * `com.example.app:/cb`); no fragment, no user information. The same rule serves dynamic
- * registration and client ID metadata documents.
- */
-export function checkRedirectUri(value: unknown): string {
-  if (typeof value !== 'string' || value === '' || value.length > MAX_URI || UNSAFE_TEXT.test(value)) {
-    throw badRedirect(`redirect_uris must hold URIs of at most ${MAX_URI} characters`)
-  }
-  if (value.includes('#')) throw badRedirect('redirect_uris must not contain a fragment')
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw badRedirect('redirect_uris must hold absolute URIs')
-  }
-  const scheme = url.protocol.slice(0, -1).toLowerCase()
-  if (url.username !== '' || url.password !== '') throw badRedirect('redirect_uris must not contain user information')
-  if (scheme === 'http' && !isLoopback(url.hostname)) {
-    throw badRedirect('redirect_uris must use https (http only for loopback hosts)')
-  }
-  if (FORBIDDEN_SCHEMES.has(scheme)) throw badRedirect('redirect_uris uses a scheme that is not allowed')
-  if (scheme === 'https' && url.hostname === '') throw badRedirect('redirect_uris must hold absolute URIs')
-  if (scheme !== 'https' && scheme !== 'http' && !REVERSE_DNS_SCHEME.test(scheme)) {
-    throw badRedirect(
-      'redirect_uris must use https, http on a loopback host, or a private-use scheme in reverse domain name form',
-    )
-  }
-  return value
-}
-
-/** Whether `value` is a redirect URI a self-registered client may use ({@link checkRedirectUri}). */
-export function isSelfRegisteredRedirectUri(value: string): boolean {
-  try {
-    checkRedirectUri(value)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Whether a human-readable value (a client name) is free of control and bidi override characters. */
-export function isSafeText(value: string): boolean {
-  return !UNSAFE_TEXT.test(value)
 }
 
 /** An https URL (http only on a loopback host) for `client_uri` / `logo_uri`. */
