@@ -7,18 +7,24 @@
  *
  * The fetch must not become an SSRF tool. Checks, in order:
  * - the client_id is a canonical https URL with a path, no fragment, no user info (draft §3)
- * - the document host is not fetched more than `FETCHES_PER_HOST` times per throttle window
+ * - the fetch is within its budgets per throttle window (see Budgets below)
  * - the host is not in a private, loopback, link-local, unique-local or otherwise non-global
  *   range, checked on the literal host and, where the runtime resolves names (`resolveHost`), on
  *   every resolved address (unless `allowPrivateNetworks`)
  * - the fetch takes at most `timeout` seconds (5), follows no redirect (a 3xx is a failure),
  *   answers 200 with a JSON media type and at most `MAX_DOCUMENT_BYTES` (64 KiB)
- * - the document is a JSON object whose `client_id` equals the URL, with valid `redirect_uris`,
- *   an optional `client_name`, `token_endpoint_auth_method` `none` (absent: `none`) or
+ * - the document is a JSON object whose `client_id` equals the URL, with `redirect_uris` (and
+ *   `post_logout_redirect_uris`) a self-registered client may use (https, loopback http, or a
+ *   private-use scheme in reverse domain name form: the registration rule), an optional
+ *   `client_name` without control or bidi override characters, `token_endpoint_auth_method` `none` (absent: `none`) or
  *   `private_key_jwt` with an https `jwks_uri` (its keys fetched under the same address rules), no
  *   secret, and no grant but authorization_code and refresh_token
  * Results (failures too, briefly) are cached per the response's Cache-Control, between
  * `MIN_TTL` and `MAX_TTL`. Errors name what failed, never the fetched body.
+ *
+ * Budgets (src/client_id_metadata_budget.ts): fetches of documents that resolved before count per
+ * host, fetches of other URLs per host and per source address, a failure twice; when a host's
+ * budget is spent, a document resolved before is served from its last good copy (stale on throttle).
  *
  * Residual gap (DNS rebinding): the addresses checked are resolved before the fetch, and the
  * runtime's fetch resolves the name again; a name whose answer changes between the two (a short
@@ -28,12 +34,14 @@
  * than 64 KiB either way).
  */
 import * as v from 'valibot'
+import { type DocumentFetchLimits, createDocumentBudget } from './client_id_metadata_budget.ts'
 import { OAuthError } from './errors.ts'
 import { mediaType, readCapped as readStreamCapped } from './http.ts'
 import { isPublicAddress } from './networks.ts'
 import { Permissions, scopePermission } from './permissions.ts'
+import { isSafeText, isSelfRegisteredRedirectUri } from './self_registered_redirects.ts'
 import type { ClientRecord } from './storage/types.ts'
-import type { Limiter, ThrottleRule } from './throttle.ts'
+import type { Limiter } from './throttle.ts'
 
 /** Largest document read, bytes (the draft suggests 5 KB is plenty; 64 KiB leaves room for jwks). */
 export const MAX_DOCUMENT_BYTES = 65_536
@@ -47,8 +55,6 @@ export const DEFAULT_TTL = 300
 export const FAILURE_TTL = 30
 /** Documents (and failures) kept in memory at most. */
 const CACHE_MAX = 1000
-/** Fetches of one document host per throttle window. */
-export const FETCHES_PER_HOST = 60
 /** Longest client_id URL, characters. */
 const MAX_URL_LENGTH = 1024
 
@@ -69,6 +75,8 @@ export interface MetadataDocumentResolverOptions {
   limiter?: Limiter
   /** Window of the throttle counters, seconds. */
   window?: number
+  /** Fetch budgets per window; default `DOCUMENT_FETCH_LIMITS`. */
+  limits?: Partial<DocumentFetchLimits> | undefined
 }
 
 /**
@@ -95,26 +103,9 @@ function refuse(description: string, status = 400, headers?: Record<string, stri
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
-const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:'])
-
-/** A redirect URI a document may list: absolute, no fragment, https (http only for loopback), no script scheme. */
-function isAcceptableRedirectUri(value: string): boolean {
-  if (value.length > 2048 || value.includes('#')) return false
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    return false
-  }
-  if (FORBIDDEN_SCHEMES.has(url.protocol)) return false
-  // RFC 9700 §2.6 / RFC 8252 §7.3: plain http only toward this machine.
-  if (url.protocol === 'http:')
-    return url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost'
-  return true
-}
-
 const redirectUris = v.pipe(
-  v.array(v.pipe(v.string(), v.check(isAcceptableRedirectUri))),
+  // The rule of dynamic registration (RFC 8252 §7): https, loopback http, reverse-DNS private-use schemes.
+  v.array(v.pipe(v.string(), v.check(isSelfRegisteredRedirectUri))),
   v.minLength(1),
   v.maxLength(20),
 )
@@ -124,11 +115,21 @@ const DocumentSchema = v.looseObject({
   client_id: v.string(),
   redirect_uris: redirectUris,
   post_logout_redirect_uris: v.optional(redirectUris),
-  client_name: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
+  // As at registration: no control or bidi override characters (a trailing U+202E would reverse the
+  // consent page's warning), and not blank.
+  client_name: v.optional(
+    v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.maxLength(200),
+      v.check(isSafeText),
+      v.check((name) => name.trim() !== ''),
+    ),
+  ),
   // RFC 7591 §2 defaults this to client_secret_basic, which a document cannot use (it holds no
   // secret, draft §4.1): absent is read as none. private_key_jwt needs jwks_uri (MCP allows it).
   token_endpoint_auth_method: v.optional(v.picklist(['none', 'private_key_jwt'])),
-  jwks_uri: v.optional(v.pipe(v.string(), v.maxLength(2048), v.startsWith('https://'), v.url())),
+  jwks_uri: v.optional(v.pipe(v.string(), v.maxLength(2048), v.startsWith('https://'), v.url(), v.check(isSafeText))),
   grant_types: v.optional(v.pipe(v.array(v.picklist(['authorization_code', 'refresh_token'])), v.maxLength(2))),
   response_types: v.optional(v.array(v.literal('code'))),
   scope: v.optional(v.pipe(v.string(), v.maxLength(4096))),
@@ -159,8 +160,11 @@ async function readCapped(response: Response, max: number): Promise<Uint8Array |
 
 /** Resolves client identifier URLs to clients (see the module comment). */
 export interface MetadataDocumentResolver {
-  /** The client the document at `clientId` describes; throws `invalid_client` when it cannot be used. */
-  resolve(clientId: string): Promise<ClientRecord>
+  /**
+   * The client the document at `clientId` describes; throws `invalid_client` when it cannot be
+   * used. `address` is the request's source address (for the per-address budget).
+   */
+  resolve(clientId: string, address?: string): Promise<ClientRecord>
 }
 
 /** Creates the resolver with its cache. */
@@ -204,25 +208,31 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
     }
   }
 
-  /** Counts the fetch against the document host; throws 429 once the host had its share. */
-  async function countFetch(url: URL): Promise<void> {
-    const { limiter, window } = options
-    if (!limiter || window === undefined) return
-    const rules: ThrottleRule[] = [{ key: `cimd-host:${url.host}`, limit: FETCHES_PER_HOST, window }]
-    const at = now()
-    const wait = await limiter.retryAfter(rules, at, { fresh: true })
-    if (wait > 0) {
+  const budget = createDocumentBudget({ limiter: options.limiter, window: options.window, limits: options.limits, now })
+
+  /** Fetches and checks the document within its budgets (see src/client_id_metadata_budget.ts). */
+  async function load(clientId: string, address: string | undefined): Promise<{ record: ClientRecord; ttl: number }> {
+    const admission = await budget.admit(clientId, address)
+    if (!admission.go) {
+      // Stale on throttle, kept for the shortest cache time: the budget is not asked on every request.
+      if (admission.stale) return { record: admission.stale, ttl: MIN_TTL }
       throw refuse('too many client metadata document fetches for this host; retry later', 429, {
-        'retry-after': String(Math.max(1, Math.ceil(wait))),
+        'retry-after': String(Math.max(1, Math.ceil(admission.wait))),
       })
     }
-    await limiter.fail(rules, at)
+    let loaded: { record: ClientRecord; ttl: number }
+    try {
+      loaded = await fetchAndCheck(new URL(clientId), clientId)
+    } catch (err) {
+      await budget.settle(clientId, admission.rules, undefined)
+      throw err
+    }
+    await budget.settle(clientId, admission.rules, loaded.record)
+    return loaded
   }
 
   /** Fetches and checks the document; returns the client and how long to keep it. */
-  async function load(clientId: string): Promise<{ record: ClientRecord; ttl: number }> {
-    const url = new URL(clientId)
-    await countFetch(url)
+  async function fetchAndCheck(url: URL, clientId: string): Promise<{ record: ClientRecord; ttl: number }> {
     const controller = new AbortController()
     let timer: ReturnType<typeof setTimeout> | undefined
     // One deadline for resolution, response and body: a fetch that ignores its signal is cut off too.
@@ -359,14 +369,14 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
   }
 
   return {
-    resolve(clientId: string): Promise<ClientRecord> {
+    resolve(clientId: string, address?: string): Promise<ClientRecord> {
       const hit = cache.get(clientId)
       if (hit && hit.until > now()) {
         return hit.value instanceof OAuthError ? Promise.reject(hit.value) : Promise.resolve(hit.value)
       }
       const inFlight = pending.get(clientId)
       if (inFlight) return inFlight
-      const loading = load(clientId).then(
+      const loading = load(clientId, address).then(
         ({ record, ttl }) => {
           remember(clientId, record, ttl)
           return record

@@ -1,8 +1,8 @@
 /**
  * @module client_metadata
  * RFC 7591 §2 client metadata of a dynamically registered client, checked and completed:
- * redirect URIs (https, http only on a loopback host, or a private-use scheme; never a fragment:
- * RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
+ * redirect URIs (https, http only on a loopback host, or a private-use scheme in reverse domain
+ * name form; never a fragment: RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
  * `private_key_jwt` client (`jwks` of public signature keys, or an https `jwks_uri`, never both);
  * `id_token_signed_response_alg` (OpenID Connect Registration §2),
  * `require_pushed_authorization_requests` (RFC 9126 §6) and `dpop_bound_access_tokens`
@@ -14,6 +14,7 @@ import { OAuthError } from './errors.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import { isLoopback, isPublicAddress } from './networks.ts'
 import { Permissions, scopePermission } from './permissions.ts'
+import { MAX_URI, UNSAFE_TEXT, checkRedirectUri } from './self_registered_redirects.ts'
 import type { ClientMetadata, ClientRecord, PublicJwkSet } from './storage/types.ts'
 
 /** The `token_endpoint_auth_method` values a registered client may use. */
@@ -38,22 +39,7 @@ export interface RegisteredClientMetadata extends ClientMetadata {
   dpop_bound_access_tokens?: boolean
 }
 
-/** Schemes a redirect URI never uses (they run code, read files or are not navigations). */
-const FORBIDDEN_SCHEMES = new Set([
-  'javascript',
-  'data',
-  'vbscript',
-  'file',
-  'blob',
-  'about',
-  'filesystem',
-  'ws',
-  'wss',
-])
-const MAX_URI = 2000
 const MAX_REDIRECT_URIS = 20
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses.
-const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]|\p{Cs}/u
 
 export function badMetadata(description: string): OAuthError {
   return new OAuthError('invalid_client_metadata', description)
@@ -61,31 +47,6 @@ export function badMetadata(description: string): OAuthError {
 
 function badRedirect(description: string): OAuthError {
   return new OAuthError('invalid_redirect_uri', description)
-}
-
-/**
- * Checks one redirect URI (RFC 7591 §2, RFC 8252 §7, RFC 9700 §2.6): an absolute https URI, http
- * only on a loopback host, or a private-use scheme (`com.example.app:/cb`); no fragment.
- */
-export function checkRedirectUri(value: unknown): string {
-  if (typeof value !== 'string' || value === '' || value.length > MAX_URI || UNSAFE_TEXT.test(value)) {
-    throw badRedirect(`redirect_uris must hold URIs of at most ${MAX_URI} characters`)
-  }
-  if (value.includes('#')) throw badRedirect('redirect_uris must not contain a fragment')
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw badRedirect('redirect_uris must hold absolute URIs')
-  }
-  const scheme = url.protocol.slice(0, -1).toLowerCase()
-  if (url.username !== '' || url.password !== '') throw badRedirect('redirect_uris must not contain user information')
-  if (scheme === 'http' && !isLoopback(url.hostname)) {
-    throw badRedirect('redirect_uris must use https (http only for loopback hosts)')
-  }
-  if (FORBIDDEN_SCHEMES.has(scheme)) throw badRedirect('redirect_uris uses a scheme that is not allowed')
-  if (scheme === 'https' && url.hostname === '') throw badRedirect('redirect_uris must hold absolute URIs')
-  return value
 }
 
 /** An https URL (http only on a loopback host) for `client_uri` / `logo_uri`. */

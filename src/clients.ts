@@ -66,8 +66,8 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
   const usage = createDynamicClientUsage({ store, now, cache, pruneUnusedAfter: options.pruneUnusedAfter })
 
   /** A stored client comes first; then a client id URL is its metadata document's client (throws invalid_client when unusable). */
-  function fromDocument(clientId: string): Promise<ClientRecord> | undefined {
-    return documents && isClientIdUrl(clientId) ? documents.resolve(clientId) : undefined
+  function fromDocument(clientId: string, address: string | undefined): Promise<ClientRecord> | undefined {
+    return documents && isClientIdUrl(clientId) ? documents.resolve(clientId, address) : undefined
   }
 
   /** Reads a client from the store into the cache (an unknown id is remembered too). */
@@ -78,12 +78,14 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
   }
 
   return {
-    get(clientId: string): ClientRecord | undefined | Promise<ClientRecord | undefined> {
+    get(clientId: string, address?: string): ClientRecord | undefined | Promise<ClientRecord | undefined> {
       const at = now()
       const hit = cache.lookup(clientId, at)
-      if (hit) return hit.record ?? fromDocument(clientId)
+      if (hit) return hit.record ?? fromDocument(clientId, address)
       const loading = fetchClient(clientId, at)
-      return documents && isClientIdUrl(clientId) ? loading.then((record) => record ?? fromDocument(clientId)) : loading
+      return documents && isClientIdUrl(clientId)
+        ? loading.then((record) => record ?? fromDocument(clientId, address))
+        : loading
     },
     ensure: (registration) => ensureClient(writes, registration),
     sync: (registration) => syncClient(writes, registration),
@@ -115,9 +117,10 @@ export interface ClientRegistry {
    * The client for an endpoint; served from a short per-instance cache (synchronously on a hit,
    * so a busy client's requests do not wait a turn for it). With Client ID Metadata Documents on,
    * an https URL id that is not stored resolves through its document, and an unusable document
-   * rejects with `invalid_client`.
+   * rejects with `invalid_client`. `address` is the request's source address: a document fetch
+   * for an unknown URL counts against it.
    */
-  get(clientId: string): ClientRecord | undefined | Promise<ClientRecord | undefined>
+  get(clientId: string, address?: string): ClientRecord | undefined | Promise<ClientRecord | undefined>
   /**
    * Registers a client unless one with this id exists (then the registration is skipped).
    * @example

@@ -76,6 +76,11 @@ export const OPTION_DEFAULTS = {
     allowPrivateNetworks: false,
     /** Seconds a document fetch may take. */
     timeout: 5,
+    /**
+     * Document fetches per throttle window: of known documents per host, of other URLs per host and
+     * per source address (a failed fetch counts two). Known documents are served stale when spent.
+     */
+    fetchLimits: { perHost: 60, unknownPerHost: 30, unknownPerAddress: 20 },
   },
 } as const
 

@@ -96,6 +96,15 @@ export const clientIdMetadataDocumentSettings = {
     v.pipe(v.number(), v.minValue(0.01), v.maxValue(5)),
     OPTION_DEFAULTS.clientIdMetadataDocuments.timeout,
   ),
+  /** Document fetches per throttle window (known per host, unknown per host, unknown per address). Defaults 60, 30, 20. */
+  fetchLimits: v.optional(
+    v.strictObject({
+      perHost: count(OPTION_DEFAULTS.clientIdMetadataDocuments.fetchLimits.perHost),
+      unknownPerHost: count(OPTION_DEFAULTS.clientIdMetadataDocuments.fetchLimits.unknownPerHost),
+      unknownPerAddress: count(OPTION_DEFAULTS.clientIdMetadataDocuments.fetchLimits.unknownPerAddress),
+    }),
+    {},
+  ),
 }
 
 /** Grant types a dynamically registered client can get. */

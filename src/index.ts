@@ -187,6 +187,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     clientKeys: createClientKeySource({
       now,
       ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+      ...(limiter && config.throttle !== false ? { limiter, window: config.throttle.window } : {}),
     }),
     dpopNonces: createDpopNonces({ secret: dpopNonceSecret(keyring, now), now }),
   }
@@ -278,6 +279,7 @@ function metadataDocuments(
     scopes: settings.scopes,
     allowPrivateNetworks: settings.allowPrivateNetworks,
     timeout: settings.timeout,
+    limits: settings.fetchLimits,
     ...(settings.fetch ? { fetch: settings.fetch } : {}),
     ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
     now,

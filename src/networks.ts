@@ -91,15 +91,45 @@ export function inNetworks(address: string | undefined, ranges: readonly string[
   return matcher(address)
 }
 
+/** The IPv4 address in the last 32 bits of an IPv6 address (RFC 6052 §2.2 with a /96 prefix). */
+function lastIpv4(ip: ipaddr.IPv6): ipaddr.IPv4 {
+  const [high = 0, low = 0] = ip.parts.slice(6)
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff])
+}
+
+/**
+ * The IPv4 address an IPv6 address stands for, when it embeds one in a way a host may meet in
+ * practice: NAT64 with the well-known prefix `64:ff9b::/96` (RFC 6052 §2.1, what DNS64 answers on
+ * an IPv6-only network) and 6to4 `2002::/16` (RFC 3056 §2: bits 16–47). Undefined otherwise.
+ * IPv4-mapped addresses never get here: `parseAddress` turns them into IPv4 already.
+ */
+function embeddedIpv4(ip: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const [p0 = 0, p1 = 0, p2 = 0, p3 = 0, p4 = 0, p5 = 0] = ip.parts
+  if (p0 === 0x64 && p1 === 0xff9b && p2 === 0 && p3 === 0 && p4 === 0 && p5 === 0) return lastIpv4(ip)
+  if (p0 === 0x2002) return new ipaddr.IPv4([p1 >> 8, p1 & 0xff, p2 >> 8, p2 & 0xff])
+  return undefined
+}
+
 /**
  * Whether an IP address is globally routable unicast: not private (RFC 1918), loopback,
- * link-local, unique-local (fc00::/7), carrier-grade NAT, multicast, unspecified, reserved, nor a
- * translation range that may embed one of those (6to4, Teredo, NAT64). Undefined when `address`
- * is not an IP address.
+ * link-local, unique-local (fc00::/7), carrier-grade NAT, multicast, unspecified, reserved.
+ * An IPv6 address that embeds an IPv4 address is judged by that address (IPv4-mapped
+ * `::ffff:0:0/96`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`); the other embedding forms are refused
+ * whatever they embed: IPv4-compatible `::/96` (deprecated, RFC 4291 §2.5.5.1: `::7f00:1` is
+ * 127.0.0.1 to some stacks), IPv4-translated `::ffff:0:0:0/96` (RFC 6145), NAT64 local-use
+ * `64:ff9b:1::/48` (RFC 8215: the embedding is the network's choice) and Teredo `2001::/32`
+ * (RFC 4380: the client address is obfuscated). Undefined when `address` is not an IP address.
  */
 export function isPublicAddress(address: string): boolean | undefined {
   const ip = parseAddress(address)
-  return ip === undefined ? undefined : ip.range() === 'unicast'
+  if (ip === undefined) return undefined
+  if (ip.kind() === 'ipv4') return ip.range() === 'unicast'
+  const v6 = ip as ipaddr.IPv6
+  const embedded = embeddedIpv4(v6)
+  if (embedded !== undefined) return embedded.range() === 'unicast'
+  // ::/96: the IPv4-compatible form (and ::, ::1), never a public address.
+  if (v6.parts.slice(0, 6).every((part) => part === 0)) return false
+  return v6.range() === 'unicast'
 }
 
 /** Whether a hostname names this machine (localhost, 127.0.0.0/8, ::1). */

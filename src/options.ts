@@ -333,6 +333,12 @@ export interface ClientIdMetadataDocumentsOptions {
   allowPrivateNetworks?: boolean
   /** Seconds a document fetch may take, at most 5. Default 5. */
   timeout?: number
+  /**
+   * Document fetches per throttle window (`throttle.window`): `perHost` of documents that resolved
+   * before (default 60; when spent, their last good copy is served), `unknownPerHost` and
+   * `unknownPerAddress` of any other URL (defaults 30 and 20). A failed fetch counts two.
+   */
+  fetchLimits?: { perHost?: number; unknownPerHost?: number; unknownPerAddress?: number }
   /** The fetch used for documents (e.g. one trusting a test CA). Default: the global `fetch`. */
   fetch?: (url: string, init: RequestInit) => Promise<Response>
 }

@@ -90,6 +90,35 @@ export function storeLimiter(store: Store, options: { readTtl?: number; maxKeys?
   }
 }
 
+/**
+ * Outbound fetches a stranger can cause (client metadata documents, client key sets), counted in
+ * the limiter like failed attempts: `admit` reads the counts fresh and counts the fetch before it
+ * is made, so a burst cannot outrun the count; `failed` counts a failed fetch once more.
+ */
+export interface FetchBudget {
+  /** 0 when the fetch may go (it has been counted); otherwise seconds until it may. */
+  admit(rules: readonly ThrottleRule[]): Promise<number>
+  /** Counts a failed fetch once more. */
+  failed(rules: readonly ThrottleRule[]): Promise<void>
+}
+
+/** The fetch budget over a limiter. */
+export function fetchBudget(limiter: Limiter, now: () => number): FetchBudget {
+  return {
+    async admit(rules) {
+      if (rules.length === 0) return 0
+      const at = now()
+      const wait = await limiter.retryAfter(rules, at, { fresh: true })
+      if (wait > 0) return wait
+      await limiter.fail(rules, at)
+      return 0
+    },
+    async failed(rules) {
+      if (rules.length > 0) await limiter.fail(rules, now())
+    },
+  }
+}
+
 /** Limits of one kind of attempt. */
 export interface AttemptLimits {
   /** Failures of one identity from one address. */

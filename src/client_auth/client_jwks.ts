@@ -16,16 +16,28 @@
  * - the body is a JWK set holding no private or symmetric key material (a set with any is refused
  *   whole: whoever published it leaked a secret); keys not meant for signatures are left out
  * Fetched sets are kept `cacheTtl` seconds per URI. A caller that met an unknown `kid` asks for a
- * refetch (`refresh`), granted at most once per `refetchInterval` seconds per URI; a failed fetch
- * is not retried within that interval either. Errors name what failed, never the fetched body.
+ * refetch (`refresh`), granted at most once per `refetchInterval` seconds per URI (30: a client
+ * that adds a key is accepted with it at most 30 s after its last fetch, and a flood of made-up
+ * kids costs its host at most one fetch per 30 s per URI); a failed fetch is not retried within
+ * that interval either. Errors name what failed, never the fetched body.
+ *
+ * Fetches for self-registered clients also count against a budget of their host in the throttle
+ * limiter (`fetchesPerHost` per window, shared by every instance; a failed fetch counts two), the
+ * same budget mechanism as metadata documents: many clients, or many `jwks_uri` paths, on one host
+ * cannot make the service hammer it. When it is spent, a set fetched before is used past its
+ * cache lifetime (stale on throttle); a client with none gets `invalid_client`. Host-registered
+ * clients' URIs are the operator's and are not budgeted.
  */
 import type { JWK } from 'jose'
 import { OAuthError } from '../errors.ts'
 import { mediaType, readCapped } from '../http.ts'
 import { isLoopback, isPublicAddress } from '../networks.ts'
+import { type FetchBudget, type Limiter, fetchBudget } from '../throttle.ts'
 
 /** Largest JWK set read, bytes. */
 export const MAX_JWKS_BYTES = 65_536
+/** Fetches of self-registered clients' key sets on one host per throttle window. */
+export const JWKS_FETCHES_PER_HOST = 60
 /** Members only a private or symmetric JWK has (RFC 7518 §6.2.2, §6.3.2, §6.4.1; RFC 8037 §2). */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
@@ -64,6 +76,12 @@ export interface ClientKeySourceOptions {
   guard?: HostGuard
   /** The runtime's name resolution for the default guard (adapters provide it). */
   resolveHost?: (hostname: string) => Promise<string[]>
+  /** Counts self-registered clients' fetches per host; absent when throttling is off. */
+  limiter?: Limiter
+  /** Window of the throttle counters, seconds. */
+  window?: number
+  /** Fetches per host and window for self-registered clients ({@link JWKS_FETCHES_PER_HOST}). */
+  fetchesPerHost?: number
 }
 
 /** A client's verification keys (see the module comment). */
@@ -254,14 +272,37 @@ export function createClientKeySource(options: ClientKeySourceOptions): ClientKe
     cache.set(key, entry)
   }
 
+  const budget: FetchBudget | undefined =
+    options.limiter && options.window !== undefined ? fetchBudget(options.limiter, now) : undefined
+  const fetchesPerHost = options.fetchesPerHost ?? JWKS_FETCHES_PER_HOST
+
   /** Fetches once for all concurrent callers and records the outcome. */
   function load(key: string, url: URL, guarded: boolean, previous: Entry | undefined): Promise<JWK[]> {
     const inFlight = pending.get(key)
     if (inFlight) return inFlight
     const at = now()
-    const loading = download(url, guarded ? fetching.guard : undefined, fetching).then(
-      (keys) => {
-        remember(key, { keys, attemptedAt: at, until: at + cacheTtl })
+    const rules =
+      guarded && budget && options.window !== undefined
+        ? [{ key: `jwks-host:${url.host}`, limit: fetchesPerHost, window: options.window }]
+        : []
+    const fetchWithinBudget = async (): Promise<{ keys: JWK[]; stale?: true }> => {
+      const wait = budget ? await budget.admit(rules) : 0
+      if (wait > 0) {
+        // Stale on throttle: the set fetched before, however old, rather than no keys at all.
+        if (previous?.keys) return { keys: previous.keys, stale: true }
+        throw refuse('too many client jwks_uri fetches for this host; retry later')
+      }
+      try {
+        return { keys: await download(url, guarded ? fetching.guard : undefined, fetching) }
+      } catch (err) {
+        await budget?.failed(rules)
+        throw err
+      }
+    }
+    const loading = fetchWithinBudget().then(
+      ({ keys, stale }) => {
+        // A stale set is asked for again after refetchInterval, not after a whole cacheTtl.
+        remember(key, { keys, attemptedAt: at, until: at + (stale ? refetchInterval : cacheTtl) })
         return keys
       },
       (error: OAuthError) => {

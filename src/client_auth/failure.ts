@@ -17,9 +17,14 @@ export function invalidClient(description: string, cause?: unknown): OAuthError 
   return new OAuthError('invalid_client', description, { challenge: 'Basic', cause })
 }
 
-/** A client metadata document's failure (always invalid_client) as a 401 with the Basic challenge. */
+/**
+ * A client metadata document's failure (always invalid_client) as a 401 with the Basic challenge;
+ * a throttled fetch stays a 429 with its Retry-After.
+ */
 export function documentFailure(err: unknown): never {
-  if (err instanceof OAuthError && err.code === 'invalid_client') throw invalidClient(err.message, err)
+  if (err instanceof OAuthError && err.code === 'invalid_client' && err.status !== 429) {
+    throw invalidClient(err.message, err)
+  }
   throw err
 }
 

@@ -140,7 +140,7 @@ export async function authenticateClient(
   const meta = metaOf(request)
   const throttle = ctx.throttle
   // A cached client answers synchronously: not awaited then (an await is a turn of the microtask queue).
-  const found = ctx.clients.get(clientId)
+  const found = ctx.clients.get(clientId, meta.address)
   // A client id URL whose metadata document cannot be used (unreachable, invalid) is an unknown client.
   const client = found instanceof Promise ? await found.catch(documentFailure) : found
   // Anyone can send a request from outside a client's networks, so such failures count against

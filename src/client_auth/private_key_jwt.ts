@@ -106,7 +106,7 @@ export async function authenticateWithAssertion(
   let client: ClientRecord | undefined
   let rules: readonly ThrottleRule[] | undefined
   if (clientId !== undefined) {
-    const found = ctx.clients.get(clientId)
+    const found = ctx.clients.get(clientId, meta.address)
     client = found instanceof Promise ? await found.catch(documentFailure) : found
     const cachedRules = ctx.throttle?.clientRules(clientId, meta.address)
     rules = (cachedRules instanceof Promise ? await cachedRules : cachedRules)?.address

@@ -249,8 +249,13 @@ describe('#19 dynamic client registration (RFC 7591)', () => {
     }
     const missing = await register(ctx.service.fetch, { token_endpoint_auth_method: 'none' })
     expect(((await missing.json()) as { error: string }).error).toBe('invalid_redirect_uri')
-    // Loopback http and private-use schemes are fine (RFC 8252 §7).
-    for (const uri of ['http://127.0.0.1:33418/cb', 'http://localhost/cb', 'com.example.app:/oauth', 'cursor://x/cb']) {
+    // Loopback http and reverse-DNS private-use schemes are fine (RFC 8252 §7; #27 item 2: not `cursor:`).
+    for (const uri of [
+      'http://127.0.0.1:33418/cb',
+      'http://localhost/cb',
+      'com.example.app:/oauth',
+      'com.cursor.app://x/cb',
+    ]) {
       expect((await register(ctx.service.fetch, { ...MCP_CLIENT, redirect_uris: [uri] })).status, uri).toBe(201)
     }
   })

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { addressBucket, canonicalAddress, inNetworks, isCidr, networkMatcher } from '../../src/networks.ts'
+import {
+  addressBucket,
+  canonicalAddress,
+  inNetworks,
+  isCidr,
+  isPublicAddress,
+  networkMatcher,
+} from '../../src/networks.ts'
 
 describe('networks', () => {
   it.each([
@@ -64,5 +71,52 @@ describe('canonical addresses and throttling buckets', () => {
     expect(addressBucket('192.0.2.7')).toBe('192.0.2.7')
     expect(addressBucket('2001:db8:1:2::5')).toBe('2001:db8:1:2::/64')
     expect(addressBucket('2001:db8:1:2:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::/64')
+  })
+})
+
+describe('#27 item 9 isPublicAddress and IPv6 forms that embed an IPv4 address', () => {
+  it.each([
+    // IPv4-compatible (::/96, deprecated): refused whatever it embeds.
+    ['::7f00:1', false],
+    ['[::7f00:1]', false],
+    ['::a00:1', false],
+    ['::808:808', false],
+    // IPv4-mapped: judged by the IPv4 address.
+    ['::ffff:127.0.0.1', false],
+    ['::ffff:7f00:1', false],
+    ['::ffff:10.0.0.1', false],
+    ['::ffff:8.8.8.8', true],
+    // NAT64 well-known prefix (RFC 6052): judged by the IPv4 address.
+    ['64:ff9b::7f00:1', false],
+    ['64:ff9b::a9fe:a9fe', false],
+    ['64:ff9b::c0a8:101', false],
+    ['64:ff9b::808:808', true],
+    // NAT64 local-use prefix (RFC 8215): refused.
+    ['64:ff9b:1::808:808', false],
+    // 6to4 (RFC 3056): judged by the IPv4 address in bits 16–47.
+    ['2002:7f00:1::1', false],
+    ['2002:a00:1::1', false],
+    ['2002:a9fe:a9fe::', false],
+    ['2002:808:808::1', true],
+    // Teredo (RFC 4380) and IPv4-translated (RFC 6145): refused.
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', false],
+    ['2001::7f00:1', false],
+    ['::ffff:0:7f00:1', false],
+    ['::ffff:0:808:808', false],
+    // Plain addresses keep their verdicts.
+    ['::', false],
+    ['::1', false],
+    ['fd00::1', false],
+    ['fe80::1', false],
+    ['127.0.0.1', false],
+    ['8.8.8.8', true],
+    ['2606:4700:4700::1111', true],
+    ['example.com', undefined],
+  ])('isPublicAddress(%j) is %j', (address, expected) => expect(isPublicAddress(address)).toBe(expected))
+
+  it('a URL host in the IPv4-compatible form is what the check sees (URL keeps ::7f00:1)', () => {
+    const host = new URL('https://[::127.0.0.1]/doc').hostname
+    expect(host).toBe('[::7f00:1]')
+    expect(isPublicAddress(host)).toBe(false)
   })
 })

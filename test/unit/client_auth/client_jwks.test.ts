@@ -9,6 +9,8 @@ import {
   publicSignatureKeys,
 } from '../../../src/client_auth/client_jwks.ts'
 import { OAuthError } from '../../../src/errors.ts'
+import { createMemoryStore } from '../../../src/storage/memory.ts'
+import { storeLimiter } from '../../../src/throttle.ts'
 
 const NOW = 1_800_000_000
 const URI = 'https://client.example.test/jwks'
@@ -349,5 +351,58 @@ describe('jwks_uri over a real loopback server (global fetch)', () => {
     const uri = `${origin.replace('http:', 'https:')}/jwks`
     expect(await refusal(real().keysFor(self(uri)))).toBe('the client jwks_uri is on a private or local address')
     expect(hits).toEqual([])
+  })
+})
+
+describe('#27 item 9 jwks_uri fetches of self-registered clients have a per-host budget', () => {
+  /** A key source whose self-registered fetches count in a store limiter (window 900 s, 4 a host). */
+  function budgeted(respond?: (url: string) => Response) {
+    let time = NOW
+    const store = createMemoryStore({ now: () => time })
+    const made = source(respond, {
+      now: () => time,
+      limiter: storeLimiter(store, { readTtl: 0 }),
+      window: 900,
+      fetchesPerHost: 4,
+      guard: async () => {},
+    })
+    const advance = (seconds: number) => {
+      time += seconds
+      made.advance(seconds)
+    }
+    return { ...made, advance }
+  }
+  const path = (i: number) => `${URI}/${i}`
+
+  it('#27 item 9 many jwks_uri paths on one host: fetched up to the budget, then refused without a fetch', async () => {
+    const { keysFor, calls } = budgeted()
+    for (let i = 0; i < 4; i++) await expect(keysFor(self(path(i)))).resolves.toEqual([es])
+    expect(await refusal(keysFor(self(path(4))))).toBe('too many client jwks_uri fetches for this host; retry later')
+    expect(calls).toHaveLength(4)
+    // Another host has its own budget; a host-registered client's URI is not budgeted.
+    await expect(keysFor(self('https://other.example.test/jwks'))).resolves.toEqual([es])
+    await expect(keysFor(host(path(5)))).resolves.toEqual([es])
+    expect(calls).toHaveLength(6)
+  })
+
+  it('#27 item 9 a failed fetch counts two', async () => {
+    const { keysFor, calls } = budgeted(() => new Response('', { status: 500 }))
+    await refusal(keysFor(self(path(0))))
+    await refusal(keysFor(self(path(1))))
+    expect(await refusal(keysFor(self(path(2))))).toBe('too many client jwks_uri fetches for this host; retry later')
+    expect(calls).toHaveLength(2)
+  })
+
+  it('#27 item 9 when the budget is spent, a set fetched before is used past its lifetime (stale on throttle)', async () => {
+    const { keysFor, calls, advance } = budgeted()
+    await keysFor(self(path(0)))
+    for (let i = 1; i < 4; i++) await keysFor(self(path(i)))
+    advance(301)
+    await expect(keysFor(self(path(0)))).resolves.toEqual([es])
+    expect(calls).toHaveLength(4)
+    // The next window: fetched again.
+    advance(900)
+    await keysFor(self(path(0)))
+    expect(calls).toHaveLength(5)
   })
 })
