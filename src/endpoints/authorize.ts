@@ -4,7 +4,8 @@
  * Core §3.1.2). In order:
  * 1. read the parameters; with `request_uri=urn:ietf:params:oauth:request_uri:…` (RFC 9126 §4),
  *    take the pushed request once, for the client_id that pushed it, and use its parameters
- *    instead of the query's (an unknown, expired, used or foreign one → invalid_request_uri page)
+ *    instead of the query's (an unknown, expired, used or foreign one → invalid_request_uri page;
+ *    a foreign client's attempt leaves it to its owner)
  * 2. validate them (`authorization_request.ts`: errors before client and redirect_uri are
  *    verified are an HTML page, RFC 6749 §4.1.2.1; later ones an error redirect with state and iss)
  * 3. sign-in / consent when needed (prompt=none → login_required / consent_required), and the
@@ -92,8 +93,8 @@ async function resolveRequest(
   const client = await ctx.clients.get(clientId)
   if (!client) return errorPage(theme, 'invalid_client', 'the client is unknown')
   // RFC 9126 §2.2: bound to the client that pushed it; §4: used once, and an expired one is invalid.
-  const record = await takePushedRequest(requestUri, ctx)
-  if (!record || record.clientId !== client.clientId) {
+  const record = await takePushedRequest(requestUri, client.clientId, ctx)
+  if (!record) {
     return errorPage(
       theme,
       'invalid_request_uri',
