@@ -806,7 +806,7 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect(results.filter((r) => r !== undefined)).toEqual([record])
       })
 
-      test('#27 item 9: take with a clientId takes only that client\'s request; another client\'s stays for its owner', async () => {
+      test("#27 item 9: take with a clientId takes only that client's request; another client's stays for its owner", async () => {
         const record = pushedRequestRecord(now, { clientId: 'owner' })
         await store.pushedRequests.put(record)
         const foreign = await Promise.all(
