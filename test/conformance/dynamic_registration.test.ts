@@ -93,8 +93,8 @@ describe('#19 dynamic client registration (RFC 7591)', () => {
     expect(consent.callback).toBeUndefined()
     const html = consent.page?.html ?? ''
     expect(html).toContain('Allow access?')
-    expect(html).toContain('<strong>Claude &lt;Desktop&gt;</strong> registered itself')
-    expect(html).toContain('<strong>rp.example.test</strong>')
+    expect(html).toContain('<strong><bdi>Claude &lt;Desktop&gt;</bdi></strong> registered itself')
+    expect(html).toContain('<strong><bdi>rp.example.test</bdi></strong>')
     const done = await ctx.browser.submit(consent.page as never, { decision: 'allow' })
     const callback = done.callback as URL
     expect(callback.searchParams.get('code')).toEqual(expect.any(String))
