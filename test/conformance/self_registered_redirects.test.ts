@@ -16,8 +16,9 @@ const DOCUMENT = 'https://tool.example.test/oauth/client.json'
 /** A host no one reviewed: where a self-registered client's redirects go. */
 const TARGET = 'https://attacker.example.test/cb'
 
-async function setup() {
+async function setup(more: Parameters<typeof makeService>[0] = {}) {
   const { service, clock } = await makeService({
+    ...more,
     scopes: ['mcp:tools'],
     dynamicClientRegistration: { scopes: ['mcp:tools', 'openid'] },
     clientIdMetadataDocuments: {
@@ -115,6 +116,16 @@ describe('#27 item 1: a self-registered client gets no error redirect before sig
       expect(callback.searchParams.get('iss')).toBe(ISSUER)
     },
   )
+
+  it("#27 item 1: a host sign-in hook's error at the sign-in step is a page for a self-registered client, a redirect for the host's", async () => {
+    const ctx = await setup({ interaction: () => ({ error: 'access_denied', description: 'no' }) })
+    const { url } = await request(ctx, 'dynamic')
+    await expectPage(await ctx.browser.request(url.href), 'access_denied')
+    const web = await authorizationUrl(ctx.as)
+    const response = await ctx.browser.request(web.url.href)
+    expect(response.status).toBe(303)
+    expect(new URL(response.headers.get('location') as string).searchParams.get('error')).toBe('access_denied')
+  })
 
   it('#27 item 1: a host-registered client still gets its error redirects (invalid scope, prompt=none)', async () => {
     const ctx = await setup()
