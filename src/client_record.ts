@@ -3,7 +3,7 @@
  * What a stored client record says (confidential, self-registered, the consent page's notice) and
  * the host-facing view of it (`ClientInfo`): everything but the secret hashes.
  */
-import type { SelfRegisteredNotice } from './pages.ts'
+import type { SelfRegisteredNotice } from './consent_pages.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import type { ClientRecord, PublicJwkSet, SecretRecord, TokenEndpointAuthMethod } from './storage/types.ts'
 
@@ -98,7 +98,7 @@ export function selfRegistrationNotice(client: ClientRecord, redirectUri: string
 }
 
 /** The host of a URL, or its scheme for a private-use scheme URI without one (`com.example.app:`). */
-function hostOf(url: string): string {
+export function hostOf(url: string): string {
   try {
     const parsed = new URL(url)
     return parsed.host === '' ? parsed.protocol : parsed.host

@@ -119,6 +119,11 @@ export interface Theme {
     signOutQuestion?: string
     signOutButton?: string
     staySignedInButton?: string
+    /** Logout confirmation before a self-registered client's post-logout redirect; `{client}`, `{host}`. */
+    logoutRedirectNotice?: string
+    /** The same without a session (the page only offers to continue); `{client}`, `{host}`. */
+    signedOutRedirectNotice?: string
+    continueButton?: string
     signedOutTitle?: string
     signedOutMessage?: string
     errorTitle?: string

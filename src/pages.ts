@@ -1,7 +1,11 @@
 /**
  * @module pages
- * The built-in HTML pages: sign-in, consent, logout confirmation, signed-out, error and not found. Every value
+ * The built-in HTML pages: sign-in, signed-out, error and not found, and what every page shares
+ * (the frame, the theme, the texts; consent and logout confirmation are in `consent_pages.ts`). Every value
  * is escaped; responses carry a strict CSP (nonce-bound inline style, no script, no framing).
+ * Every value a client supplied (its name, its redirect and document hosts) is bidi-isolated in
+ * `<bdi>`, so control characters such as a trailing U+202E cannot reorder the text around it, the
+ * redirect host included (#27 item 6).
  *
  * The host themes them with the `theme` option (validated by `ThemeSchema`): product name, logo,
  * colours (checked against a strict CSS colour syntax, so nothing but a colour reaches the style
@@ -46,6 +50,11 @@ export const DEFAULT_TEXTS = {
   signOutQuestion: 'Do you want to sign out?',
   signOutButton: 'Sign out',
   staySignedInButton: 'Stay signed in',
+  logoutRedirectNotice:
+    '{client} registered itself: the operator of this service has not reviewed it. Signing out sends you to {host}.',
+  signedOutRedirectNotice:
+    '{client} registered itself: the operator of this service has not reviewed it. Continue only if you trust {host}.',
+  continueButton: 'Continue',
   signedOutTitle: 'Signed out',
   signedOutMessage: 'You have been signed out.',
   errorTitle: 'Something went wrong',
@@ -219,18 +228,26 @@ export function pageHeaders(nonce: string, imgSrc = ''): Record<string, string> 
 }
 
 /** The texts of a theme, defaults filled in. */
-function textsOf(theme: Theme): PageTexts {
+export function textsOf(theme: Theme): PageTexts {
   return { ...DEFAULT_TEXTS, ...theme.texts }
 }
 
-/** Escapes `template` and puts the escaped client name in bold where it says `{client}`. */
-function withClient(template: string, clientName: string): string {
-  return e(template).replaceAll('{client}', () => `<strong>${e(clientName)}</strong>`)
+/**
+ * A value a client supplied, escaped, in bold and bidi-isolated: `<bdi>` keeps its direction
+ * controls (U+202E, U+2067, …) from reordering the text after it (HTML §4.5.24).
+ */
+export function isolated(value: string): string {
+  return `<strong><bdi>${e(value)}</bdi></strong>`
 }
 
-const ALERT_ICON =
+/** Escapes `template` and puts the isolated client name where it says `{client}`. */
+export function withClient(template: string, clientName: string): string {
+  return e(template).replaceAll('{client}', () => isolated(clientName))
+}
+
+export const ALERT_ICON =
   '<svg aria-hidden="true" viewBox="0 0 20 20" fill="currentColor" focusable="false"><path d="M10 1.5a8.5 8.5 0 1 0 0 17 8.5 8.5 0 0 0 0-17Zm-.9 4.2h1.8l-.2 5.6H9.3l-.2-5.6Zm.9 8.8a1.1 1.1 0 1 1 0-2.2 1.1 1.1 0 0 1 0 2.2Z"/></svg>'
-const CHECK_ICON =
+export const CHECK_ICON =
   '<svg aria-hidden="true" viewBox="0 0 20 20" fill="currentColor" focusable="false"><path d="M7.6 14.6 3.3 10.3l1.4-1.4 2.9 2.9 7.7-7.7 1.4 1.4z"/></svg>'
 
 /**
@@ -267,7 +284,8 @@ ${body}
   return new Response(html, { status: init?.status ?? 200, headers })
 }
 
-function hidden(fields: Record<string, string>): string {
+/** Hidden form inputs, escaped. */
+export function hidden(fields: Record<string, string>): string {
   return Object.entries(fields)
     .map(([name, value]) => `<input type="hidden" name="${e(name)}" value="${e(value)}">`)
     .join('')
@@ -308,80 +326,6 @@ export function loginPage(
 <button class="secondary" type="submit" name="decision" value="cancel" formnovalidate>${e(t.cancelButton)}</button></div>
 </form>`,
     init,
-  )
-}
-
-export interface ConsentPageInput {
-  action: string
-  uid: string
-  csrf: string
-  clientName: string
-  scopes: string[]
-  /** Set for a client that registered itself (see `selfRegistrationNotice` in src/clients.ts). */
-  selfRegistered?: SelfRegisteredNotice
-}
-
-/** What the consent page says about a client that registered itself. */
-export interface SelfRegisteredNotice {
-  kind: 'dynamic' | 'metadata_document'
-  /** Host (or private-use scheme) of the redirect URI the browser returns to. */
-  redirectHost: string
-  /** Host of the client's metadata document (metadata-document clients). */
-  documentHost?: string
-}
-
-/** The notice about a self-registered client: escaped, with client, host and document in bold. */
-function noticeOf(t: PageTexts, clientName: string, notice: SelfRegisteredNotice): string {
-  const template = notice.kind === 'metadata_document' ? t.metadataDocumentNotice : t.selfRegisteredNotice
-  const values: Record<string, string> = {
-    client: clientName,
-    host: notice.redirectHost,
-    document: notice.documentHost ?? notice.redirectHost,
-  }
-  const html = e(template).replace(
-    /\{(client|host|document)\}/g,
-    (_, key: string) => `<strong>${e(values[key] ?? '')}</strong>`,
-  )
-  return `<p class="notice" id="self-registered" role="note">${ALERT_ICON}<span>${html}</span></p>`
-}
-
-const SCOPE_TEXT: Record<string, string> = {
-  openid: 'Know who you are',
-  profile: 'See your name and basic profile',
-  email: 'See your email address',
-  offline_access: 'Stay signed in to the application when you are not using it',
-}
-
-/** The consent form: it lists every scope that Allow grants, and Allow grants exactly those. The approving button comes first. */
-export function consentPage(theme: Theme, input: ConsentPageInput): Response {
-  const t = textsOf(theme)
-  const items = input.scopes
-    .map((scope) => {
-      const text = SCOPE_TEXT[scope]
-      const label = text === undefined ? e(`Use ${scope}`) : `${e(text)} <code>${e(scope)}</code>`
-      return `<li data-scope="${e(scope)}">${CHECK_ICON}<span>${label}</span></li>`
-    })
-    .join('')
-  return page(
-    theme,
-    t.consentTitle,
-    `${input.selfRegistered ? noticeOf(t, input.clientName, input.selfRegistered) : ''}<p id="consent-intro">${withClient(t.consentIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="consent-intro">${items}</ul>
-<form method="post" action="${e(input.action)}">${hidden({ uid: input.uid, csrf: input.csrf, action: 'consent' })}
-<div class="actions"><button class="primary" type="submit" name="decision" value="allow" autofocus>${e(t.allowButton)}</button>
-<button class="secondary" type="submit" name="decision" value="deny">${e(t.denyButton)}</button></div></form>`,
-  )
-}
-
-/** The logout confirmation: the approving button comes first. */
-export function logoutConfirmPage(theme: Theme, input: { action: string; uid: string; csrf: string }): Response {
-  const t = textsOf(theme)
-  return page(
-    theme,
-    t.signOutTitle,
-    `<p class="center">${e(t.signOutQuestion)}</p>
-<form method="post" action="${e(input.action)}">${hidden({ uid: input.uid, csrf: input.csrf, confirm: 'yes' })}
-<div class="actions"><button class="primary" type="submit" name="decision" value="yes" autofocus>${e(t.signOutButton)}</button>
-<button class="secondary" type="submit" name="decision" value="no">${e(t.staySignedInButton)}</button></div></form>`,
   )
 }
 

@@ -4,13 +4,16 @@
  * Core §3.1.2). In order:
  * 1. read the parameters; with `request_uri=urn:ietf:params:oauth:request_uri:…` (RFC 9126 §4),
  *    take the pushed request once, for the client_id that pushed it, and use its parameters
- *    instead of the query's (an unknown, expired, used or foreign one → invalid_request_uri page)
+ *    instead of the query's (an unknown, expired, used or foreign one → invalid_request_uri page;
+ *    a foreign client's attempt leaves it to its owner)
  * 2. validate them (`authorization_request.ts`: errors before client and redirect_uri are
- *    verified are an HTML page, RFC 6749 §4.1.2.1; later ones an error redirect with state and iss)
+ *    verified are an HTML page, RFC 6749 §4.1.2.1; later ones an error redirect with state and iss,
+ *    except for a self-registered client, whose errors before sign-in and consent are a page too:
+ *    RFC 9700 §4.11.2, `authorizationError`)
  * 3. sign-in / consent when needed (prompt=none → login_required / consent_required), and the
  *    code redirect with code, state and iss (RFC 9207).
  */
-import { errorRedirect } from '../authorization_response.ts'
+import { authorizationError } from '../authorization_response.ts'
 import { isSelfRegistered } from '../client_record.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
@@ -57,8 +60,10 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
     if (err instanceof OAuthError) return errorPage(ctx.config.theme, err.code, err.message, err.status)
     throw err
   }
-  const { redirectUri, state } = verified
-  const fail = (code: OAuthErrorCode, description: string) => errorRedirect(redirectUri, code, description, state, ctx)
+  // Nothing here comes after the end-user confirmed the redirect host on the consent page: a
+  // self-registered client's errors are a page, not a redirect (RFC 9700 §4.11.2; #27 item 1).
+  const fail = (code: OAuthErrorCode, description: string) =>
+    authorizationError(verified, verified.client, false, code, description, ctx)
   let authRequest: AuthorizationRequest
   try {
     authRequest = await parseAuthorizationRequest(resolved.raw, verified, ctx, resolved.origin)
@@ -92,8 +97,8 @@ async function resolveRequest(
   const client = await ctx.clients.get(clientId)
   if (!client) return errorPage(theme, 'invalid_client', 'the client is unknown')
   // RFC 9126 §2.2: bound to the client that pushed it; §4: used once, and an expired one is invalid.
-  const record = await takePushedRequest(requestUri, ctx)
-  if (!record || record.clientId !== client.clientId) {
+  const record = await takePushedRequest(requestUri, client.clientId, ctx)
+  if (!record) {
     return errorPage(
       theme,
       'invalid_request_uri',

@@ -9,16 +9,22 @@
  *   client (§3); otherwise no redirect happens
  * - without a hint, or with a hint for another end-user or another session (its `sid`) than the
  *   current one, the end-user confirms on a CSRF-protected page first (§2)
+ * - a redirect to a self-registered client's post_logout_redirect_uri (a metadata document names
+ *   any it likes, and hints are accepted long after they expire) always waits for that page, which
+ *   names the client and the target host; without a session the page only offers to continue
+ *   (RFC 9700 §4.11.2, open redirector; #27 item 3)
  * Ending the session deletes it from the store, revokes the grants made in it without
  * `offline_access` (their refresh and access tokens) and clears the cookie; a logout without a
  * session is not an error (§4).
  */
+import { hostOf, isSelfRegistered } from '../client_record.ts'
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
 import { OAuthError } from '../errors.ts'
 import { parseParams, readForm } from '../http.ts'
 import { browserBinding, endSession, loadSession } from '../interaction/flow.ts'
-import { errorPage, logoutConfirmPage, page, signedOutPage } from '../pages.ts'
+import { logoutConfirmPage } from '../consent_pages.ts'
+import { errorPage, page, signedOutPage } from '../pages.ts'
 import { Permissions } from '../permissions.ts'
 import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken, timingSafeEqual } from '../tokens/opaque.ts'
@@ -124,7 +130,10 @@ export async function handleLogout(request: Request, ctx: Context): Promise<Resp
   const confirmed =
     hint !== undefined &&
     (!session || (session.sub === hint.sub && (typeof hint.sid !== 'string' || hint.sid === session.sid)))
-  if (!session || confirmed) return signOut(session, target, ctx, request, clientId)
+  // RFC 9700 §4.11.2: a self-registered client's URI is not one the service trusts; the browser
+  // goes there only after a page that names the host (#27 item 3).
+  const unreviewed = target !== undefined && client !== undefined && isSelfRegistered(client)
+  if (!unreviewed && (!session || confirmed)) return signOut(session, target, ctx, request, clientId)
 
   // RPL §2: ask the end-user before logging out on an unverified request.
   const binding = await browserBinding(request, ctx)
@@ -140,7 +149,13 @@ export async function handleLogout(request: Request, ctx: Context): Promise<Resp
     expiresAt: ctx.now() + ctx.config.interactionTtl,
   }
   await ctx.store.interactions.put(record)
-  const response = logoutConfirmPage(theme, { action: ctx.urls.logout, uid: record.id, csrf: record.csrf })
+  const response = logoutConfirmPage(theme, {
+    action: ctx.urls.logout,
+    uid: record.id,
+    csrf: record.csrf,
+    signedIn: session !== undefined,
+    ...(unreviewed && client ? { redirect: { clientName: client.displayName, host: hostOf(plru as string) } } : {}),
+  })
   if (binding.setCookie) response.headers.append('set-cookie', binding.setCookie)
   return response
 }

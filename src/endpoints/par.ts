@@ -65,17 +65,24 @@ export async function handlePushedAuthorizationRequest(request: Request, ctx: Co
 }
 
 /**
- * Takes the pushed request a request_uri names, once (RFC 9126 §4): undefined when it is not a
- * pushed request's URI, unknown, already used or expired. The caller checks the client.
+ * Takes the pushed request a request_uri names, once (RFC 9126 §4), for the client that pushed it
+ * (§2.2): undefined when it is not a pushed request's URI, unknown, already used, expired or of
+ * another client. The store checks the client in the same atomic step that takes it, so another
+ * client's attempt neither uses it up nor learns more than of an unknown one (#27 item 9).
  */
-export async function takePushedRequest(requestUri: string, ctx: Context): Promise<PushedRequestRecord | undefined> {
+export async function takePushedRequest(
+  requestUri: string,
+  clientId: string,
+  ctx: Context,
+): Promise<PushedRequestRecord | undefined> {
   if (!requestUri.startsWith(REQUEST_URI_PREFIX)) return undefined
   const reference = requestUri.slice(REQUEST_URI_PREFIX.length)
   if (!REFERENCE.test(reference)) return undefined
   const now = ctx.now()
-  const record = await ctx.store.pushedRequests.take(await ctx.sha256(reference), now)
-  // RFC 9126 §4: "An expired request_uri MUST be rejected as invalid."
-  return record && record.expiresAt > now ? record : undefined
+  const record = await ctx.store.pushedRequests.take(await ctx.sha256(reference), now, clientId)
+  // RFC 9126 §4: "An expired request_uri MUST be rejected as invalid." The client is checked
+  // again: a host's own store may predate the clientId argument.
+  return record && record.expiresAt > now && record.clientId === clientId ? record : undefined
 }
 
 /**

@@ -7,7 +7,7 @@
 import { isSelfRegistered, selfRegistrationNotice } from '../client_record.ts'
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
-import { appendQuery, errorRedirect, redirect } from '../authorization_response.ts'
+import { appendQuery, authorizationError, redirect } from '../authorization_response.ts'
 import { errorPage } from '../pages.ts'
 import { codeTtl } from '../profile.ts'
 import type { ClientRecord, CodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
@@ -169,7 +169,9 @@ function checkLogin(login: LoginResult, ctx: Context): Authentication {
 
 /**
  * Completes an interaction once (it is taken from the store atomically): an error goes back to
- * the client; a login establishes or refreshes the session and redirects with the code.
+ * the client (a self-registered client's only once the end-user saw the consent page naming its
+ * redirect host, RFC 9700 §4.11.2; before that, an error page); a login establishes or refreshes
+ * the session and redirects with the code.
  */
 export async function completeInteraction(
   uid: string,
@@ -184,24 +186,18 @@ export async function completeInteraction(
   }
   const authRequest = record.request as unknown as AuthorizationRequest
   if ('error' in result) {
-    return errorRedirect(
-      authRequest.redirectUri,
-      result.error,
-      result.description ?? 'the request was not approved',
-      authRequest.state,
-      ctx,
-    )
+    // Confirmed once signed in: the error comes from the consent step (the built-in consent page,
+    // which names the redirect host, or the host's hook asked for consent), not the sign-in page.
+    const client = await ctx.clients.get(authRequest.clientId)
+    const description = result.description ?? 'the request was not approved'
+    return authorizationError(authRequest, client, record.login !== undefined, result.error, description, ctx)
   }
   const auth = checkLogin(result.login, ctx)
   // Core §3.1.2.2: the end-user named by id_token_hint must be the one signed in.
   if (authRequest.idTokenHintSub !== undefined && authRequest.idTokenHintSub !== auth.sub) {
-    return errorRedirect(
-      authRequest.redirectUri,
-      'login_required',
-      'the signed-in end-user is not the one of id_token_hint',
-      authRequest.state,
-      ctx,
-    )
+    const client = await ctx.clients.get(authRequest.clientId)
+    const description = 'the signed-in end-user is not the one of id_token_hint'
+    return authorizationError(authRequest, client, result.consent !== undefined, 'login_required', description, ctx)
   }
   if (result.consent === undefined) {
     // A self-registered client is never approved implicitly: a host that signed the end-user in
@@ -215,7 +211,9 @@ export async function completeInteraction(
   const consented = consentedScopes(authRequest.scopes, result.consent?.scopes)
   // RFC 6749 §4.1.2.1: a consent to nothing is a denial, never a code without scopes.
   if (consented.length === 0) {
-    return errorRedirect(authRequest.redirectUri, 'access_denied', 'no scope was approved', authRequest.state, ctx)
+    // Only after a consent (an empty one): the end-user saw the consent step.
+    const client = await ctx.clients.get(authRequest.clientId)
+    return authorizationError(authRequest, client, true, 'access_denied', 'no scope was approved', ctx)
   }
   const { session } = request ? await loadSession(request, ctx) : {}
   return issueCodeRedirect({ ...authRequest, scopes: consented }, auth, session, ctx, { consented, extraHeaders })

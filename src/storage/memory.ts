@@ -194,9 +194,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
       async put(record) {
         pushedRequests.set(record.id, record)
       },
-      async take(id, at) {
+      async take(id, at, clientId) {
         const record = pushedRequests.get(id)
         if (!record) return undefined
+        if (clientId !== undefined && record.clientId !== clientId) return undefined
         pushedRequests.delete(id)
         return record.expiresAt > at ? record : undefined
       },

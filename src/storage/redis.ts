@@ -101,6 +101,15 @@ if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1`
 
+// Takes a pushed request once (as GETDEL) when it was pushed by the client ARGV[1]: another
+// client's request stays for its owner.
+const TAKE_PUSHED = `
+local rec = redis.call('GET', KEYS[1])
+if not rec then return false end
+if cjson.decode(rec)['clientId'] ~= ARGV[1] then return false end
+redis.call('DEL', KEYS[1])
+return rec`
+
 type ScriptResult = [0] | [1, string] | [2, string, string]
 
 interface ScriptedRedis extends Redis {
@@ -119,6 +128,7 @@ interface ScriptedRedis extends Redis {
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
   gatehouseClientSwap(key: string, record: string, expected: string): Promise<number>
   gatehouseAttempt(key: string, at: number, resetAt: number, ttl: number): Promise<[number, number]>
+  gatehouseTakePushed(key: string, clientId: string): Promise<string | null>
 }
 
 /** Creates the Redis store; call `connect()` before use to fail fast when Redis is down. */
@@ -148,6 +158,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
   redis.defineCommand('gatehouseClientSwap', { numberOfKeys: 1, lua: CLIENT_SWAP })
   redis.defineCommand('gatehouseAttempt', { numberOfKeys: 1, lua: ATTEMPT })
+  redis.defineCommand('gatehouseTakePushed', { numberOfKeys: 1, lua: TAKE_PUSHED })
 
   const k = (kind: string, id: string) => `${prefix}${kind}:${id}`
   const ttl = (expiresAt: number) => Math.max(1, expiresAt - now())
@@ -333,10 +344,14 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
           'pushedRequests.put',
           async () => void (await redis.set(k('par', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt))),
         ),
-      take: (id, at) =>
+      take: (id, at, clientId) =>
         run('pushedRequests.take', async () => {
-          // RFC 9126 §4: a request_uri is one-time use. GETDEL hands the value to one caller.
-          const value = await redis.getdel(k('par', id))
+          // RFC 9126 §4: a request_uri is one-time use. GETDEL hands the value to one caller;
+          // with clientId, a script that leaves another client's request in place (§2.2).
+          const value =
+            clientId === undefined
+              ? await redis.getdel(k('par', id))
+              : await redis.gatehouseTakePushed(k('par', id), clientId)
           if (value === null) return undefined
           const record = JSON.parse(value) as PushedRequestRecord
           return record.expiresAt > at ? record : undefined

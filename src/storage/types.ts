@@ -337,8 +337,12 @@ export interface Store {
   /** Pushed authorization requests (RFC 9126): each `request_uri` is used once. */
   pushedRequests: {
     put(record: PushedRequestRecord): Promise<void>
-    /** Atomically removes and returns it; undefined when unknown or expired. */
-    take(id: string, now: number): Promise<PushedRequestRecord | undefined>
+    /**
+     * Atomically removes and returns it; undefined when unknown or expired. With `clientId`, only
+     * a request pushed by that client is taken: one of another client stays, untouched, for its
+     * owner (RFC 9126 §2.2, #27 item 9), and the answer is undefined as for an unknown one.
+     */
+    take(id: string, now: number, clientId?: string): Promise<PushedRequestRecord | undefined>
   }
   /**
    * Identifiers that may be used once, shared by every instance: DPoP proof `jti`s (RFC 9449 §11.1)

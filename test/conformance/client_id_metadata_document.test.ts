@@ -252,9 +252,11 @@ describe('client id metadata documents', () => {
       scope: 'openid mcp:tools',
       pkce: false,
     })
+    // #27 item 1: a page on the issuer, not a redirect to the document's redirect URI.
     const noPkce = await ctx.service.fetch(new Request(url.href, { redirect: 'manual' }))
-    expect(noPkce.status).toBe(303)
-    expect(new URL(noPkce.headers.get('location') as string).searchParams.get('error')).toBe('invalid_request')
+    expect(noPkce.status).toBe(400)
+    expect(noPkce.headers.get('location')).toBeNull()
+    expect(await noPkce.text()).toContain('invalid_request')
     const cc = await ctx.service.fetch(
       form(`${ISSUER}/connect/token`, {
         grant_type: 'client_credentials',

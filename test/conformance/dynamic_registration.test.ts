@@ -93,8 +93,8 @@ describe('#19 dynamic client registration (RFC 7591)', () => {
     expect(consent.callback).toBeUndefined()
     const html = consent.page?.html ?? ''
     expect(html).toContain('Allow access?')
-    expect(html).toContain('<strong>Claude &lt;Desktop&gt;</strong> registered itself')
-    expect(html).toContain('<strong>rp.example.test</strong>')
+    expect(html).toContain('<strong><bdi>Claude &lt;Desktop&gt;</bdi></strong> registered itself')
+    expect(html).toContain('<strong><bdi>rp.example.test</bdi></strong>')
     const done = await ctx.browser.submit(consent.page as never, { decision: 'allow' })
     const callback = done.callback as URL
     expect(callback.searchParams.get('code')).toEqual(expect.any(String))
@@ -118,7 +118,7 @@ describe('#19 dynamic client registration (RFC 7591)', () => {
     const second = await ctx.browser.navigate(again.url.href)
     expect(second.callback).toBeUndefined()
     expect(second.page?.html).toContain('registered itself')
-    // prompt=none cannot skip it either.
+    // prompt=none cannot skip it either; consent_required is a page, not a redirect (#27 item 1).
     const silent = await authorizationUrl(ctx.as, {
       clientId: info.client_id,
       redirectUri: REDIRECT,
@@ -126,7 +126,8 @@ describe('#19 dynamic client registration (RFC 7591)', () => {
       extra: { prompt: 'none' },
     })
     const refused = await ctx.browser.navigate(silent.url.href)
-    expect(refused.callback?.searchParams.get('error')).toBe('consent_required')
+    expect(refused.callback).toBeUndefined()
+    expect(refused.page?.html).toContain('consent_required')
   })
 
   it('#19 a host sign-in hook learns the client registered itself, and a login without consent continues on the consent page', async () => {
@@ -154,7 +155,7 @@ describe('#19 dynamic client registration (RFC 7591)', () => {
     expect((await ctx.browser.navigate(web.url.href)).callback?.searchParams.get('code')).toEqual(expect.any(String))
   })
 
-  it('#19 a public client must use PKCE', async () => {
+  it('#19 a public client must use PKCE (#27 item 1: refused on a page, not by redirect)', async () => {
     const ctx = await dcrSetup()
     const info = await registered(ctx.service.fetch)
     const request = await authorizationUrl(ctx.as, {
@@ -164,7 +165,9 @@ describe('#19 dynamic client registration (RFC 7591)', () => {
       pkce: false,
     })
     const outcome = await ctx.browser.navigate(request.url.href)
-    expect(outcome.callback?.searchParams.get('error')).toBe('invalid_request')
+    expect(outcome.callback).toBeUndefined()
+    expect(outcome.page?.status).toBe(400)
+    expect(outcome.page?.html).toContain('invalid_request')
   })
 
   it('#19 a confidential client gets a secret that works with client_secret_basic and client_secret_post, and never client_credentials by default', async () => {

@@ -61,6 +61,21 @@ describe('RFC 9126 §4: a request_uri that cannot be used is an error page (no r
     await expectErrorPage(await go(ctx, requestUriUrl(ctx.as, 'web', requestUri)), 'invalid_request_uri')
   })
 
+  it("#27 item 9: another client's attempt neither uses up nor reveals the request_uri; its owner still uses it", async () => {
+    const ctx = await parSetup()
+    const { requestUri, state } = await pushed(ctx, 'web2')
+    const foreign = await go(ctx, requestUriUrl(ctx.as, 'web', requestUri))
+    await expectErrorPage(foreign.clone(), 'invalid_request_uri')
+    // The same page as for an unknown request_uri: nothing of the pushed request shows.
+    const unknown = await go(ctx, requestUriUrl(ctx.as, 'web', `urn:ietf:params:oauth:request_uri:${'A'.repeat(43)}`))
+    const strip = (html: string) => html.replace(/nonce-[A-Za-z0-9_-]+/g, '').replace(/nonce="[^"]+"/g, '')
+    expect(strip(await foreign.text())).toBe(strip(await unknown.text()))
+    const callback = await authorize(ctx.browser, requestUriUrl(ctx.as, 'web2', requestUri))
+    expect(callback.origin + callback.pathname).toBe('https://rp2.example.test/cb')
+    expect(callback.searchParams.has('code')).toBe(true)
+    expect(callback.searchParams.get('state')).toBe(state)
+  })
+
   it('an unknown or malformed request_uri → invalid_request_uri', async () => {
     const ctx = await parSetup()
     for (const requestUri of [

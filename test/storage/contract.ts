@@ -806,6 +806,23 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect(results.filter((r) => r !== undefined)).toEqual([record])
       })
 
+      test("#27 item 9: take with a clientId takes only that client's request; another client's stays for its owner", async () => {
+        const record = pushedRequestRecord(now, { clientId: 'owner' })
+        await store.pushedRequests.put(record)
+        const foreign = await Promise.all(
+          Array.from({ length: 10 }, () => store.pushedRequests.take(record.id, now, 'someone-else')),
+        )
+        expect(foreign.filter((r) => r !== undefined)).toEqual([])
+        const results = await Promise.all(
+          Array.from({ length: 10 }, () => store.pushedRequests.take(record.id, now, 'owner')),
+        )
+        expect(results.filter((r) => r !== undefined)).toEqual([record])
+        expect(await store.pushedRequests.take(record.id, now)).toBeUndefined()
+        const expired = pushedRequestRecord(now, { clientId: 'owner', expiresAt: now + 60 })
+        await store.pushedRequests.put(expired)
+        expect(await store.pushedRequests.take(expired.id, now + 60, 'owner')).toBeUndefined()
+      })
+
       test('#21 taking one pushed request leaves the others', async () => {
         const records = Array.from({ length: 5 }, () => pushedRequestRecord(now))
         await Promise.all(records.map((record) => store.pushedRequests.put(record)))

@@ -13,15 +13,14 @@ import {
   DEFAULT_TEXTS,
   type Theme,
   ThemeSchema,
-  consentPage,
   errorPage,
   loginPage,
-  logoutConfirmPage,
   notFoundPage,
   page,
   signedOutPage,
 } from '../../src/pages.ts'
 import { landingPage } from '../../src/ops/landing.ts'
+import { consentPage, logoutConfirmPage } from '../../src/consent_pages.ts'
 
 const LOGIN = { action: 'https://id.example/connect/interaction', uid: 'u1', csrf: 'c1', clientName: 'Web App' }
 
@@ -173,7 +172,7 @@ describe('pages', () => {
     expect(html).toContain('<html lang="de" dir="ltr">')
     expect(html).toContain('<h1>Anmelden &lt;jetzt&gt;</h1>')
     expect(html).toContain('<title>Anmelden &lt;jetzt&gt; · Gatehouse</title>')
-    expect(html).toContain('weiter zu <strong>Evil &lt;img src=x&gt;</strong>')
+    expect(html).toContain('weiter zu <strong><bdi>Evil &lt;img src=x&gt;</bdi></strong>')
     expect(html).toContain('<label for="username">Benutzername</label>')
     expect(html).toContain('value="login">Weiter</button>')
     expect(html).toContain(`<label for="password">${DEFAULT_TEXTS.passwordLabel}</label>`)
@@ -212,10 +211,31 @@ describe('pages', () => {
     expect(none).toContain('<span class="mark" aria-hidden="true">A</span>')
   })
 
+  it('#27 item 6: client names and hosts are isolated in <bdi>; a trailing U+202E stays inside the name', async () => {
+    const name = 'Evil\u202e'
+    const login = await loginPage({}, { ...LOGIN, clientName: name }).text()
+    expect(login).toContain('to continue to <strong><bdi>Evil\u202e</bdi></strong></p>')
+    const notice = { kind: 'dynamic', redirectHost: 'evil.example' } as const
+    const consent = await consentPage(
+      {},
+      { ...LOGIN, clientName: name, scopes: ['openid'], selfRegistered: notice },
+    ).text()
+    expect(consent).toContain(
+      '<strong><bdi>Evil\u202e</bdi></strong> registered itself: the operator of this service has not reviewed it. Allowing sends you to <strong><bdi>evil.example</bdi></strong>.',
+    )
+    const redirect = { clientName: name, host: 'evil.example' }
+    for (const signedIn of [true, false]) {
+      const logout = await logoutConfirmPage({}, { ...LOGIN, redirect, signedIn }).text()
+      expect(logout).toMatch(
+        /<strong><bdi>Evil\u202e<\/bdi><\/strong> registered itself: [^<]*<strong><bdi>evil\.example<\/bdi><\/strong>\./,
+      )
+    }
+  })
+
   it('consent, logout, signed-out and error pages keep their texts and forms', async () => {
     const consent = await consentPage({}, { ...LOGIN, scopes: ['openid', 'email', 'api1'] }).text()
     expect(consent).toContain('<h1>Allow access?</h1>')
-    expect(consent).toContain('<strong>Web App</strong> asks to:')
+    expect(consent).toContain('<strong><bdi>Web App</bdi></strong> asks to:')
     expect(consent).toContain('name="decision" value="allow" autofocus>Allow</button>')
     expect(consent).toContain('<span>Use api1</span>')
     const logout = await logoutConfirmPage({}, LOGIN).text()

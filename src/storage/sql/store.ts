@@ -317,12 +317,15 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
     },
     pushedRequests: {
       put: (record) => run('pushedRequests.put', () => putExpiring('pushed_requests', record)),
-      take: (id, at) =>
+      take: (id, at, clientId) =>
         run('pushedRequests.take', async () => {
-          // RFC 9126 §4: a request_uri is one-time use. Of concurrent DELETEs, one returns the row.
+          // RFC 9126 §4: a request_uri is one-time use. Of concurrent DELETEs, one returns the row;
+          // with clientId, another client's row is not deleted (§2.2). `#>> '{}'` reads the record
+          // whether the driver stored it as a jsonb object or as a jsonb string of its JSON.
           const rows = await client.query<Row>(
-            `DELETE FROM ${t('pushed_requests')} WHERE id = $1 AND expires_at > $2 RETURNING record`,
-            [id, at],
+            `DELETE FROM ${t('pushed_requests')} WHERE id = $1 AND expires_at > $2
+             AND ($3::text IS NULL OR ((record #>> '{}')::jsonb ->> 'clientId') = $3::text) RETURNING record`,
+            [id, at, clientId ?? null],
           )
           return rows[0] ? parse<PushedRequestRecord>(rows[0].record) : undefined
         }),
