@@ -110,19 +110,20 @@ function notVerified(code: OAuthErrorCode, description: string): OAuthError {
 
 /**
  * 1–2: the client and its redirect_uri (the client already authenticated at the PAR endpoint is
- * `known`). Throws an OAuthError: nothing is redirected before both are verified.
+ * `known`; `address`, the request's source, counts a metadata-document fetch against its budget). Throws an OAuthError: nothing is redirected before both are verified.
  */
 export async function verifyClientAndRedirect(
   raw: RawParams,
   ctx: Context,
   known?: ClientRecord,
+  address?: string,
 ): Promise<VerifiedClient> {
   const p = raw.values
   const clientId = p.get('client_id')
   if (clientId === undefined || raw.repeated.has('client_id')) {
     throw notVerified('invalid_request', 'client_id is missing or repeated')
   }
-  const client = known ?? (await ctx.clients.get(clientId))
+  const client = known ?? (await ctx.clients.get(clientId, address))
   if (!client) throw notVerified('invalid_client', 'the client is unknown')
   const redirectUri = p.get('redirect_uri')
   if (redirectUri === undefined || raw.repeated.has('redirect_uri')) {

@@ -20,6 +20,7 @@ import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { formPairs, mediaType, notAForm, readText } from '../http.ts'
 import { type AuthorizationRequest, startInteraction, issueCodeRedirect, loadSession } from '../interaction/flow.ts'
 import { errorPage } from '../pages.ts'
+import { metaOf } from '../request_meta.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import {
   type RawParams,
@@ -52,10 +53,10 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
   let resolved: { raw: RawParams; origin: RequestOrigin }
   let verified: VerifiedClient
   try {
-    const found = await resolveRequest(await readParams(request, ctx), ctx)
+    const found = await resolveRequest(await readParams(request, ctx), ctx, metaOf(request).address)
     if (found instanceof Response) return found
     resolved = found
-    verified = await verifyClientAndRedirect(resolved.raw, ctx)
+    verified = await verifyClientAndRedirect(resolved.raw, ctx, undefined, metaOf(request).address)
   } catch (err) {
     if (err instanceof OAuthError) return errorPage(ctx.config.theme, err.code, err.message, err.status)
     throw err
@@ -83,6 +84,7 @@ export async function handleAuthorize(request: Request, ctx: Context): Promise<R
 async function resolveRequest(
   query: RawParams,
   ctx: Context,
+  address: string | undefined,
 ): Promise<Response | { raw: RawParams; origin: RequestOrigin }> {
   const requestUri = query.values.get('request_uri')
   if (requestUri === undefined || !requestUri.startsWith(REQUEST_URI_PREFIX)) {
@@ -94,7 +96,7 @@ async function resolveRequest(
     return errorPage(theme, 'invalid_request', 'client_id is missing or repeated')
   }
   if (query.repeated.has('request_uri')) return errorPage(theme, 'invalid_request', 'request_uri is repeated')
-  const client = await ctx.clients.get(clientId)
+  const client = await ctx.clients.get(clientId, address)
   if (!client) return errorPage(theme, 'invalid_client', 'the client is unknown')
   // RFC 9126 §2.2: bound to the client that pushed it; §4: used once, and an expired one is invalid.
   const record = await takePushedRequest(requestUri, client.clientId, ctx)

@@ -181,6 +181,23 @@ describe('#27 item 5 junk client ids cannot lock a metadata-document client out'
     expect(ctx.calls.at(-1)).toBe(TOOL)
   })
 
+  it('#27 item 5 junk client ids at the authorization endpoint are capped per address too', async () => {
+    const ctx = await service({ [TOOL]: documentFor(TOOL) })
+    const fromOne: number[] = []
+    for (let i = 0; i < 20; i++) {
+      const url = new URL(`${ISSUER}/connect/authorize`)
+      url.search = new URLSearchParams({
+        response_type: 'code',
+        client_id: `${JUNK_HOST}-z${i}.json`,
+        redirect_uri: RU,
+      }).toString()
+      fromOne.push((await ctx.service.fetch(new Request(url), { address: '203.0.113.77' })).status)
+    }
+    // The per-address budget (20, a failure counting two): 10 fetches from this address, then 429 pages.
+    expect(ctx.calls).toHaveLength(10)
+    expect(fromOne.slice(10).every((status) => status === 429)).toBe(true)
+  })
+
   it('#27 item 5 a known document whose host budget is spent is served from its last good copy (stale on throttle)', async () => {
     const ctx = await service({ [TOOL]: documentFor(TOOL) }, { perHost: 1 })
     expect(await tokenRequest(ctx, TOOL, '198.51.100.1')).toMatchObject(RESOLVED)
