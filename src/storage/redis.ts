@@ -76,6 +76,19 @@ if e <= tonumber(ARGV[1]) then
 end
 return {redis.call('HINCRBY', KEYS[1], 'n', 1), e}`
 
+// Counts a hit (ARGV now, resetAt, ttl, limit) only while the window holds fewer than the limit:
+// {1, count, resetAt} when counted, {0, count, resetAt} when the window is full.
+const ATTEMPT_TAKE = `
+local e = tonumber(redis.call('HGET', KEYS[1], 'e') or '0')
+if e <= tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'n', 1, 'e', ARGV[2])
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  return {1, 1, tonumber(ARGV[2])}
+end
+local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if n >= tonumber(ARGV[4]) then return {0, n, e} end
+return {1, redis.call('HINCRBY', KEYS[1], 'n', 1), e}`
+
 // Records a one-time identifier as a marker holding its end (ARGV end, now, ttl) unless a live
 // one exists: 1 when this call recorded it. A marker whose end passed is taken over even before
 // its native expiry removes it (the end decides, as everywhere in this store).
@@ -112,6 +125,13 @@ interface ScriptedRedis extends Redis {
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
   gatehouseClientSwap(key: string, record: string, expected: string): Promise<number>
   gatehouseAttempt(key: string, at: number, resetAt: number, ttl: number): Promise<[number, number]>
+  gatehouseAttemptTake(
+    key: string,
+    at: number,
+    resetAt: number,
+    ttl: number,
+    limit: number,
+  ): Promise<[number, number, number]>
 }
 
 /** Creates the Redis store; call `connect()` before use to fail fast when Redis is down. */
@@ -135,6 +155,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
   redis.defineCommand('gatehouseClientSwap', { numberOfKeys: 1, lua: CLIENT_SWAP })
   redis.defineCommand('gatehouseAttempt', { numberOfKeys: 1, lua: ATTEMPT })
+  redis.defineCommand('gatehouseAttemptTake', { numberOfKeys: 1, lua: ATTEMPT_TAKE })
 
   const k = (kind: string, id: string) => `${prefix}${kind}:${id}`
   const ttl = (expiresAt: number) => Math.max(1, expiresAt - now())
@@ -301,6 +322,17 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
           const [count, resetAt] = await redis.hmget(k('attempt', key), 'n', 'e')
           if (count === null || resetAt === null || Number(resetAt) <= at) return undefined
           return { count: Number(count), resetAt: Number(resetAt) }
+        }),
+      take: (key, limit, window, at) =>
+        run('attempts.take', async () => {
+          const [taken, count, resetAt] = await redis.gatehouseAttemptTake(
+            k('attempt', key),
+            at,
+            at + window,
+            window,
+            limit,
+          )
+          return { taken: taken === 1, count: Number(count), resetAt: Number(resetAt) }
         }),
     },
     keys: {
