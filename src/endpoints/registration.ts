@@ -27,7 +27,7 @@ import { addressBucket } from '../networks.ts'
 import { metaOf } from '../request_meta.ts'
 import { hashSecret } from '../secrets.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
-import type { AttemptCounter, ClientRecord } from '../storage/types.ts'
+import type { AttemptCounter, AttemptTaken, ClientRecord } from '../storage/types.ts'
 import { throttledAfter } from '../throttle.ts'
 import { randomToken } from '../tokens/opaque.ts'
 import { type ManagementSettings, handleManagement } from './registration_management.ts'
@@ -110,12 +110,20 @@ async function countRegistration(ctx: Context, caps: RegistrationCaps, meta: Req
   const now = ctx.now()
   if (meta.address !== undefined) {
     const key = `registration-address:${addressBucket(meta.address)}`
-    const perAddress = await ctx.store.attempts.take(key, caps.perAddress, 3600, now)
+    const perAddress = await take(ctx, key, caps.perAddress, now)
     if (!perAddress.taken) refuse(ctx, meta, 'too many registrations from this address; retry later', perAddress, now)
   }
   // After the address cap, so one address beyond its own cap uses up nothing of everyone's.
-  const overall = await ctx.store.attempts.take('registration-all', caps.overall, 3600, now)
+  const overall = await take(ctx, 'registration-all', caps.overall, now)
   if (!overall.taken) refuse(ctx, meta, 'too many registrations; retry later', overall, now)
+}
+
+/** One atomic count-and-reserve (`attempts.take`; a store without it: `hit`, then compare). */
+async function take(ctx: Context, key: string, limit: number, now: number): Promise<AttemptTaken> {
+  const attempts = ctx.store.attempts
+  if (attempts.take) return attempts.take(key, limit, 3600, now)
+  const counter = await attempts.hit(key, 3600, now)
+  return { ...counter, taken: counter.count <= limit }
 }
 
 function refuse(ctx: Context, meta: RequestMeta, description: string, counter: AttemptCounter, now: number): never {

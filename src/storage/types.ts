@@ -339,9 +339,10 @@ export interface Store {
      * Atomically adds one to the counter of `key` only while its window holds fewer than `limit`
      * hits (count-and-reserve: a cap such as registrations per hour). Windows work as in `hit`.
      * Across concurrent callers, at most `limit` per window see `taken: true`; a refused call does
-     * not count.
+     * not count. Optional for stores of your own (every built-in store has it): without it the
+     * caps count with `hit` and compare, also atomic, but then refused calls count too.
      */
-    take(key: string, limit: number, window: number, now: number): Promise<AttemptTaken>
+    take?(key: string, limit: number, window: number, now: number): Promise<AttemptTaken>
   }
   keys: {
     list(): Promise<KeyRecord[]>

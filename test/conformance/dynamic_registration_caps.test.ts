@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import type { TokenServiceOptions } from '../../src/index.ts'
+import { createMemoryStore } from '../../src/storage/memory.ts'
 import { ISSUER, clock, makeService } from '../helpers/service.ts'
 import { STORES, type TestStore } from '../helpers/stores.ts'
 
@@ -52,7 +53,10 @@ describe('#27 item 7 registration caps without a source address', () => {
     for (const address of [undefined, '192.0.2.9']) {
       const refused = await register(service.fetch, address)
       expect(refused.status).toBe(429)
-      expect(await refused.json()).toEqual({ error: 'invalid_request', error_description: 'too many registrations; retry later' })
+      expect(await refused.json()).toEqual({
+        error: 'invalid_request',
+        error_description: 'too many registrations; retry later',
+      })
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
     }
     clock.advance(3601)
@@ -71,6 +75,17 @@ describe('#27 item 7 registration caps without a source address', () => {
   })
 })
 
+describe('#27 item 8 a store of your own without attempts.take', () => {
+  it('#27 item 8 the caps count with hit and compare: 20 parallel registrations against a cap of 5 give exactly 5', async () => {
+    const store = createMemoryStore()
+    // a store written before `take` existed
+    delete store.attempts.take
+    const { service } = await dcrService({ store, dynamicClientRegistration: { ...DCR, maxPerAddressPerHour: 5 } })
+    const burst = Array.from({ length: 20 }, () => register(service.fetch, '203.0.113.7'))
+    expect(await statuses(burst)).toEqual([...Array(5).fill(201), ...Array(15).fill(429)])
+  })
+})
+
 describe.each(STORES)('#27 item 8 a burst of registrations on the $name store', (kind) => {
   let opened: TestStore | undefined
   afterEach(async () => {
@@ -83,7 +98,8 @@ describe.each(STORES)('#27 item 8 a burst of registrations on the $name store', 
     const time = clock()
     opened = await kind.create(time.now)
     const options = { store: opened.store, now: time.now, dynamicClientRegistration }
-    return [(await dcrService(options)).service, (await dcrService(options)).service]
+    const services = [(await dcrService(options)).service, (await dcrService(options)).service] as const
+    return services
   }
 
   it('#27 item 8 40 parallel registrations from one address across two instances, cap 20: exactly 20 × 201', async () => {
