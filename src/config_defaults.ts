@@ -68,6 +68,8 @@ export const OPTION_DEFAULTS = {
     grantTypes: ['authorization_code', 'refresh_token'],
     /** Registration requests one source address may make per hour. */
     maxPerAddressPerHour: 20,
+    /** Registration requests from all addresses together per hour. */
+    maxPerHour: 1000,
     /** Seconds a dynamic client may go unused before it is deleted: 30 days. */
     pruneUnusedAfter: 2_592_000,
   },

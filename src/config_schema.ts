@@ -120,8 +120,10 @@ export const DynamicClientRegistrationSchema = v.strictObject({
   ),
   /** The grant types a registered client may get. Default `authorization_code` and `refresh_token`. */
   grantTypes: v.optional(v.pipe(v.array(v.picklist(DYNAMIC_GRANT_TYPES)), v.minLength(1)), [...dcr.grantTypes]),
-  /** Registration requests one source address may make per hour. Default 20. */
+  /** Registration requests one source address may make per hour (when the host passes it). Default 20. */
   maxPerAddressPerHour: count(dcr.maxPerAddressPerHour),
+  /** Registration requests from all addresses together per hour. Default 1000. */
+  maxPerHour: count(dcr.maxPerHour),
   /**
    * Dynamic clients unused (no token request) for this many seconds are deleted, checked at most
    * once an hour after a registration (`service.clients.pruneDynamic()` does it on demand).

@@ -154,8 +154,13 @@ export interface DynamicClientRegistrationOptions {
   initialAccessToken?: string
   /** The grant types a registered client may get. Default `authorization_code` and `refresh_token`. */
   grantTypes?: Array<'authorization_code' | 'refresh_token' | 'client_credentials'>
-  /** Registration requests one source address may make per hour. Default 20. */
+  /**
+   * Registration requests one source address may make per hour. Default 20. Applies only when the
+   * host passes the address (the adapters do; `clientAddress` behind a proxy).
+   */
   maxPerAddressPerHour?: number
+  /** Registration requests from all addresses together per hour (with or without an address). Default 1000. */
+  maxPerHour?: number
   /**
    * Dynamic clients unused (no token request) for this many seconds are deleted, checked at most
    * once an hour after a registration (`service.clients.pruneDynamic()` does it on demand).

@@ -3,8 +3,11 @@
  * Resource indicators (RFC 8707): the `resource` parameters of authorization and token requests.
  * A resource is the audience of an API scope; an access token asked for resources has exactly
  * those as its `aud`, and only the scopes of those resources (plus the end-user's identity scopes).
+ * Such a token is for those resources only: UserInfo refuses it unless the issuer is one of them
+ * (`isForUserinfo`, #27 item 4).
  */
 import type { Context } from './context.ts'
+import type { AccessTokenClaims } from './tokens/access_token.ts'
 import { OAuthError } from './errors.ts'
 import { scopePermission } from './permissions.ts'
 import type { ClientRecord } from './storage/types.ts'
@@ -94,4 +97,38 @@ export function defaultScopesForResources(client: ClientRecord, resources: reado
     const audience = ctx.scopes.get(name)?.audience
     return audience !== undefined && resources.includes(audience) && client.permissions.includes(scopePermission(name))
   })
+}
+
+/**
+ * The store key that marks a grant (family) as bound to resources. Kept in the access-token
+ * denylist (`Store.revocations`), which has the lifetime semantics wanted: it is the denial of
+ * UserInfo to that family's tokens, and `jti`s (base64url) never contain `:`.
+ */
+function resourceBoundKey(familyId: string): string {
+  return `userinfo-denied:${familyId}`
+}
+
+/**
+ * Records that the grant `familyId` was made for explicit resources (RFC 8707), until `until`
+ * (the expiry of the access token being issued; every issuance of the family writes it again).
+ * Every token of such a grant has those resources as its `aud`, and that cannot be read from the
+ * token: without resources, `aud` is the scopes' audiences, the same value for the same scopes.
+ * Not a claim in the token: RFC 9068 consumers should not see a private claim for our endpoint.
+ */
+export function markResourceBound(familyId: string, until: number, ctx: Context): Promise<void> {
+  return ctx.store.revocations.revokeAccessToken(resourceBoundKey(familyId), until)
+}
+
+/**
+ * Whether an active access token may be used at UserInfo (#27 item 4): a token whose `aud` holds
+ * the issuer may; a token of a grant made for explicit resources none of which is the issuer may
+ * not (it was issued for those resource servers, which must not read the end-user's claims with
+ * it); any other token may, as before (tokens without `resource`, whatever their scopes' audiences).
+ */
+export async function isForUserinfo(claims: AccessTokenClaims, ctx: Context): Promise<boolean> {
+  const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud]
+  if (audience.includes(ctx.config.issuer)) return true
+  // No family: a client_credentials token, which carries no identity scope (refused for openid).
+  if (claims.gid === undefined) return true
+  return !(await ctx.store.revocations.isAccessTokenRevoked(resourceBoundKey(claims.gid)))
 }

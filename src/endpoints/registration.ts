@@ -5,7 +5,9 @@
  * Checks, in order:
  * - the initial access token, when configured (401 when missing or wrong; wrong ones are counted
  *   against the source address like failed client authentications)
- * - the per-address cap (`maxPerAddressPerHour`): every registration attempt counts (429 beyond)
+ * - the caps: `maxPerAddressPerHour` per source address (when the host passes one) and `maxPerHour`
+ *   over all registrations; every attempt the caps let through counts, each taken atomically in the
+ *   store (429 beyond; a refused attempt does not count)
  * - the body is a JSON object (else invalid_client_metadata)
  * - redirect URIs: https, http only on a loopback host, or a private-use scheme; never a fragment
  *   (else invalid_redirect_uri)
@@ -16,6 +18,7 @@
  */
 import { type RegisteredClientMetadata, type RegistrationPolicy, clientFields } from '../client_metadata.ts'
 import { generateSecret } from '../client_secrets.ts'
+import { OPTION_DEFAULTS } from '../config_defaults.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import type { RequestMeta } from '../events.ts'
@@ -24,8 +27,8 @@ import { addressBucket } from '../networks.ts'
 import { metaOf } from '../request_meta.ts'
 import { hashSecret } from '../secrets.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { type Limiter, type ThrottleRule, storeLimiter, throttledAfter } from '../throttle.ts'
+import type { AttemptCounter, AttemptTaken, ClientRecord } from '../storage/types.ts'
+import { throttledAfter } from '../throttle.ts'
 import { randomToken } from '../tokens/opaque.ts'
 import { type ManagementSettings, handleManagement } from './registration_management.ts'
 import { checkRegistrationToken, clientInformation, parseMetadata, readMetadata } from './registration_requests.ts'
@@ -49,7 +52,10 @@ export function createRegistration(ctx: Context): {
     grantTypes: settings.grantTypes,
     idTokenAlgorithms: signingAlgorithms(ctx.config),
   }
-  const capLimiter: Limiter = ctx.throttle?.limiter ?? storeLimiter(ctx.store)
+  const caps: RegistrationCaps = {
+    perAddress: settings.maxPerAddressPerHour ?? OPTION_DEFAULTS.dynamicClientRegistration.maxPerAddressPerHour,
+    overall: settings.maxPerHour ?? OPTION_DEFAULTS.dynamicClientRegistration.maxPerHour,
+  }
   const management: ManagementSettings = { policy, managementPrefix: `${new URL(ctx.urls.registration).pathname}/` }
   const initialTokenHash =
     settings.initialAccessToken === undefined ? undefined : ctx.sha256(settings.initialAccessToken)
@@ -72,7 +78,7 @@ export function createRegistration(ctx: Context): {
     const meta = metaOf(request)
     if (initialTokenHash !== undefined)
       await checkRegistrationToken(ctx, request, meta, initialTokenHash, 'invalid_initial_access_token')
-    await countRegistration(ctx, capLimiter, settings?.maxPerAddressPerHour ?? 20, meta)
+    await countRegistration(ctx, caps, meta)
     const metadata = parseMetadata(ctx, policy, await readMetadata(ctx, request, meta), meta)
     const response = await registerClient(ctx, metadata, meta)
     maybePrune()
@@ -86,21 +92,43 @@ export function createRegistration(ctx: Context): {
   }
 }
 
-/** The per-address cap: every registration attempt counts, and beyond the cap it is refused (429). */
-async function countRegistration(ctx: Context, limiter: Limiter, perHour: number, meta: RequestMeta): Promise<void> {
-  const bucket = meta.address === undefined ? 'unknown' : addressBucket(meta.address)
-  const cap: ThrottleRule[] = [{ key: `registration-address:${bucket}`, limit: perHour, window: 3600 }]
+/** Registrations per hour: per source address, and over all addresses. */
+interface RegistrationCaps {
+  perAddress: number
+  overall: number
+}
+
+/**
+ * Counts a registration attempt against the caps, refusing it (429) beyond either. Each cap is one
+ * atomic count-and-reserve in the store (`attempts.take`), so a burst across instances cannot get
+ * past it (#27 item 8). The per-address cap applies only when the host passes the source address:
+ * without one every caller would share a single bucket, and 20 registrations an hour would be the
+ * whole world's (#27 item 7); `maxPerHour` bounds every registration either way. The caps count in
+ * the store even when `throttle` is off or replaced: the `Limiter` interface has no atomic take.
+ */
+async function countRegistration(ctx: Context, caps: RegistrationCaps, meta: RequestMeta): Promise<void> {
   const now = ctx.now()
-  const wait = await limiter.retryAfter(cap, now, { fresh: true })
-  if (wait > 0) {
-    ctx.emit(meta, { type: 'client.registration_failed', reason: 'too_many_registrations' })
-    throw new OAuthError(
-      'invalid_request',
-      'too many registrations from this address; retry later',
-      throttledAfter(wait),
-    )
+  if (meta.address !== undefined) {
+    const key = `registration-address:${addressBucket(meta.address)}`
+    const perAddress = await take(ctx, key, caps.perAddress, now)
+    if (!perAddress.taken) refuse(ctx, meta, 'too many registrations from this address; retry later', perAddress, now)
   }
-  await limiter.fail(cap, now)
+  // After the address cap, so one address beyond its own cap uses up nothing of everyone's.
+  const overall = await take(ctx, 'registration-all', caps.overall, now)
+  if (!overall.taken) refuse(ctx, meta, 'too many registrations; retry later', overall, now)
+}
+
+/** One atomic count-and-reserve (`attempts.take`; a store without it: `hit`, then compare). */
+async function take(ctx: Context, key: string, limit: number, now: number): Promise<AttemptTaken> {
+  const attempts = ctx.store.attempts
+  if (attempts.take) return attempts.take(key, limit, 3600, now)
+  const counter = await attempts.hit(key, 3600, now)
+  return { ...counter, taken: counter.count <= limit }
+}
+
+function refuse(ctx: Context, meta: RequestMeta, description: string, counter: AttemptCounter, now: number): never {
+  ctx.emit(meta, { type: 'client.registration_failed', reason: 'too_many_registrations' })
+  throw new OAuthError('invalid_request', description, throttledAfter(counter.resetAt - now))
 }
 
 /**

@@ -9,6 +9,8 @@
  * - DPoP (see `checkTokenBinding`): a DPoP-bound token needs the DPoP scheme and a proof for this
  *   URL with `ath`, made with the token's key; the DPoP scheme needs a DPoP-bound token. Each
  *   failure is a 401 with a DPoP challenge (`use_dpop_nonce` with a `DPoP-Nonce` header, §9)
+ * - a token issued for explicit `resource` indicators (RFC 8707) none of which is the issuer: 401
+ *   invalid_token (it is for those resource servers, not for the end-user's claims; #27 item 4)
  * - token without `openid`: 403 insufficient_scope
  * - claims released by the token's identity scopes, always with `sub`
  */
@@ -17,6 +19,7 @@ import { type PresentedToken, checkTokenBinding, dpopChallengeError, readAuthori
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { mediaType, noStoreJson, readForm } from '../http.ts'
 import { scopedClaims } from '../grants/issue.ts'
+import { isForUserinfo } from '../resource_indicators.ts'
 import { findActiveAccessToken } from './introspection.ts'
 
 async function readAccessToken(request: Request, ctx: Context): Promise<PresentedToken | undefined> {
@@ -54,6 +57,9 @@ export async function handleUserinfo(request: Request, ctx: Context): Promise<Re
   const claims = await findActiveAccessToken(presented.token, ctx)
   if (!claims) throw tokenError(presented, 'invalid_token', 'the access token is invalid, expired or revoked', ctx)
   await checkTokenBinding(presented, claims, request, ctx.urls.userinfo, ctx)
+  if (!(await isForUserinfo(claims, ctx))) {
+    throw tokenError(presented, 'invalid_token', 'the access token was issued for another resource', ctx)
+  }
   const scopes = claims.scope.split(' ')
   if (!scopes.includes('openid')) {
     throw tokenError(presented, 'insufficient_scope', 'the access token lacks the openid scope', ctx)

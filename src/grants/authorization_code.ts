@@ -14,8 +14,10 @@
  *   to end that client's grant with a leaked code.
  * - `resource` (RFC 8707 §2.2): each permitted and one of the code's resources, else invalid_target
  * - the scopes still permitted, the account still exists
- * - the code is consumed atomically (if a concurrent redemption won, this one is a replay), and
- *   its family must not be revoked (logout ends the grants of its session)
+ * - its family must not be revoked (logout ends the grants of its session), checked before the
+ *   consume; then the code is consumed atomically (if a concurrent redemption won, this one is a
+ *   replay). Of concurrent redemptions exactly one answers 200, every other invalid_grant, and
+ *   the replays revoke what the winner got (#27 item 12)
  * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
  * access token is DPoP-bound and so is a public client's refresh token (RFC 9449 §5).
  */
@@ -70,15 +72,14 @@ export const authorizationCode: Grant = {
     const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
     const scopes = permittedScopes(client, record.scope === '' ? [] : record.scope.split(' '), ctx)
     const tokenScopes = scopesForResources(scopes, resources, ctx)
+    // Logout ends the grants of its session, codes not yet redeemed included. Asked BEFORE the
+    // consume (#27 item 12): a replay revokes the family only after some consume won, so a check
+    // made before this consume never sees a concurrent replay's revocation, and the winner of a
+    // double redemption always answers 200 (its tokens are then revoked by the replay). Asked
+    // alongside the account lookup and the signing, so it adds little to the consume's round trip.
+    const revokedCheck = ctx.store.revocations.isFamilyRevoked(record.familyId)
+    revokedCheck.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
     const account = await requireAccount(record.sub, ctx)
-    // Logout ends the grants of its session, codes not yet redeemed included. Asked alongside the
-    // consume (one round trip, not two): consuming a revoked code takes nothing from anyone. The
-    // tokens are signed while that round trip is out; none leaves unless the consume wins.
-    const settled = Promise.all([
-      ctx.store.codes.consume(id, now),
-      ctx.store.revocations.isFamilyRevoked(record.familyId),
-    ])
-    settled.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
     const issuing = issueUserTokens(
       {
         familyId: record.familyId,
@@ -98,12 +99,14 @@ export const authorizationCode: Grant = {
       { account, refresh: wantsRefreshToken(client, scopes, ctx), proof },
     )
     issuing.catch(() => {}) // awaited below, once the consume has won
-    const [consumed, revoked] = await settled
+    // Consuming a revoked code takes nothing from anyone: a revoked family stops here, unconsumed.
+    if (await revokedCheck) throw new OAuthError('invalid_grant', 'the code has been revoked')
+    const consumed = await ctx.store.codes.consume(id, now)
     if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
     if (consumed.status === 'replayed') return replayed(consumed.record)
-    if (revoked) throw new OAuthError('invalid_grant', 'the code has been revoked')
     // A concurrent replay may revoke the family from here on: this redemption still answers
-    // (exactly one caller does), and what it issues is dead on arrival (it carries the family id).
+    // (exactly one caller does), and what it issues is dead on arrival (it carries the family id):
+    // its refresh token is refused and its access tokens are inactive at introspection and userinfo.
     const { response, refreshRecord, jti } = await issuing
     if (refreshRecord) await ctx.store.refreshTokens.insert(refreshRecord)
     const meta = metaOf(request)

@@ -17,6 +17,7 @@ import { issueIdToken } from '../tokens/id_token.ts'
 import type { SigningKey } from '../keys/keyring.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
 import { randomToken } from '../tokens/opaque.ts'
+import { markResourceBound } from '../resource_indicators.ts'
 import type { TokenResponse } from './types.ts'
 
 /** What an end-user grant is about. */
@@ -141,6 +142,10 @@ export async function issueUserTokens(
     },
     await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
   )
+  // A grant made for resources: UserInfo refuses its tokens (#27 item 4). Written while the ID
+  // token is signed; awaited before the response exists, so no token leaves without its mark.
+  const marked = grant.resources?.length ? markResourceBound(grant.familyId, claims.exp, ctx) : undefined
+  marked?.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
   const response: TokenResponse = {
     access_token: accessToken,
     // RFC 9449 §5: a token_type of DPoP MUST be included for a DPoP-bound access token.
@@ -170,6 +175,7 @@ export async function issueUserTokens(
       ctx.sha256,
     )
   }
+  await marked
   const jti = String(claims.jti)
   if (!options.refresh) return { response, jti }
   const value = randomToken()

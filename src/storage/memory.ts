@@ -181,6 +181,18 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         if (!counter || counter.expiresAt <= at) return undefined
         return { count: counter.count, resetAt: counter.expiresAt }
       },
+      async take(key, limit, window, at) {
+        // Check and count with no await between: atomic in one process.
+        const counter = attempts.get(key)
+        if (!counter || counter.expiresAt <= at) {
+          attempts.set(key, { count: 1, expiresAt: at + window })
+          return { taken: true, count: 1, resetAt: at + window }
+        }
+        if (counter.count >= limit) return { taken: false, count: counter.count, resetAt: counter.expiresAt }
+        counter.count += 1
+        attempts.set(key, counter)
+        return { taken: true, count: counter.count, resetAt: counter.expiresAt }
+      },
     },
     keys: {
       async list() {

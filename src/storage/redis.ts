@@ -5,10 +5,11 @@
  * clock) removes what is dead. Keys live under a prefix so several deployments or test runs share
  * one server.
  */
-import type { Redis, RedisOptions } from 'ioredis'
+import type { RedisOptions } from 'ioredis'
 import { importOptional } from '../optional_import.ts'
 import { StoreUnavailableError } from '../errors.ts'
 import { membershipBatch } from './membership_batch.ts'
+import { type AttemptScripts, defineAttemptScripts, redisAttempts } from './redis_attempts.ts'
 import type {
   ClientRecord,
   CodeRecord,
@@ -73,16 +74,6 @@ local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tonumber(ARGV[1]) > cur then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) end
 return 1`
 
-// A fixed-window counter {n, e}: ARGV now, window end, ttl. Returns {count, window end}.
-const ATTEMPT = `
-local e = tonumber(redis.call('HGET', KEYS[1], 'e') or '0')
-if e <= tonumber(ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'n', 1, 'e', ARGV[2])
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-  return {1, tonumber(ARGV[2])}
-end
-return {redis.call('HINCRBY', KEYS[1], 'n', 1), e}`
-
 // Records a one-time identifier as a marker holding its end (ARGV end, now, ttl) unless a live
 // one exists: 1 when this call recorded it. A marker whose end passed is taken over even before
 // its native expiry removes it (the end decides, as everywhere in this store).
@@ -112,7 +103,7 @@ return rec`
 
 type ScriptResult = [0] | [1, string] | [2, string, string]
 
-interface ScriptedRedis extends Redis {
+interface ScriptedRedis extends AttemptScripts {
   gatehouseConsume(key: string, at: number): Promise<ScriptResult>
   gatehouseRotate(
     key: string,
@@ -127,7 +118,6 @@ interface ScriptedRedis extends Redis {
   gatehouseUseOnce(key: string, expiresAt: number, at: number, ttl: number): Promise<number>
   gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
   gatehouseClientSwap(key: string, record: string, expected: string): Promise<number>
-  gatehouseAttempt(key: string, at: number, resetAt: number, ttl: number): Promise<[number, number]>
   gatehouseTakePushed(key: string, clientId: string): Promise<string | null>
 }
 
@@ -157,7 +147,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   redis.defineCommand('gatehouseUseOnce', { numberOfKeys: 1, lua: USE_ONCE })
   redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
   redis.defineCommand('gatehouseClientSwap', { numberOfKeys: 1, lua: CLIENT_SWAP })
-  redis.defineCommand('gatehouseAttempt', { numberOfKeys: 1, lua: ATTEMPT })
+  defineAttemptScripts(redis)
   redis.defineCommand('gatehouseTakePushed', { numberOfKeys: 1, lua: TAKE_PUSHED })
 
   const k = (kind: string, id: string) => `${prefix}${kind}:${id}`
@@ -314,19 +304,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         ),
       isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => isMarked(k('revoked-at', jti))),
     },
-    attempts: {
-      hit: (key, window, at) =>
-        run('attempts.hit', async () => {
-          const [count, resetAt] = await redis.gatehouseAttempt(k('attempt', key), at, at + window, window)
-          return { count: Number(count), resetAt: Number(resetAt) }
-        }),
-      get: (key, at) =>
-        run('attempts.get', async () => {
-          const [count, resetAt] = await redis.hmget(k('attempt', key), 'n', 'e')
-          if (count === null || resetAt === null || Number(resetAt) <= at) return undefined
-          return { count: Number(count), resetAt: Number(resetAt) }
-        }),
-    },
+    attempts: redisAttempts(redis, (key) => k('attempt', key), run),
     keys: {
       list: () =>
         run('keys.list', async () => {

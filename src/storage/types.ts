@@ -268,6 +268,12 @@ export interface AttemptCounter {
   resetAt: number
 }
 
+/** The outcome of `attempts.take`: whether this call was counted, and the counter after it. */
+export interface AttemptTaken extends AttemptCounter {
+  /** True when the window had room and this call counted; false when the counter was at its limit. */
+  taken: boolean
+}
+
 /** The storage interface. Every method may throw `StoreUnavailableError` when its backend is down. */
 export interface Store {
   clients: {
@@ -329,6 +335,14 @@ export interface Store {
     hit(key: string, window: number, now: number): Promise<AttemptCounter>
     /** The counter of `key`, or undefined when there is none or its window ended. */
     get(key: string, now: number): Promise<AttemptCounter | undefined>
+    /**
+     * Atomically adds one to the counter of `key` only while its window holds fewer than `limit`
+     * hits (count-and-reserve: a cap such as registrations per hour). Windows work as in `hit`.
+     * Across concurrent callers, at most `limit` per window see `taken: true`; a refused call does
+     * not count. Optional for stores of your own (every built-in store has it): without it the
+     * caps count with `hit` and compare, also atomic, but then refused calls count too.
+     */
+    take?(key: string, limit: number, window: number, now: number): Promise<AttemptTaken>
   }
   keys: {
     list(): Promise<KeyRecord[]>

@@ -10,7 +10,7 @@ import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import type { ClientRegistration } from '../../src/config.ts'
 import { authorizationUrl, authorize, setup } from '../helpers/flow.ts'
-import { ISSUER, RU, basic, form } from '../helpers/service.ts'
+import { ISSUER, RU, basic, clock, form } from '../helpers/service.ts'
 
 const MCP = 'https://mcp.example.com/mcp'
 const CAL = 'https://calendar.example.com/'
@@ -93,6 +93,20 @@ async function clientCredentials(ctx: Ctx, parameters: string[][]) {
 
 const claims = (token: string) => decodeJwt(token) as { aud: string | string[]; scope: string }
 
+/** #27 item 4: userinfo answers 401 invalid_token with the RFC 6750 challenge, naming nothing of the token. */
+async function expectRefusedAtUserinfo(ctx: Ctx, accessToken: string, init: { DPoP?: oauth.DPoPHandle } = {}) {
+  const response = await oauth.userInfoRequest(ctx.as, agent, accessToken, { ...ctx.opts, ...init })
+  expect(response.status).toBe(401)
+  const description = 'the access token was issued for another resource'
+  const scheme = init.DPoP ? 'DPoP' : 'Bearer'
+  const challenge = response.headers.get('www-authenticate') ?? ''
+  expect(
+    challenge.startsWith(`${scheme} realm="${ISSUER}", error="invalid_token", error_description="${description}"`),
+  ).toBe(true)
+  expect(await response.json()).toEqual({ error: 'invalid_token', error_description: description })
+  for (const part of accessToken.split('.')) expect(challenge).not.toContain(part)
+}
+
 describe('RFC 8707 resource indicators: the access token is for exactly the requested resources', () => {
   it('one resource at authorize and token: aud is that resource, scope its scopes (MCP SDK shape)', async () => {
     const ctx = await start()
@@ -155,13 +169,12 @@ describe('RFC 8707 resource indicators: the access token is for exactly the requ
     expect(claims(result.access_token)).toMatchObject({ aud: [MCP, CAL], scope: 'mcp:tools' })
   })
 
-  it('identity scopes stay with the resource scopes (userinfo works); other API scopes are dropped', async () => {
+  it('#27 item 4 identity scopes stay with the resource scopes (but userinfo refuses the token); other API scopes are dropped', async () => {
     const ctx = await start()
     const flow = await authorizeWith(ctx, 'openid profile api1 mcp:tools', [MCP])
     const result = await tokens(ctx, await redeem(ctx, flow), flow.request.nonce)
     expect(claims(result.access_token)).toMatchObject({ aud: MCP, scope: 'openid profile mcp:tools' })
-    const info = await oauth.userInfoRequest(ctx.as, agent, result.access_token, ctx.opts)
-    expect((await info.json()).sub).toBe('user-1')
+    await expectRefusedAtUserinfo(ctx, result.access_token)
     // The grant itself holds no api1 (decision: dropped at authorize, see authorize.ts): a refresh
     // without resource still has no api1 and is still for MCP only.
     const refreshed = await oauth.processRefreshTokenResponse(
@@ -210,6 +223,89 @@ describe('RFC 8707 resource indicators: the access token is for exactly the requ
       aud: CAL,
       scope: 'calendar.read',
     })
+  })
+})
+
+describe('#27 item 4 UserInfo refuses a token issued for other resources', () => {
+  it('#27 item 4 UI-01: a token for resource=MCP (code and refresh, Bearer) is refused; the ID token still names the user', async () => {
+    const ctx = await start()
+    const flow = await authorizeWith(ctx, 'openid profile mcp:tools', [MCP])
+    const result = await tokens(ctx, await redeem(ctx, flow), flow.request.nonce)
+    expect(claims(result.access_token)).toMatchObject({ aud: MCP })
+    await expectRefusedAtUserinfo(ctx, result.access_token)
+    // asked for the resource at the token request too (the MCP SDK shape), and after a refresh
+    const again = await authorizeWith(ctx, 'openid mcp:tools', [MCP])
+    const named = await tokens(ctx, await redeem(ctx, again, [MCP]), again.request.nonce)
+    await expectRefusedAtUserinfo(ctx, named.access_token)
+    const refreshed = await oauth.processRefreshTokenResponse(
+      ctx.as,
+      agent,
+      await refresh(ctx, named.refresh_token as string),
+    )
+    await expectRefusedAtUserinfo(ctx, refreshed.access_token)
+    expect(oauth.getValidatedIdTokenClaims(result)?.sub).toBe('user-1')
+  })
+
+  it('#27 item 4 UI-01: two resources, neither the issuer: refused', async () => {
+    const ctx = await start()
+    const flow = await authorizeWith(ctx, 'openid mcp:tools calendar.read', [MCP, CAL])
+    const result = await tokens(ctx, await redeem(ctx, flow), flow.request.nonce)
+    expect(claims(result.access_token)).toMatchObject({ aud: [MCP, CAL] })
+    await expectRefusedAtUserinfo(ctx, result.access_token)
+  })
+
+  it('#27 item 4 UI-01 RFC 9449 §7.1: a DPoP-bound token for resource=MCP is refused with a DPoP challenge', async () => {
+    // oauth4webapi puts the real time in a proof's iat: the service on a live clock
+    const ctx = await setup({ scopes: SCOPES, now: clock(Math.floor(Date.now() / 1000)).now })
+    await ctx.service.clients.ensure(AGENT)
+    const handle = oauth.DPoP(agent, await oauth.generateKeyPair('ES256'))
+    const flow = await authorizeWith(ctx, 'openid mcp:tools', [MCP])
+    const params = oauth.validateAuthResponse(ctx.as, agent, flow.callback, flow.request.state as string)
+    const response = await oauth.authorizationCodeGrantRequest(
+      ctx.as,
+      agent,
+      agentAuth,
+      params,
+      RU,
+      flow.request.verifier,
+      {
+        ...ctx.opts,
+        DPoP: handle,
+      },
+    )
+    const result = await oauth.processAuthorizationCodeResponse(ctx.as, agent, response, {
+      expectedNonce: flow.request.nonce as string,
+    })
+    expect(result.token_type).toBe('dpop')
+    await expectRefusedAtUserinfo(ctx, result.access_token, { DPoP: handle })
+  })
+
+  it("#27 item 4 UI-01: tokens issued without resource keep working, whatever their scopes' audiences", async () => {
+    const ctx = await start()
+    const flow = await authorizeWith(ctx, 'openid profile mcp:tools', [])
+    const result = await tokens(ctx, await redeem(ctx, flow), flow.request.nonce)
+    expect(claims(result.access_token)).toMatchObject({ aud: MCP, scope: 'openid profile mcp:tools' })
+    const info = await oauth.userInfoRequest(ctx.as, agent, result.access_token, ctx.opts)
+    expect(info.status).toBe(200)
+    expect((await info.json()).sub).toBe('user-1')
+  })
+
+  it('#27 item 4 UI-01: a token whose resources include the issuer itself works at userinfo', async () => {
+    const ctx = await setup({ scopes: [...SCOPES, { name: 'account', audience: ISSUER }] })
+    await ctx.service.clients.ensure({ ...AGENT, permissions: [...AGENT.permissions, 'scp:account'] })
+    const flow = await authorizeWith(ctx, 'openid mcp:tools account', [MCP, ISSUER])
+    const result = await tokens(ctx, await redeem(ctx, flow), flow.request.nonce)
+    expect(claims(result.access_token)).toMatchObject({ aud: [MCP, ISSUER] })
+    const info = await oauth.userInfoRequest(ctx.as, agent, result.access_token, ctx.opts)
+    expect(info.status).toBe(200)
+    // the same grant, a token asked for MCP alone: refused
+    const narrowed = await oauth.processRefreshTokenResponse(
+      ctx.as,
+      agent,
+      await refresh(ctx, result.refresh_token as string, [MCP]),
+    )
+    expect(claims(narrowed.access_token)).toMatchObject({ aud: MCP })
+    await expectRefusedAtUserinfo(ctx, narrowed.access_token)
   })
 })
 

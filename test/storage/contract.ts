@@ -770,6 +770,30 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect(results.map((r) => r.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1))
         expect((await store.attempts.get(key, now))?.count).toBe(100)
       })
+
+      test('#27 item 8 take counts only below the limit, and a new window starts again', async () => {
+        const key = uniqueId('registration:all')
+        const take = defined(store.attempts.take, 'attempts.take').bind(store.attempts)
+        expect(await take(key, 2, 60, now)).toEqual({ taken: true, count: 1, resetAt: now + 60 })
+        advance(10)
+        expect(await take(key, 2, 60, now)).toEqual({ taken: true, count: 2, resetAt: now + 50 })
+        expect(await take(key, 2, 60, now)).toEqual({ taken: false, count: 2, resetAt: now + 50 })
+        expect(await store.attempts.get(key, now)).toEqual({ count: 2, resetAt: now + 50 })
+        advance(50)
+        expect(await take(key, 2, 60, now)).toEqual({ taken: true, count: 1, resetAt: now + 60 })
+      })
+
+      test('#27 item 8 40 concurrent takes against a limit of 20: exactly 20 taken (atomic count-and-reserve)', async () => {
+        const key = uniqueId('registration-address:192.0.2.1')
+        const take = defined(store.attempts.take, 'attempts.take').bind(store.attempts)
+        const results = await Promise.all(Array.from({ length: 40 }, () => take(key, 20, 3600, now)))
+        const taken = results.filter((r) => r.taken)
+        expect(taken).toHaveLength(20)
+        expect(taken.map((r) => r.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+        for (const refused of results.filter((r) => !r.taken))
+          expect(refused).toEqual({ taken: false, count: 20, resetAt: now + 3600 })
+        expect((await store.attempts.get(key, now))?.count).toBe(20)
+      })
     })
 
     describe('pushed requests', () => {

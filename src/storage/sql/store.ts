@@ -20,6 +20,7 @@ import type {
   Store,
 } from '../types.ts'
 import { membershipBatch } from '../membership_batch.ts'
+import { sqlAttempts } from './attempts.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { PRUNED_TABLES, consumeStatement } from './statements.ts'
 
@@ -275,32 +276,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
       isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => revoked(`a:${jti}`)),
     },
-    attempts: {
-      hit: (key, window, at) =>
-        run('attempts.hit', async () => {
-          // One statement: the row lock serialises concurrent hits; an ended window restarts at 1.
-          const rows = await client.query<{ count: number; expires_at: string | number }>(
-            `INSERT INTO ${t('attempts')} AS a (key, count, expires_at) VALUES ($1, 1, $2)
-             ON CONFLICT (key) DO UPDATE SET
-               count = CASE WHEN a.expires_at <= $3 THEN 1 ELSE a.count + 1 END,
-               expires_at = CASE WHEN a.expires_at <= $3 THEN $2 ELSE a.expires_at END
-             RETURNING count, expires_at`,
-            [key, at + window, at],
-          )
-          wrote()
-          const row = rows[0]
-          return { count: Number(row?.count ?? 1), resetAt: Number(row?.expires_at ?? at + window) }
-        }),
-      get: (key, at) =>
-        run('attempts.get', async () => {
-          const rows = await client.query<{ count: number; expires_at: string | number }>(
-            `SELECT count, expires_at FROM ${t('attempts')} WHERE key = $1 AND expires_at > $2`,
-            [key, at],
-          )
-          const row = rows[0]
-          return row ? { count: Number(row.count), resetAt: Number(row.expires_at) } : undefined
-        }),
-    },
+    attempts: sqlAttempts({ client, table: t('attempts'), run, wrote }),
     keys: {
       list: () =>
         run('keys.list', async () => {
