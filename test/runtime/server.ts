@@ -120,10 +120,10 @@ function inherited(): Record<string, string | undefined> {
 }
 
 /** Spawns `command` in its own process group (so a stop reaches npm, tsx and their children). */
-export function launch(command: string[], env: Record<string, string>): Running {
+export function launch(command: string[], env: Record<string, string>, cwd: string = ROOT): Running {
   const [file, ...args] = command as [string, ...string[]]
   const child = spawn(file, args, {
-    cwd: ROOT,
+    cwd,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...inherited(), NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1', ...env },
