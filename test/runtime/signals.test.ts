@@ -13,17 +13,13 @@ afterEach(async () => {
 })
 
 describe('#27 item 13 signals reach the server', () => {
-  it(
-    '#27 item 13 SIGTERM to npm start (npm’s PID alone) stops the server: the port closes, nothing is left running',
-    async () => {
-      const port = await freePort()
-      const base = `http://127.0.0.1:${port}`
-      const server = launch(['npm', 'start'], { HOST: '127.0.0.1', PORT: String(port), ISSUER: base })
-      running.push(server)
-      await waitUntilServing(server, `${base}/healthz`, 40_000)
-      await stopsOnSignalToLeader(server, `${base}/healthz`)
-      expect(server.output().stdout).toContain('Gatehouse stopped')
-    },
-    60_000,
-  )
+  it('#27 item 13 SIGTERM to npm start (npm’s PID alone) stops the server: the port closes, nothing is left running', async () => {
+    const port = await freePort()
+    const base = `http://127.0.0.1:${port}`
+    const server = launch(['npm', 'start'], { HOST: '127.0.0.1', PORT: String(port), ISSUER: base })
+    running.push(server)
+    await waitUntilServing(server, `${base}/healthz`, 40_000)
+    await stopsOnSignalToLeader(server, `${base}/healthz`)
+    expect(server.output().stdout).toContain('Gatehouse stopped')
+  }, 60_000)
 })
