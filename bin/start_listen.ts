@@ -89,7 +89,9 @@ export function logStarted(log: Log, started: Started): void {
       : `metrics at ${PATHS.metrics}`
   log.info(`Health at ${PATHS.liveness} and ${PATHS.readiness}; ${metricsWhere}`)
   if (!started.seeded) return
-  log.info('No --config given: seeded the demo client "demo-service" and the demo user "alice". Get a token with:')
+  log.info(
+    'No --config given: seeded the demo clients "demo-service" (client credentials) and "demo-web" (code flow) and the demo user "alice". Get a token with:',
+  )
   log.info(
     `  curl -s -u demo-service:demo-service-secret -d grant_type=client_credentials -d scope=api1 ${started.tokenEndpoint}`,
   )
