@@ -64,8 +64,8 @@ function plan(runtime: Runtime, file: ConfigFile | undefined, port: number, seed
  * warning, or how to add clients when there are none, or that demo clients from an earlier
  * `--demo` start are still there (#27 item 13).
  */
-async function describeClients(service: TokenService, log: Log, plan: ReturnType<typeof plan>, where: string) {
-  if (plan.seed) {
+async function describeClients(service: TokenService, log: Log, seeded: boolean, where: string): Promise<void> {
+  if (seeded) {
     log.warn(
       `--demo: the demo clients ${DEMO_CLIENT_IDS.join(' and ')} are in the ${where}, with the secrets the README prints; they stay there. For trying it out only: remove them with "gatehouse clients remove ID", or start with --config FILE (which removes them)`,
     )
@@ -141,7 +141,7 @@ async function openService({ runtime, log, fail, configPath, file, plan, chosen,
     if (plan.seed) await seedDemo(service, clients, plan.demoCallback)
     await service.ready()
     for (const line of lines) (/: removed \(a demo client/.test(line) ? log.warn : log.info)(line)
-    if (!file && chosen.type !== 'memory') await describeClients(service, log, plan, describeStore(chosen))
+    if (!file && chosen.type !== 'memory') await describeClients(service, log, plan.seed, describeStore(chosen))
   } catch (err) {
     await service.close().catch(() => {})
     return fail((err as Error).message)
