@@ -3,19 +3,15 @@
  * Serves a fetch handler on Node.js through @hono/node-server, whose Request is built lazily from
  * the incoming message (measured on this project's 2-core machine, a trivial form-parsing Web
  * handler: bare node:http 36k req/s, @hono/node-server 31k, @hattip/adapter-node 3k; see
- * bench/README.md, "Bridge" and "Design notes and earlier rounds").
+ * bench/README.md, "Bridge" and "Design notes and earlier rounds"). A dependency of the package (with
+ * `hono`, which it imports), not an optional peer: `npx gatehouse serve` runs after installing
+ * gatehouse alone (#27 item 11).
  */
 import type { Server } from 'node:http'
-import { importOptional } from '../src/optional_import.ts'
+import { createAdaptorServer } from '@hono/node-server'
 
 export { nodeDpopVerifier, nodeSecretDigest, nodeServiceOptions, nodeSha256, nodeSigner } from './node_crypto.ts'
 export { nodeResolveHost } from './node_dns.ts'
-
-const { createAdaptorServer } = await importOptional(
-  () => import('@hono/node-server'),
-  '@hono/node-server',
-  'gatehouse/adapters/node',
-)
 
 /** A fetch handler; `info.address` is the TCP peer's address (the service's throttling uses it). */
 export type FetchHandler = (request: Request, info?: { address?: string }) => Promise<Response>

@@ -27,6 +27,12 @@ export interface Runtime {
    */
   serve: (handler: ServeHandler, options: { port: number; hostname: string }) => Promise<RunningServer>
   onSignal: (signal: 'SIGTERM' | 'SIGINT', listener: () => void) => void
+  /**
+   * Calls `listener` once when the process that started this one exits, where that means "stop":
+   * under npm (`npm start`, `npx gatehouse serve`) a shell sits between npm and the server, and
+   * npm hands a SIGTERM to that shell, which exits without passing it on (#27 item 13).
+   */
+  onParentExit?: (listener: () => void) => void
   /** Runtime-specific service options (e.g. Node's synchronous secret digest and signer). */
   serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer' | 'sha256'>
   exit: (code: number) => never

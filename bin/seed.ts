@@ -60,6 +60,17 @@ export const DEMO: Pick<ConfigFile, 'clients' | 'users'> = {
   ],
 }
 
+/** The ids of the demo clients, whose secrets the README prints. */
+export const DEMO_CLIENT_IDS: readonly string[] = DEMO.clients.map((client) => client.clientId)
+
+/**
+ * Whether a stored client is one the demo seed wrote (its id and display name): on a persistent
+ * store it outlives the start that seeded it, with a secret anyone can read in the README.
+ */
+export function isDemoClient(client: { clientId: string; displayName: string }): boolean {
+  return DEMO.clients.some((demo) => demo.clientId === client.clientId && demo.displayName === client.displayName)
+}
+
 /** The demo client whose redirect URIs get the demo callback. */
 export const DEMO_CLIENT = 'demo-web'
 export const DEMO_CLIENT_SECRET = 'demo-web-secret'
@@ -94,6 +105,8 @@ export function demoClients(demoCallback: string | undefined): ConfigFile['clien
 /**
  * Makes the store's clients what the configuration file lists: each is created, updated or left
  * unchanged; with `prune`, stored clients the file does not list are deleted. One line per client.
+ * A demo client an earlier start without a file seeded (its secret is public) is deleted unless
+ * the file lists it (#27 item 13): a configured server never accepts the README's secrets.
  */
 export async function syncClients(
   service: TokenService,
@@ -106,7 +119,12 @@ export async function syncClients(
   for (const stored of await service.clients.list()) {
     // Clients that registered themselves (RFC 7591) are not the file's: never listed, never pruned.
     if (listed.has(stored.clientId) || stored.registration !== undefined) continue
-    if (prune) {
+    if (isDemoClient(stored)) {
+      await service.clients.delete(stored.clientId)
+      lines.push(
+        `client ${stored.clientId}: removed (a demo client seeded by an earlier start without --config; its secret is published)`,
+      )
+    } else if (prune) {
       await service.clients.delete(stored.clientId)
       lines.push(`client ${stored.clientId}: removed (not in the configuration file; pruneClients is true)`)
     } else {

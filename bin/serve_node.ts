@@ -28,6 +28,23 @@ function closer(server: Server): RunningServer {
   }
 }
 
+/**
+ * Under npm (`npm start`, `npx gatehouse serve`: npm sets npm_lifecycle_event), npm runs this
+ * process through a shell and passes a SIGTERM sent to npm's PID to that shell alone, which exits
+ * without passing it on: this process would be left serving, orphaned. Its parent changing is that
+ * SIGTERM (checked every 250 ms; a process started any other way is never stopped by its parent).
+ */
+function onParentExit(listener: () => void): void {
+  if (process.env.npm_lifecycle_event === undefined) return
+  const parent = process.ppid
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return
+    clearInterval(timer)
+    listener()
+  }, 250)
+  timer.unref()
+}
+
 await start({
   name: 'node',
   args: process.argv.slice(2),
@@ -35,6 +52,7 @@ await start({
   readTextFile: (path) => readFile(path, 'utf8'),
   serve: async (handler, options) => closer(await serveNode(handler, options)),
   onSignal: (signal, listener) => process.on(signal, listener),
+  onParentExit,
   exit: (code) => process.exit(code),
   serviceOptions: nodeServiceOptions(),
 })

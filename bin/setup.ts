@@ -3,6 +3,7 @@
  * GATEHOUSE_CONFIG) and the store it and the environment choose (bin/store.ts), and a token service
  * on that store for the host API. With the in-memory store the file is what the client commands edit.
  */
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { type ConfigFile, type StoreConfig, parseConfigFile } from '../src/config_file.ts'
 import { type TokenService, createTokenService } from '../src/index.ts'
@@ -47,12 +48,22 @@ export async function setup(values: { config: string | undefined }): Promise<Set
   }
 }
 
-/** Opens the store, runs `fn` with a token service on it, closes the store. */
+/**
+ * Opens the store, runs `fn` with a token service on it, closes the store. Only `serve` and
+ * `migrate` change a SQL schema: a store with migrations pending (a PGlite directory that does not
+ * exist) is refused, naming the command that migrates it (#27 item 13).
+ */
 export async function withService<T>(setup: Setup, fn: (service: TokenService) => Promise<T>): Promise<T> {
   progress(`Using the ${describeStore(setup.store)}`)
+  if (setup.store.type === 'pglite' && !existsSync(setup.store.dataDir)) {
+    throw new CliError(
+      `the ${describeStore(setup.store)} does not exist: run "gatehouse migrate" (or start the server, "gatehouse serve") with the same GATEHOUSE_DATA_DIR; nothing was created`,
+      1,
+    )
+  }
   let store: Awaited<ReturnType<typeof openStore>>
   try {
-    store = await openStore(setup.store)
+    store = await openStore(setup.store, { migrate: false })
   } catch (err) {
     throw new CliError((err as Error).message, 1)
   }

@@ -1,8 +1,10 @@
 /**
  * The runtime-neutral part of `npm start`: reads flags and environment, loads the configuration
- * file (or seeds the demo client and user), builds the service and hands it to a runtime's server.
+ * file (or seeds the demo clients and user), builds the service and hands it to a runtime's server.
  *
- * Flags: --config FILE (or GATEHOUSE_CONFIG). Environment: PORT (3000), HOST (localhost),
+ * Flags: --config FILE (or GATEHOUSE_CONFIG); --demo (or GATEHOUSE_DEMO=1): without a file, seed
+ * the demo clients into a persistent store too (the in-memory store gets them anyway; a persistent
+ * store keeps them, and their secrets are in the README). Environment: PORT (3000), HOST (localhost),
  * ISSUER (http://localhost:PORT, used byte for byte); the store as `bin/store.ts` says;
  * LOG_FORMAT (text, json), METRICS (true: `/metrics`), METRICS_PORT (metrics on their own port),
  * SHUTDOWN_TIMEOUT (seconds in-flight requests get on SIGTERM/SIGINT, default 10).
@@ -19,10 +21,10 @@ import { type Metrics, type TokenService, createMetrics, createTokenService } fr
 import type { Store } from '../src/storage/types.ts'
 import type { Log } from './log.ts'
 import type { Fail, Runtime } from './runtime.ts'
-import { DEMO, demoClients, seedDemo, syncClients } from './seed.ts'
+import { DEMO, DEMO_CLIENT_IDS, demoClients, isDemoClient, seedDemo, syncClients } from './seed.ts'
 import { PATHS, createApp } from './start_app.ts'
 import { listenAll, logStarted, metricsOnly, stopOnSignals } from './start_listen.ts'
-import { readAddress, readConfigFile, readConfigPath, readSettings } from './start_options.ts'
+import { readAddress, readConfigFile, readConfigPath, readDemoFlag, readSettings } from './start_options.ts'
 import { chooseStore, describeStore, openStore } from './store.ts'
 
 export type { RunningServer, Runtime, ServeHandler } from './runtime.ts'
@@ -33,12 +35,12 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`
 }
 
-/** What the file (or, without one, the demo seed) and ISSUER make of the service. */
-function plan(runtime: Runtime, file: ConfigFile | undefined, port: number) {
+/** What the file (or, without one, the demo seed when `seed`) and ISSUER make of the service. */
+function plan(runtime: Runtime, file: ConfigFile | undefined, port: number, seed: boolean) {
   const issuer = runtime.env('ISSUER') ?? file?.issuer ?? `http://localhost:${port}`
   const {
     clients: fileClients,
-    users = DEMO.users,
+    users = seed ? DEMO.users : [],
     $schema: _schema,
     issuer: _issuer,
     store: storeConfig,
@@ -49,12 +51,40 @@ function plan(runtime: Runtime, file: ConfigFile | undefined, port: number) {
   // (only where a redirect URI may be: https, or http on a loopback host).
   const issuerUrl = new URL(issuer)
   const demoCallback =
-    !file && (issuerUrl.protocol === 'https:' || isLoopback(issuerUrl.hostname))
+    seed && (issuerUrl.protocol === 'https:' || isLoopback(issuerUrl.hostname))
       ? `${issuerUrl.origin}${PATHS.demo}/callback`
       : undefined
-  const clients = fileClients ?? demoClients(demoCallback)
+  const clients = fileClients ?? (seed ? demoClients(demoCallback) : [])
   const theme = 'theme' in settings ? (settings.theme ?? {}) : {}
-  return { issuer, users, storeConfig, pruneClients, settings, demoCallback, clients, theme }
+  return { issuer, users, storeConfig, pruneClients, settings, seed, demoCallback, clients, theme }
+}
+
+/**
+ * Without a file on a persistent store, what the log says about its clients: the demo seed's
+ * warning, or how to add clients when there are none, or that demo clients from an earlier
+ * `--demo` start are still there (#27 item 13).
+ */
+async function describeClients(service: TokenService, log: Log, seeded: boolean, where: string): Promise<void> {
+  if (seeded) {
+    log.warn(
+      `--demo: the demo clients ${DEMO_CLIENT_IDS.join(' and ')} are in the ${where}, with the secrets the README prints; they stay there. For trying it out only: remove them with "gatehouse clients remove ID", or start with --config FILE (which removes them)`,
+    )
+    return
+  }
+  const stored = (await service.clients.list()).filter((client) => client.registration === undefined)
+  const demo = stored.filter(isDemoClient).map((client) => client.clientId)
+  if (demo.length > 0) {
+    log.warn(
+      `demo clients ${demo.join(' and ')} (secrets published in the README) are in the ${where} from an earlier --demo start: remove them with "gatehouse clients remove ID", or start with --config FILE (which removes them)`,
+    )
+  }
+  if (stored.length === 0) {
+    log.warn(
+      `No clients configured: nothing can get a token yet. Add clients with --config FILE (its "clients"), or "gatehouse clients add" (same store variables), or try it out with --demo (seeds the demo clients of the README into the ${where})`,
+    )
+  } else {
+    log.info(`No --config: serving the ${plural(stored.length, 'client')} in the ${where}`)
+  }
 }
 
 interface Opening {
@@ -64,6 +94,7 @@ interface Opening {
   configPath: string | undefined
   file: ConfigFile | undefined
   plan: ReturnType<typeof plan>
+  chosen: StoreConfig
   metrics: Metrics | undefined
 }
 
@@ -71,12 +102,10 @@ interface Opening {
  * Opens the store, builds the service on it and loads the clients: the file's synced (their source
  * of truth), else the demo seed where missing. Exits with the reason when any of it fails.
  */
-async function openService({ runtime, log, fail, configPath, file, plan, metrics }: Opening) {
+async function openService({ runtime, log, fail, configPath, file, plan, chosen, metrics }: Opening) {
   const { issuer, users, settings, clients } = plan
-  let chosen: StoreConfig
   let store: Store | undefined
   try {
-    chosen = chooseStore(runtime.env, plan.storeConfig)
     store = await openStore(chosen)
   } catch (err) {
     return fail((err as Error).message)
@@ -109,9 +138,10 @@ async function openService({ runtime, log, fail, configPath, file, plan, metrics
   try {
     // The file is the source of truth for the clients it lists (the demo seed only fills gaps).
     const lines = file ? await syncClients(service, clients, plan.pruneClients) : []
-    if (!file) await seedDemo(service, clients, plan.demoCallback)
+    if (plan.seed) await seedDemo(service, clients, plan.demoCallback)
     await service.ready()
-    for (const line of lines) log.info(line)
+    for (const line of lines) (/: removed \(a demo client/.test(line) ? log.warn : log.info)(line)
+    if (!file && chosen.type !== 'memory') await describeClients(service, log, plan.seed, describeStore(chosen))
   } catch (err) {
     await service.close().catch(() => {})
     return fail((err as Error).message)
@@ -126,9 +156,22 @@ export async function start(runtime: Runtime): Promise<TokenService> {
   const configPath = readConfigPath(runtime, log, fail)
   const { port, hostname } = readAddress(runtime, fail)
   const file = await readConfigFile(runtime, configPath, fail)
-  const planned = plan(runtime, file, port)
+  const demo = readDemoFlag(runtime, log)
+  if (file && demo) {
+    fail(
+      '--demo (GATEHOUSE_DEMO) seeds the demo clients when no configuration file is given; the file lists the clients',
+    )
+  }
+  let chosen: StoreConfig
+  try {
+    chosen = chooseStore(runtime.env, file?.store)
+  } catch (err) {
+    return fail((err as Error).message)
+  }
+  // The demo seed belongs to the in-memory store; a persistent store keeps it, so it takes --demo.
+  const planned = plan(runtime, file, port, !file && (chosen.type === 'memory' || demo))
   const metrics = metricsEnabled ? createMetrics() : undefined
-  const { service, chosen } = await openService({ runtime, log, fail, configPath, file, plan: planned, metrics })
+  const { service } = await openService({ runtime, log, fail, configPath, file, plan: planned, chosen, metrics })
 
   const app = createApp({
     service,
@@ -151,7 +194,7 @@ export async function start(runtime: Runtime): Promise<TokenService> {
     store: describeStore(chosen),
     metrics,
     metricsPort: ops.METRICS_PORT,
-    seeded: !file,
+    seeded: planned.seed,
     tokenEndpoint: service.endpoints.token,
     demo: app.demo,
   })

@@ -89,7 +89,9 @@ export function logStarted(log: Log, started: Started): void {
       : `metrics at ${PATHS.metrics}`
   log.info(`Health at ${PATHS.liveness} and ${PATHS.readiness}; ${metricsWhere}`)
   if (!started.seeded) return
-  log.info('No --config given: seeded the demo client "demo-service" and the demo user "alice". Get a token with:')
+  log.info(
+    'No --config given: seeded the demo clients "demo-service" (client credentials) and "demo-web" (code flow) and the demo user "alice". Get a token with:',
+  )
   log.info(
     `  curl -s -u demo-service:demo-service-secret -d grant_type=client_credentials -d scope=api1 ${started.tokenEndpoint}`,
   )
@@ -107,11 +109,11 @@ export function stopOnSignals(
   const { app, servers, service, shutdownTimeout } = stopping
   const graceMs = shutdownTimeout * 1000
   let stopped = false
-  const stop = (signal: 'SIGTERM' | 'SIGINT') => {
+  const stop = (signal: 'SIGTERM' | 'SIGINT', why: string = signal) => {
     if (stopped) return
     stopped = true
     app.drain()
-    log.info(`${signal}: stopping; requests in flight get up to ${shutdownTimeout} s`, { signal })
+    log.info(`${why}: stopping; requests in flight get up to ${shutdownTimeout} s`, { signal })
     // Whatever hangs, the process ends a little after the bound.
     const deadline = setTimeout(() => {
       log.warn('shutdown took too long; exiting')
@@ -128,4 +130,6 @@ export function stopOnSignals(
   }
   runtime.onSignal('SIGTERM', () => stop('SIGTERM'))
   runtime.onSignal('SIGINT', () => stop('SIGINT'))
+  // The SIGTERM npm received and did not pass on: stop as if it had.
+  runtime.onParentExit?.(() => stop('SIGTERM', 'the parent process (npm) exited'))
 }

@@ -39,6 +39,25 @@ export type Settings = v.InferOutput<typeof SettingsSchema>
 /** Our flags that npm takes for its own when they come before `--` (npm start --config F). */
 const NPM_SWALLOWED = ['config'] as const
 
+/** The flags the start scripts take besides --config. */
+const BOOLEAN_FLAGS = ['--demo']
+
+/**
+ * `--demo` (or GATEHOUSE_DEMO=1|true): seed the demo clients and user into a persistent store too
+ * (#27 item 13; the in-memory store gets them without a file anyway). `npm start --demo` without
+ * `--` reaches us as npm_config_demo.
+ */
+export function readDemoFlag(runtime: Runtime, log: Log): boolean {
+  if (runtime.args.includes('--demo')) return true
+  const variable = runtime.env('GATEHOUSE_DEMO')
+  if (variable === '1' || variable === 'true') return true
+  if (runtime.env('npm_config_demo') === 'true') {
+    log.warn('npm took --demo for itself; seeding the demo clients (pass flags after --: npm start -- --demo)')
+    return true
+  }
+  return false
+}
+
 /**
  * The environment settings and the log in the format they ask for; on a bad setting, the log (in
  * the format asked for if it can tell) says which, and the process exits.
@@ -80,7 +99,8 @@ export function readConfigPath(runtime: Runtime, log: Log, fail: Fail): string |
   if (args.includes('--config') && flag(args, '--config') === undefined) fail('--config needs a file path')
   let configPath = flag(args, '--config')
   const rest = args.filter(
-    (arg, i) => !(arg === '--config' || args[i - 1] === '--config' || arg.startsWith('--config=')),
+    (arg, i) =>
+      !(arg === '--config' || args[i - 1] === '--config' || arg.startsWith('--config=') || BOOLEAN_FLAGS.includes(arg)),
   )
   // `npm start --config F` (no `--`): npm keeps the flag as npm_config_config, `true` with F left as
   // an argument (npm 11) or F itself (`--config=F`). Honour it, and say how to pass flags.
@@ -97,7 +117,7 @@ export function readConfigPath(runtime: Runtime, log: Log, fail: Fail): string |
       `npm took --${name} for itself; using ${value} as the configuration file (pass flags after --: npm start -- --${name} ${value})`,
     )
   }
-  for (const arg of rest) log.warn(`ignoring unexpected argument ${JSON.stringify(arg)} (flags: --config FILE)`)
+  for (const arg of rest) log.warn(`ignoring unexpected argument ${JSON.stringify(arg)} (flags: --config FILE, --demo)`)
   return configPath ?? runtime.env('GATEHOUSE_CONFIG')
 }
 

@@ -3,7 +3,8 @@
  * pglite) with the variables below, else DATABASE_URL (PostgreSQL), else REDIS_URL (Redis), else
  * the configuration file's `store`, else memory.
  *
- * PostgreSQL: DATABASE_URL, GATEHOUSE_PG_SCHEMA (default public); migrations run at start.
+ * PostgreSQL: DATABASE_URL, GATEHOUSE_PG_SCHEMA (default public); migrations run at start (the
+ * other CLI commands only check that there is none pending: they never change the schema).
  * Redis: REDIS_URL, GATEHOUSE_REDIS_PREFIX (default `gatehouse:`).
  * PGlite: GATEHOUSE_DATA_DIR (default ./gatehouse-data); migrations run at start.
  * The database drivers are imported only when their store is chosen.
@@ -58,8 +59,30 @@ export function describeStore(config: StoreConfig): string {
   }
 }
 
-/** Opens the store: connects (failing clearly when unreachable) and migrates SQL schemas. */
-export async function openStore(config: StoreConfig): Promise<Store | undefined> {
+/** The SQL store has migrations pending: a command that does not migrate refuses to use it. */
+export class NotMigratedError extends Error {}
+
+/**
+ * Fails with NotMigratedError unless every migration is applied: `gatehouse clients list` on a
+ * schema nobody migrated must not create its tables (#27 item 13), nor run against half of them.
+ */
+async function checkMigrated(
+  store: { pendingMigrations(): Promise<number[]> },
+  config: StoreConfig,
+  variables: string,
+): Promise<void> {
+  const pending = await store.pendingMigrations()
+  if (pending.length === 0) return
+  throw new NotMigratedError(
+    `the ${describeStore(config)} is not migrated (${pending.length} migration(s) pending): run "gatehouse migrate" (or start the server, "gatehouse serve") with the same ${variables}; nothing was changed`,
+  )
+}
+
+/**
+ * Opens the store: connects (failing clearly when unreachable) and, with `migrate` (the server, the
+ * default), migrates SQL schemas; without, fails with NotMigratedError when a migration is pending.
+ */
+export async function openStore(config: StoreConfig, { migrate = true } = {}): Promise<Store | undefined> {
   switch (config.type) {
     case 'memory':
       return undefined // the service's default
@@ -68,7 +91,8 @@ export async function openStore(config: StoreConfig): Promise<Store | undefined>
       const store = createPostgresStore({ url: config.url, ...(config.schema ? { schema: config.schema } : {}) })
       try {
         await store.connect()
-        await store.migrate()
+        if (migrate) await store.migrate()
+        else await checkMigrated(store, config, 'DATABASE_URL and GATEHOUSE_PG_SCHEMA')
       } catch (err) {
         await store.close().catch(() => {})
         throw err
@@ -89,7 +113,13 @@ export async function openStore(config: StoreConfig): Promise<Store | undefined>
     case 'pglite': {
       const { createPgliteStore } = await import('../src/storage/pglite.ts')
       const store = createPgliteStore({ dataDir: config.dataDir })
-      await store.migrate()
+      try {
+        if (migrate) await store.migrate()
+        else await checkMigrated(store, config, 'GATEHOUSE_DATA_DIR')
+      } catch (err) {
+        await store.close().catch(() => {})
+        throw err
+      }
       return store
     }
   }

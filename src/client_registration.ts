@@ -8,14 +8,14 @@ import * as v from 'valibot'
 import { REGISTRATION_DEFAULTS } from './config_defaults.ts'
 import { isCidr, isLoopback } from './networks.ts'
 import { SIGNING_ALGS } from './keys/algorithms.ts'
-import { FIXED_PERMISSIONS, Permissions } from './permissions.ts'
-import { formatIssues, withoutInputs } from './schema_issues.ts'
+import { FIXED_PERMISSIONS, Permissions, unknownPermissionMessage } from './permissions.ts'
+import { formatIssues, strictObject, withoutInputs } from './schema_issues.ts'
 
 /** JWK members that only a private (or symmetric) key has. */
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']
 
 /** A public JWK set (RFC 7517 §5): keys with a `kty` and no private members. */
-export const PublicJwkSetSchema = v.strictObject({
+export const PublicJwkSetSchema = strictObject({
   keys: v.pipe(
     v.array(
       v.pipe(
@@ -41,7 +41,7 @@ const redirectUri = v.pipe(
 )
 
 /** A client registration as the host application passes it. */
-export const ClientRegistrationSchema = v.strictObject({
+export const ClientRegistrationSchema = strictObject({
   /** Unique client identifier. */
   clientId: v.pipe(v.string(), v.minLength(1), v.maxLength(255), v.regex(/^[\x20-\x7e]+$/, 'must be printable ASCII')),
   /** Plain-text secret, hashed before it is stored; absent for a public client. */
@@ -55,7 +55,7 @@ export const ClientRegistrationSchema = v.strictObject({
         v.string(),
         v.check(
           (p) => FIXED_PERMISSIONS.includes(p) || /^scp:[\x21\x23-\x5b\x5d-\x7e]+$/.test(p),
-          'unknown permission (expected ept:*, gt:*, rst:code or scp:<scope>)',
+          (issue) => unknownPermissionMessage(String(issue.input)),
         ),
       ),
     ),
@@ -95,7 +95,7 @@ export const ClientRegistrationSchema = v.strictObject({
   idTokenSignedResponseAlg: v.optional(v.picklist(SIGNING_ALGS)),
   /** Per-client lifetimes in seconds overriding the service defaults. */
   lifetimes: v.optional(
-    v.strictObject({
+    strictObject({
       accessToken: optionalTtl,
       authorizationCode: optionalTtl,
       idToken: optionalTtl,

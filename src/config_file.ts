@@ -13,28 +13,29 @@ import {
   formatIssues,
   throttleSettings,
 } from './config.ts'
+import { strictObject } from './schema_issues.ts'
 
 const settings = OptionsSchema.entries
 
 /** Which store `npm start` uses (the environment may override it, see `bin/store.ts`). */
 export const StoreConfigSchema = v.variant('type', [
-  v.strictObject({ type: v.literal('memory') }),
-  v.strictObject({
+  strictObject({ type: v.literal('memory') }),
+  strictObject({
     type: v.literal('postgres'),
     url: v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')),
     schema: v.optional(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier'))),
   }),
-  v.strictObject({
+  strictObject({
     type: v.literal('redis'),
     url: v.pipe(v.string(), v.regex(/^rediss?:\/\//, 'must be a redis:// URL')),
     prefix: v.optional(v.pipe(v.string(), v.minLength(1))),
   }),
-  v.strictObject({ type: v.literal('pglite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
+  strictObject({ type: v.literal('pglite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
 ])
 export type StoreConfig = v.InferOutput<typeof StoreConfigSchema>
 
 /** The configuration file's schema. */
-export const ConfigFileSchema = v.strictObject({
+export const ConfigFileSchema = strictObject({
   $schema: v.optional(v.string()),
   issuer: v.optional(settings.issuer),
   store: v.optional(StoreConfigSchema),
@@ -61,8 +62,8 @@ export const ConfigFileSchema = v.strictObject({
   limits: settings.limits,
   theme: settings.theme,
   dynamicClientRegistration: settings.dynamicClientRegistration,
-  throttle: v.optional(v.union([v.literal(false), v.strictObject(throttleSettings)]), {}),
-  clientIdMetadataDocuments: v.optional(v.strictObject(clientIdMetadataDocumentSettings)),
+  throttle: v.optional(v.union([v.literal(false), strictObject(throttleSettings)]), {}),
+  clientIdMetadataDocuments: v.optional(strictObject(clientIdMetadataDocumentSettings)),
   // #21: pushed authorization requests, DPoP and the FAPI 2.0 profile
   requirePushedAuthorizationRequests: settings.requirePushedAuthorizationRequests,
   parTtl: settings.parTtl,

@@ -14,6 +14,7 @@ import type { InteractionHook } from './interaction/types.ts'
 import { HealthSchema } from './ops/health_options.ts'
 import type { MetricsHook } from './ops/metrics.ts'
 import { ThemeSchema } from './pages.ts'
+import { strictObject } from './schema_issues.ts'
 import type { SecretDigest } from './secrets.ts'
 import type { Store } from './storage/types.ts'
 import type { Limiter } from './throttle.ts'
@@ -55,7 +56,7 @@ export const UserSchema = v.looseObject({
 /** A scope the service knows. API scopes put their audience into access tokens. */
 export const ScopeSchema = v.union([
   name,
-  v.strictObject({
+  strictObject({
     name,
     /** `aud` of access tokens carrying this scope; default: the scope name. */
     audience: v.optional(v.pipe(v.string(), v.minLength(1))),
@@ -66,7 +67,7 @@ export const ScopeSchema = v.union([
 
 const count = (fallback: number) => v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), fallback)
 const attemptLimits = (defaults: { perIdentityAndAddress: number; perIdentity: number; perAddress: number }) =>
-  v.strictObject({
+  strictObject({
     /** Failures of one client id / username from one address. */
     perIdentityAndAddress: count(defaults.perIdentityAndAddress),
     /** Failures of one client id / username from anywhere. */
@@ -111,7 +112,7 @@ export const clientIdMetadataDocumentSettings = {
 export const DYNAMIC_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const
 
 /** The `dynamicClientRegistration` option (see `DynamicClientRegistrationOptions` in src/options.ts). */
-export const DynamicClientRegistrationSchema = v.strictObject({
+export const DynamicClientRegistrationSchema = strictObject({
   /** The scopes a registered client may get; a client's `scope` is cut to these (all of them when it sends none). */
   scopes: v.pipe(v.array(name), v.minLength(1), v.maxLength(100)),
   /** A bearer token registration requires (`Authorization: Bearer …`). Absent: open registration. */
@@ -141,7 +142,7 @@ const fn = <T>(message: string) => v.custom<T>((value) => typeof value === 'func
 const obj = <T>(message: string) => v.custom<T>((value) => typeof value === 'object' && value !== null, message)
 
 /** Options of `createTokenService`. */
-export const OptionsSchema = v.strictObject({
+export const OptionsSchema = strictObject({
   /** The issuer identifier, used byte for byte (no trailing slash is added or removed). */
   issuer: v.pipe(
     v.string(),
@@ -171,7 +172,7 @@ export const OptionsSchema = v.strictObject({
   idTokenSigningAlg: v.optional(v.picklist(SIGNING_ALGS), OPTION_DEFAULTS.idTokenSigningAlg),
   /** Private signing keys as a JWK set (each with `kid` and `alg`); default: generated and kept in the store. */
   keys: v.optional(
-    v.strictObject({
+    strictObject({
       keys: v.pipe(
         v.array(
           v.looseObject({
@@ -237,7 +238,7 @@ export const OptionsSchema = v.strictObject({
   dpopVerifier: v.optional(fn<DpopVerifier>('must be a function ({ alg, jwk }) => verify function | undefined')),
   /** Request limits. */
   limits: v.optional(
-    v.strictObject({
+    strictObject({
       /** Largest accepted request body in bytes. Default 16 KiB. */
       maxBodyBytes: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(256)), limits.maxBodyBytes),
       /** Longest accepted parameter value in characters. Default 4096 (tokens may be long). */
@@ -266,7 +267,7 @@ export const OptionsSchema = v.strictObject({
   throttle: v.optional(
     v.union([
       v.literal(false),
-      v.strictObject({
+      strictObject({
         ...throttleSettings,
         /** A limiter of the host's instead of the store's counters. */
         limiter: v.optional(obj<Limiter>('must be an object with retryAfter() and fail()')),
@@ -321,7 +322,7 @@ export const OptionsSchema = v.strictObject({
    * Advertised as `client_id_metadata_document_supported` in the discovery documents.
    */
   clientIdMetadataDocuments: v.optional(
-    v.strictObject({
+    strictObject({
       ...clientIdMetadataDocumentSettings,
       /** The fetch used for documents (e.g. one trusting a test CA). Default: the global `fetch`. */
       fetch: v.optional(
@@ -344,7 +345,7 @@ export const OptionsSchema = v.strictObject({
   /** Seconds a pushed request's request_uri stays usable. */
   parTtl: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), OPTION_DEFAULTS.parTtl),
   /** DPoP settings (RFC 9449). */
-  dpop: v.optional(v.strictObject({ requireNonce: v.optional(v.boolean(), OPTION_DEFAULTS.dpop.requireNonce) }), {}),
+  dpop: v.optional(strictObject({ requireNonce: v.optional(v.boolean(), OPTION_DEFAULTS.dpop.requireNonce) }), {}),
   /** A security profile applied to every client. */
   profile: v.optional(v.picklist(['fapi2-security'])),
 })

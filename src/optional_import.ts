@@ -1,8 +1,8 @@
 /**
  * @module optional_import
- * Loads an optional peer dependency (a database driver, the Node HTTP bridge, the OAuth client
- * library) for the subpath that needs it, so the core installs with jose and valibot alone. A
- * missing package becomes one error that names it and how to install it.
+ * Loads an optional peer dependency (a database driver, the OAuth client library) for the subpath
+ * that needs it, so the core installs without them. A missing package becomes one error that names
+ * it and how to install it.
  */
 
 /** True when `error` says that `name` itself (not something it imports) could not be found. */

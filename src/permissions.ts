@@ -3,6 +3,7 @@
  * Permission strings carried by client registrations (OpenIddict's scheme): endpoint (`ept:`),
  * grant type (`gt:`), response type (`rst:`) and scope (`scp:`) permissions.
  */
+import { closest } from './schema_issues.ts'
 
 /** Named permission constants. */
 export const Permissions = {
@@ -38,3 +39,19 @@ export const FIXED_PERMISSIONS: readonly string[] = [
   ...Object.values(Permissions.GrantTypes),
   ...Object.values(Permissions.ResponseTypes),
 ]
+
+const FAMILIES: Record<string, string> = { 'ept:': 'endpoint', 'gt:': 'grant type', 'rst:': 'response type' }
+
+/**
+ * Why `permission` is not one: for an `ept:`, `gt:` or `rst:` one, the closest known one and the
+ * whole family (`gt:` names the grant types, #27 item 13); else the forms a permission takes.
+ */
+export function unknownPermissionMessage(permission: string): string {
+  const prefix = permission.slice(0, permission.indexOf(':') + 1)
+  const family = FAMILIES[prefix]
+  const guess = closest(permission, FIXED_PERMISSIONS)
+  const head = `unknown permission \`${permission}\`${guess ? ` (did you mean \`${guess}\`?)` : ''}`
+  if (family === undefined) return `${head}: expected ept:*, gt:*, rst:code or scp:<scope>`
+  const members = FIXED_PERMISSIONS.filter((known) => known.startsWith(prefix))
+  return `${head}: the ${family} permissions are ${members.join(', ')}`
+}

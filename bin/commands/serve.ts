@@ -16,9 +16,15 @@ Environment:
   GATEHOUSE_CONFIG, GATEHOUSE_STORE, DATABASE_URL, REDIS_URL, ...: as for the other commands
 
 Serves /healthz, /readyz and a landing page at /; with the demo seed, try sign-in at /demo.
-Without a configuration file, the demo client and user are seeded. SIGTERM or Ctrl-C stops it,
-letting in-flight requests finish.`,
-  flags: {},
+Without a configuration file, the in-memory store gets the demo clients and user; a persistent
+store gets them only with --demo (they stay there, and their secrets are public). SIGTERM or
+Ctrl-C stops it, letting in-flight requests finish.`,
+  flags: {
+    demo: {
+      type: 'boolean',
+      description: 'without --config, seed the demo clients into a persistent store too\n(or GATEHOUSE_DEMO=1)',
+    },
+  },
   async run({ args }) {
     // bin/serve_node.ts reads its flags from process.argv, as under `npm start`.
     process.argv = [process.argv[0] as string, process.argv[1] as string, ...args]

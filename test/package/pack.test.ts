@@ -1,9 +1,12 @@
 /**
  * The package as a user gets it (#18): `npm pack` (prepack builds dist/), the tarball installed
  * into a fresh project with nothing else, then, there:
- * - what it installed (jose, valibot, ipaddr.js; no driver, no TypeScript loader);
+ * - what it installed (jose, valibot, ipaddr.js and the Node server bridge; no driver, no
+ *   TypeScript loader);
  * - every subpath imported and a discovery request answered on Node 20, 22 and 24, Bun and Deno
  *   (a subpath whose optional package is missing fails with an error naming it);
+ * - `npx gatehouse serve` issues a client_credentials token, and SIGTERM to npx's PID stops it
+ *   (#27 items 11 and 13);
  * - with the optional packages added: every subpath imports, a TypeScript consumer type-checks
  *   under `moduleResolution: nodenext` and `bundler`, `npx gatehouse --help` works and
  *   `npx gatehouse serve` answers discovery.
@@ -16,14 +19,13 @@ import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ROOT, freePort } from '../runtime/server.ts'
+import { ROOT, type Running, freePort, launch, stopsOnSignalToLeader, waitUntilServing } from '../runtime/server.ts'
 
 const run = promisify(execFile)
 const BIN = join(ROOT, 'node_modules/.bin')
 const HERE = join(ROOT, 'test/package')
 /** The optional peer dependencies, each the package a subpath needs. */
 const OPTIONAL: Record<string, string> = {
-  'gatehouse/adapters/node': '@hono/node-server',
   'gatehouse/client': 'oauth4webapi',
   'gatehouse/storage/postgres': 'postgres',
   'gatehouse/storage/redis': 'ioredis',
@@ -124,10 +126,12 @@ describe('#18 the packed package, installed with nothing else', () => {
     expect(files.filter((f) => f.endsWith('.test.ts'))).toEqual([])
   })
 
-  it('#18 installs only jose, valibot and ipaddr.js: no driver, no TypeScript loader', () => {
-    expect(Object.keys(MANIFEST.dependencies).sort()).toEqual(['ipaddr.js', 'jose', 'valibot'])
+  it('#18 #27 item 11 installs jose, valibot, ipaddr.js and the Node server bridge: no driver, no TypeScript loader', () => {
+    // @hono/node-server imports hono (its peer): both are dependencies, so that the CLI runs.
+    const bridge = ['@hono/node-server', 'hono']
+    expect(Object.keys(MANIFEST.dependencies).sort()).toEqual([...bridge, 'ipaddr.js', 'jose', 'valibot'])
     const installed = readdirSync(join(project, 'node_modules')).filter((name) => !name.startsWith('.'))
-    expect(installed.sort()).toEqual(['gatehouse', 'ipaddr.js', 'jose', 'valibot'])
+    expect(installed.sort()).toEqual(['@hono', 'gatehouse', 'hono', 'ipaddr.js', 'jose', 'valibot'])
     for (const peer of Object.keys(MANIFEST.peerDependencies)) expect(MANIFEST.devDependencies[peer]).toBeDefined()
   })
 
@@ -138,6 +142,7 @@ describe('#18 the packed package, installed with nothing else', () => {
       for (const subpath of [
         'gatehouse',
         'gatehouse/resource-server',
+        'gatehouse/adapters/node',
         'gatehouse/adapters/bun',
         'gatehouse/adapters/deno',
       ]) {
@@ -149,6 +154,44 @@ describe('#18 the packed package, installed with nothing else', () => {
       }
     }, 300_000)
   })
+})
+
+describe('#27 item 11 the CLI, installed with nothing else', () => {
+  let server: Running | undefined
+
+  afterAll(async () => {
+    await server?.stop().catch(() => undefined)
+  })
+
+  it('#27 item 11 npx gatehouse serve on the memory store issues a client_credentials token; SIGTERM to npx’s PID stops it (#27 item 13)', async () => {
+    const port = await freePort()
+    const base = `http://127.0.0.1:${port}`
+    server = launch(
+      ['npx', '--no-install', 'gatehouse', 'serve'],
+      {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ISSUER: base,
+        npm_config_audit: 'false',
+        npm_config_fund: 'false',
+      },
+      project,
+    )
+    await waitUntilServing(server, `${base}/.well-known/openid-configuration`, 30_000)
+    const response = await fetch(`${base}/connect/token`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${btoa('demo-service:demo-service-secret')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: 'grant_type=client_credentials&scope=api1',
+    })
+    const body = (await response.json()) as { access_token?: string; token_type?: string }
+    expect(response.status, JSON.stringify(body)).toBe(200)
+    expect(body.token_type).toBe('Bearer')
+    expect(body.access_token).toMatch(/^ey/)
+    await stopsOnSignalToLeader(server, `${base}/healthz`)
+  }, 90_000)
 })
 
 describe('#18 with the optional packages added', () => {

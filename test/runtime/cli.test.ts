@@ -6,7 +6,7 @@
  * from an `npm start` server on the same store, through secret rotation, removal and key rotation.
  */
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
@@ -294,6 +294,8 @@ const stores = [
   {
     name: 'PostgreSQL',
     url: process.env.DATABASE_URL,
+    /** Only serve and migrate change the schema (#27 item 13): the client commands need it migrated. */
+    migrate: true,
     env: (url: string) => ({ GATEHOUSE_STORE: 'postgres', DATABASE_URL: url, GATEHOUSE_PG_SCHEMA: `gh_cli_${tag}` }),
     async cleanup(url: string) {
       const sql = postgres(url, { max: 1, onnotice: () => {} })
@@ -304,6 +306,7 @@ const stores = [
   {
     name: 'Redis',
     url: process.env.REDIS_URL,
+    migrate: false,
     env: (url: string) => ({ GATEHOUSE_STORE: 'redis', REDIS_URL: url, GATEHOUSE_REDIS_PREFIX: `gh-cli-${tag}:` }),
     async cleanup(url: string) {
       const store = createRedisStore({ url, prefix: `gh-cli-${tag}:` })
@@ -325,7 +328,7 @@ interface KeyView {
   retiresAt?: number
 }
 
-describe.each(stores)('gatehouse on a $name store', ({ url, env: storeEnv, cleanup }) => {
+describe.each(stores)('gatehouse on a $name store', ({ url, env: storeEnv, migrate, cleanup }) => {
   const env = url ? storeEnv(url) : {}
   const args: string[] = []
   let config: ReturnType<typeof writeConfig> | undefined
@@ -355,6 +358,7 @@ describe.each(stores)('gatehouse on a $name store', ({ url, env: storeEnv, clean
   it.runIf(url)(
     'clients add: the printed secret gets a token from an npm start server on that store',
     async () => {
+      if (migrate) await ok(['migrate', ...args], env)
       const added = await ok(['clients', 'add', ...args, '--id', 'cli-job', '--generate-secret', ...PERMISSIONS], env)
       secrets.push(printedSecret(added))
       expect(added.stderr).toMatch(/^Using the (PostgreSQL|Redis) store at /)
@@ -450,3 +454,47 @@ describe.each(stores)('gatehouse on a $name store', ({ url, env: storeEnv, clean
 function nowSeconds(): number {
   return Math.floor(Date.now() / 1000)
 }
+
+describe('#27 item 13 only serve and migrate change the store’s schema', () => {
+  const schema = `gh_cli_nm_${tag}`
+  const url = process.env.DATABASE_URL
+
+  afterAll(async () => {
+    if (!url) return
+    const sql = postgres(url, { max: 1, onnotice: () => {} })
+    await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await sql.end()
+  })
+
+  it.runIf(url)(
+    '#27 item 13 on a PostgreSQL schema nobody migrated, clients list and keys list say "not migrated" and create nothing; after gatehouse migrate they work',
+    async () => {
+      const env = { DATABASE_URL: url as string, GATEHOUSE_PG_SCHEMA: schema }
+      for (const args of [
+        ['clients', 'list'],
+        ['keys', 'list'],
+        ['clients', 'remove', 'x'],
+      ]) {
+        await fails(args, 1, new RegExp(`schema ${schema}\\) is not migrated .*run "gatehouse migrate"`), env)
+      }
+      const sql = postgres(url as string, { max: 1, onnotice: () => {} })
+      try {
+        expect(await sql`SELECT 1 FROM information_schema.schemata WHERE schema_name = ${schema}`).toHaveLength(0)
+      } finally {
+        await sql.end()
+      }
+      expect((await ok(['migrate'], env)).stdout).toMatch(/applied migration/)
+      expect((await ok(['clients', 'list'], env)).stderr).toMatch(/No clients\./)
+    },
+    60_000,
+  )
+
+  it('#27 item 13 on a PGlite directory that does not exist, clients list says so and creates nothing', async () => {
+    const dir = join(tmpdir(), `gatehouse-nm-${tag}`)
+    await fails(['clients', 'list'], 1, /does not exist: run "gatehouse migrate"/, {
+      GATEHOUSE_STORE: 'pglite',
+      GATEHOUSE_DATA_DIR: dir,
+    })
+    expect(existsSync(dir)).toBe(false)
+  }, 60_000)
+})

@@ -120,10 +120,10 @@ function inherited(): Record<string, string | undefined> {
 }
 
 /** Spawns `command` in its own process group (so a stop reaches npm, tsx and their children). */
-export function launch(command: string[], env: Record<string, string>): Running {
+export function launch(command: string[], env: Record<string, string>, cwd: string = ROOT): Running {
   const [file, ...args] = command as [string, ...string[]]
   const child = spawn(file, args, {
-    cwd: ROOT,
+    cwd,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...inherited(), NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1', ...env },
@@ -244,4 +244,49 @@ export class CookieJar {
     this.store(response)
     return response
   }
+}
+
+/** The processes still alive in process group `pgid` (a detached child's group is its pid). */
+export async function groupMembers(pgid: number): Promise<string[]> {
+  const { execFile } = await import('node:child_process')
+  const listing = await new Promise<string>((resolveListing) => {
+    execFile('ps', ['-o', 'pid=,stat=,args=', '-g', String(pgid)], (_err, stdout) => resolveListing(stdout))
+  })
+  // A zombie (stat Z) has exited; only its parent has not collected it yet.
+  return listing
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !/^\d+\s+Z/.test(line))
+}
+
+/**
+ * Sends `signal` to the launched process alone (not its group: what a supervisor or a container
+ * runtime does with the PID it started) and resolves once no process of its group is left and
+ * `url` no longer answers; rejects after `timeoutMs` with what is still running.
+ */
+export async function stopsOnSignalToLeader(
+  running: Running,
+  url: string,
+  signal: NodeJS.Signals = 'SIGTERM',
+  timeoutMs = 15_000,
+): Promise<void> {
+  const pid = running.child.pid as number
+  process.kill(pid, signal)
+  const deadline = Date.now() + timeoutMs
+  let left: string[] = []
+  let answering = true
+  while (Date.now() < deadline) {
+    left = await groupMembers(pid)
+    answering = await fetch(url, { signal: AbortSignal.timeout(1000) })
+      .then(async (response) => {
+        await response.body?.cancel()
+        return true
+      })
+      .catch(() => false)
+    if (left.length === 0 && !answering) return
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  throw new Error(
+    `${signal} to ${pid} left ${answering ? `${url} answering and ` : ''}these processes running:\n${left.join('\n')}\n${running.output().stderr}`,
+  )
 }

@@ -210,3 +210,65 @@ describe('npm start', () => {
     expect(result.access_token).toBeTypeOf('string')
   })
 })
+
+/** The status of a client_credentials request of the demo client. */
+async function demoServiceStatus(issuer: string): Promise<number> {
+  const response = await fetch(`${issuer}/connect/token`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${btoa('demo-service:demo-service-secret')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: 'grant_type=client_credentials&scope=api1',
+  })
+  await response.body?.cancel()
+  return response.status
+}
+
+describe('#27 item 13 the demo seed', () => {
+  it('#27 item 13 the start banner names both demo clients', async () => {
+    const { server } = await start([])
+    const lines = server.output().stdout
+    expect(lines).toMatch(/seeded the demo clients "demo-service" .*"demo-web"/)
+  })
+
+  const url = process.env.DATABASE_URL
+  it.runIf(url)(
+    '#27 item 13 on PostgreSQL the demo clients take --demo (with a warning), and a later start with --config removes them',
+    async () => {
+      const postgres = (await import('postgres')).default
+      const schema = `gh_demo_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 7)}`
+      cleanups.push(async () => {
+        const sql = postgres(url as string, { max: 1, onnotice: () => {} })
+        await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+        await sql.end()
+      })
+      const env = { DATABASE_URL: url as string, GATEHOUSE_PG_SCHEMA: schema }
+
+      // No file, no --demo: no demo clients in a persistent store, and a line saying how to add clients.
+      const plain = await start([], env)
+      expect(await demoServiceStatus(plain.issuer)).toBe(401)
+      expect(plain.server.output().stderr).toMatch(
+        /No clients configured: .*--config FILE.*gatehouse clients add.*--demo/,
+      )
+      expect(plain.server.output().stdout).not.toMatch(/seeded the demo/)
+      await stopped(plain.server)
+      cleanups.pop()
+
+      // --demo: seeded, with a warning.
+      const seeded = await start(['--demo'], env)
+      expect(await demoServiceStatus(seeded.issuer)).toBe(200)
+      expect(seeded.server.output().stderr).toMatch(
+        /--demo: the demo clients demo-service and demo-web are in the PostgreSQL store/,
+      )
+      await stopped(seeded.server)
+      cleanups.pop()
+
+      // A configuration file that does not list them: they are removed, and the log says so.
+      const configured = await start(['--config', config(CONFIG)], env)
+      expect(await demoServiceStatus(configured.issuer)).toBe(401)
+      expect(configured.server.output().stderr).toMatch(/client demo-service: removed \(a demo client/)
+    },
+    120_000,
+  )
+})

@@ -267,3 +267,64 @@ describe('#21 client registrations: authentication method, keys and security swi
     }
   })
 })
+
+describe('#27 item 13 configuration mistakes are named plainly', () => {
+  const message = (fn: () => unknown): string => {
+    try {
+      fn()
+    } catch (err) {
+      return (err as Error).message
+    }
+    throw new Error('did not throw')
+  }
+
+  it('#27 item 13 an unknown key in the file says "unknown key" with the likely key, every bad key at once', () => {
+    const text = message(() =>
+      parseConfigFile(
+        JSON.stringify({
+          acessTokenTtl: 300,
+          clients: [
+            {
+              clientId: 'a',
+              clientSecret: 'a-secret-a-secret',
+              permissions: ['ept:token'],
+              redirectUri: ['https://a.example/cb'],
+              colour: 'blue',
+              lifetimes: { acessToken: 60 },
+            },
+          ],
+        }),
+        'gatehouse.json',
+      ),
+    )
+    expect(text).not.toMatch(/Expected never/)
+    expect(text.split('\n').slice(1).sort()).toEqual([
+      'acessTokenTtl: unknown key `acessTokenTtl` (did you mean `accessTokenTtl`?)',
+      'clients.0.colour: unknown key `colour`',
+      'clients.0.lifetimes.acessToken: unknown key `acessToken` (did you mean `accessToken`?)',
+      'clients.0.redirectUri: unknown key `redirectUri` (did you mean `redirectUris`?)',
+    ])
+  })
+
+  it('#27 item 13 createTokenService options say the same', () => {
+    const text = message(() =>
+      createTokenService({ issuer: 'https://auth.example', acessTokenTtl: 300, refrehTokenTtl: 4 } as never),
+    )
+    expect(text.split('\n').slice(1)).toEqual([
+      'acessTokenTtl: unknown key `acessTokenTtl` (did you mean `accessTokenTtl`?)',
+      'refrehTokenTtl: unknown key `refrehTokenTtl` (did you mean `refreshTokenTtl`?)',
+    ])
+  })
+
+  it('#27 item 13 a bad gt: permission names the valid grant types', () => {
+    const text = message(() =>
+      parseClientRegistration({ clientId: 'a', clientSecret: 's', permissions: ['ept:token', 'gt:client_credential'] }),
+    )
+    expect(text).toContain(
+      'permissions.1: unknown permission `gt:client_credential` (did you mean `gt:client_credentials`?): the grant type permissions are gt:authorization_code, gt:refresh_token, gt:client_credentials',
+    )
+    expect(message(() => parseClientRegistration({ clientId: 'a', permissions: ['bogus'] }))).toContain(
+      'permissions.0: unknown permission `bogus`: expected ept:*, gt:*, rst:code or scp:<scope>',
+    )
+  })
+})

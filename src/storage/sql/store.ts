@@ -46,6 +46,11 @@ export interface SqlStoreOptions {
 export interface SqlStore extends Store {
   /** Applies pending migrations (idempotent, safe to run from several instances at once). */
   migrate(): Promise<number[]>
+  /**
+   * The versions `migrate()` would apply (every one on a schema never migrated). Reads only: creates
+   * neither the schema nor a table (the CLI's read commands check with it, #27 item 13).
+   */
+  pendingMigrations(): Promise<number[]>
   /** Deletes rows that expired before `now`. */
   prune(): Promise<void>
   close(): Promise<void>
@@ -347,6 +352,20 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           }
           return applied
         })
+      }),
+    pendingMigrations: () =>
+      run('pendingMigrations', async () => {
+        const [found] = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name', [
+          t('migrations'),
+        ])
+        const done = new Set(
+          found?.name == null
+            ? []
+            : (await client.query<{ version: number }>(`SELECT version FROM ${t('migrations')}`)).map((r) =>
+                Number(r.version),
+              ),
+        )
+        return MIGRATIONS.filter((migration) => !done.has(migration.version)).map((migration) => migration.version)
       }),
     prune: () => run('prune', prune),
     close: () => client.close(),
