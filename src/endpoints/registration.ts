@@ -48,6 +48,7 @@ export function createRegistration(ctx: Context): {
     scopes: settings.scopes,
     grantTypes: settings.grantTypes,
     idTokenAlgorithms: signingAlgorithms(ctx.config),
+    redirectSchemes: new Set(settings.redirectSchemes ?? []),
   }
   const capLimiter: Limiter = ctx.throttle?.limiter ?? storeLimiter(ctx.store)
   const management: ManagementSettings = { policy, managementPrefix: `${new URL(ctx.urls.registration).pathname}/` }
