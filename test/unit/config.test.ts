@@ -292,6 +292,7 @@ describe('#27 item 2 redirectSchemes of self-registered clients', () => {
     'intent',
     'jar',
     'mailto',
+    'tel',
   ])('#27 item 2 redirectSchemes [%j] is a configuration error naming the key', (scheme) => {
     const error = construction({
       issuer: ISSUER,
