@@ -14,9 +14,8 @@
  * - the fetch takes at most `timeout` seconds (5), follows no redirect (a 3xx is a failure),
  *   answers 200 with a JSON media type and at most `MAX_DOCUMENT_BYTES` (64 KiB)
  * - the document is a JSON object whose `client_id` equals the URL, with `redirect_uris` (and
- *   `post_logout_redirect_uris`) a self-registered client may use (https, loopback http, or a
- *   private-use scheme in reverse domain name form: the registration rule), an optional
- *   `client_name` without control or bidi override characters, `token_endpoint_auth_method` `none` (absent: `none`) or
+ *   `post_logout_redirect_uris`) a self-registered client may use (the registration rule, see
+ *   src/client_id_metadata_document_schema.ts), an optional `client_name` without control or bidi override characters, `token_endpoint_auth_method` `none` (absent: `none`) or
  *   `private_key_jwt` with an https `jwks_uri` (its keys fetched under the same address rules), no
  *   secret, and no grant but authorization_code and refresh_token
  * Results (failures too, briefly) are cached per the response's Cache-Control, between
@@ -35,11 +34,11 @@
  */
 import * as v from 'valibot'
 import { type DocumentFetchLimits, createDocumentBudget } from './client_id_metadata_budget.ts'
+import { documentSchema } from './client_id_metadata_document_schema.ts'
 import { OAuthError } from './errors.ts'
 import { mediaType, readCapped as readStreamCapped } from './http.ts'
 import { isPublicAddress } from './networks.ts'
 import { Permissions, scopePermission } from './permissions.ts'
-import { isSafeText, isSelfRegisteredRedirectUri } from './self_registered_redirects.ts'
 import type { ClientRecord } from './storage/types.ts'
 import type { Limiter } from './throttle.ts'
 
@@ -77,6 +76,8 @@ export interface MetadataDocumentResolverOptions {
   window?: number
   /** Fetch budgets per window; default `DOCUMENT_FETCH_LIMITS`. */
   limits?: Partial<DocumentFetchLimits> | undefined
+  /** Extra private-use redirect schemes the host allows (the option's `redirectSchemes`, checked). */
+  redirectSchemes?: readonly string[] | undefined
 }
 
 /**
@@ -103,41 +104,6 @@ function refuse(description: string, status = 400, headers?: Record<string, stri
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
-const redirectUris = v.pipe(
-  // The rule of dynamic registration (RFC 8252 §7): https, loopback http, reverse-DNS private-use schemes.
-  v.array(v.pipe(v.string(), v.check(isSelfRegisteredRedirectUri))),
-  v.minLength(1),
-  v.maxLength(20),
-)
-
-/** The members of a document the service reads; others are ignored (RFC 7591 §2: unknown ones are). */
-const DocumentSchema = v.looseObject({
-  client_id: v.string(),
-  redirect_uris: redirectUris,
-  post_logout_redirect_uris: v.optional(redirectUris),
-  // As at registration: no control or bidi override characters (a trailing U+202E would reverse the
-  // consent page's warning), and not blank.
-  client_name: v.optional(
-    v.pipe(
-      v.string(),
-      v.minLength(1),
-      v.maxLength(200),
-      v.check(isSafeText),
-      v.check((name) => name.trim() !== ''),
-    ),
-  ),
-  // RFC 7591 §2 defaults this to client_secret_basic, which a document cannot use (it holds no
-  // secret, draft §4.1): absent is read as none. private_key_jwt needs jwks_uri (MCP allows it).
-  token_endpoint_auth_method: v.optional(v.picklist(['none', 'private_key_jwt'])),
-  jwks_uri: v.optional(v.pipe(v.string(), v.maxLength(2048), v.startsWith('https://'), v.url(), v.check(isSafeText))),
-  grant_types: v.optional(v.pipe(v.array(v.picklist(['authorization_code', 'refresh_token'])), v.maxLength(2))),
-  response_types: v.optional(v.array(v.literal('code'))),
-  scope: v.optional(v.pipe(v.string(), v.maxLength(4096))),
-  // Draft §4.1: a document must not carry a secret (anyone can read it).
-  client_secret: v.optional(v.never()),
-  client_secret_expires_at: v.optional(v.never()),
-})
-
 /** The seconds a response may be kept, from Cache-Control (`max-age`, `no-store`, `no-cache`) and Age, clamped. */
 export function cacheTtl(headers: Headers): number {
   const directives = (headers.get('cache-control') ?? '').toLowerCase()
@@ -173,6 +139,7 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
   const cache = new Map<string, { value: ClientRecord | OAuthError; until: number }>()
   const pending = new Map<string, Promise<ClientRecord>>()
   const allowed = new Set(options.scopes)
+  const schema = documentSchema(new Set(options.redirectSchemes ?? []))
 
   function remember(clientId: string, value: ClientRecord | OAuthError, ttl: number): void {
     cache.delete(clientId)
@@ -306,7 +273,7 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
       // The parser's message quotes the text: it is not passed on.
       throw refuse('the client metadata document is not valid JSON')
     }
-    const result = v.safeParse(DocumentSchema, json)
+    const result = v.safeParse(schema, json)
     if (!result.success) {
       const path = v.getDotPath(result.issues[0] as v.BaseIssue<unknown>)?.split('.')[0]
       throw refuse(

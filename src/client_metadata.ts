@@ -2,7 +2,7 @@
  * @module client_metadata
  * RFC 7591 §2 client metadata of a dynamically registered client, checked and completed:
  * redirect URIs (https, http only on a loopback host, or a private-use scheme in reverse domain
- * name form; never a fragment: RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
+ * name form or one the host allows; never a fragment: RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
  * `private_key_jwt` client (`jwks` of public signature keys, or an https `jwks_uri`, never both);
  * `id_token_signed_response_alg` (OpenID Connect Registration §2),
  * `require_pushed_authorization_requests` (RFC 9126 §6) and `dpop_bound_access_tokens`
@@ -80,6 +80,8 @@ export interface RegistrationPolicy {
   grantTypes: readonly string[]
   /** The algs an ID token may be signed with (`signingAlgorithms(config)`, what discovery lists). */
   idTokenAlgorithms: readonly string[]
+  /** Extra private-use redirect schemes the host allows (option `dynamicClientRegistration.redirectSchemes`). */
+  redirectSchemes?: ReadonlySet<string>
 }
 
 /** Most keys a registered `jwks` may hold. */
@@ -207,7 +209,7 @@ function parseRedirectsAndScope(
     if (!Array.isArray(input.redirect_uris) || input.redirect_uris.length > MAX_REDIRECT_URIS) {
       throw badRedirect(`redirect_uris must be an array of at most ${MAX_REDIRECT_URIS} URIs`)
     }
-    redirectUris = [...new Set(input.redirect_uris.map(checkRedirectUri))]
+    redirectUris = [...new Set(input.redirect_uris.map((uri) => checkRedirectUri(uri, policy.redirectSchemes)))]
   }
   if (code && redirectUris.length === 0) throw badRedirect('redirect_uris is required for authorization_code')
   let scopes = [...policy.scopes]

@@ -16,6 +16,7 @@ import type { MetricsHook } from './ops/metrics.ts'
 import { ThemeSchema } from './pages.ts'
 import { strictObject } from './schema_issues.ts'
 import type { SecretDigest } from './secrets.ts'
+import { SCHEME_NAME, isForbiddenScheme } from './self_registered_redirects.ts'
 import type { Store } from './storage/types.ts'
 import type { Limiter } from './throttle.ts'
 import type { JwsSigner } from './tokens/compact_jws.ts'
@@ -86,6 +87,29 @@ export const throttleSettings = {
   signIn: v.optional(attemptLimits(throttle.signIn), {}),
 }
 
+/**
+ * Extra private-use schemes self-registered clients may use in redirect URIs (option
+ * `redirectSchemes` of dynamic registration and of metadata documents): lower-case scheme names
+ * (RFC 3986 §3.1), never an operating-system or browser handler (src/self_registered_redirects.ts).
+ */
+const redirectSchemes = v.optional(
+  v.pipe(
+    v.array(
+      v.pipe(
+        v.string(),
+        v.regex(SCHEME_NAME, 'must be a lower-case URI scheme name (RFC 3986 §3.1), without the colon'),
+        v.check(
+          (scheme) => !isForbiddenScheme(scheme),
+          (issue) =>
+            `${JSON.stringify(issue.input)} cannot be a redirect scheme (http and https follow their own rule; ` +
+            'javascript, data, file, ms-*, search-ms, intent and other operating-system or browser handlers are never allowed)',
+        ),
+      ),
+    ),
+    v.maxLength(20),
+  ),
+)
+
 /** Client ID Metadata Document settings that a configuration file can hold too (all but `fetch`). */
 export const clientIdMetadataDocumentSettings = {
   /** Scopes such clients may be granted (a document's `scope` narrows them). */
@@ -106,6 +130,8 @@ export const clientIdMetadataDocumentSettings = {
     }),
     {},
   ),
+  /** Extra private-use schemes a document's redirect URIs may use, e.g. `cursor`. Default none. */
+  redirectSchemes,
 }
 
 /** Grant types a dynamically registered client can get. */
@@ -134,6 +160,8 @@ export const DynamicClientRegistrationSchema = strictObject({
     v.union([v.literal(false), v.pipe(v.number(), v.safeInteger(), v.minValue(86_400))]),
     dcr.pruneUnusedAfter,
   ),
+  /** Extra private-use schemes a registered client's redirect URIs may use, e.g. `cursor`. Default none. */
+  redirectSchemes,
 })
 
 const METRICS_METHODS = ['request', 'tokenIssued', 'clientAuthenticationFailed', 'throttled', 'storeError'] as const

@@ -280,6 +280,7 @@ function metadataDocuments(
     allowPrivateNetworks: settings.allowPrivateNetworks,
     timeout: settings.timeout,
     limits: settings.fetchLimits,
+    redirectSchemes: settings.redirectSchemes,
     ...(settings.fetch ? { fetch: settings.fetch } : {}),
     ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
     now,

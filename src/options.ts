@@ -167,6 +167,14 @@ export interface DynamicClientRegistrationOptions {
    * Default 30 days; `false` never deletes them automatically.
    */
   pruneUnusedAfter?: number | false
+  /**
+   * Extra private-use URI schemes (RFC 8252 §7.1) such clients may use in redirect URIs, lower
+   * case, e.g. `['cursor']` for Cursor's `cursor://…` callbacks. Without it only https, loopback
+   * http and schemes in reverse domain name form (`com.example.app`) are accepted. Schemes that
+   * are operating-system or browser handlers (`javascript`, `file`, `ms-*`, `search-ms`, `intent`,
+   * …) are refused at construction even when listed.
+   */
+  redirectSchemes?: string[]
 }
 
 /** Options of `createTokenService`. */
@@ -349,6 +357,14 @@ export interface ClientIdMetadataDocumentsOptions {
    * `unknownPerAddress` of any other URL (defaults 30 and 20). A failed fetch counts two.
    */
   fetchLimits?: { perHost?: number; unknownPerHost?: number; unknownPerAddress?: number }
+  /**
+   * Extra private-use URI schemes (RFC 8252 §7.1) a document may use in redirect URIs, lower
+   * case, e.g. `['cursor']` for Cursor's `cursor://…` callbacks. Without it only https, loopback
+   * http and schemes in reverse domain name form (`com.example.app`) are accepted. Schemes that
+   * are operating-system or browser handlers (`javascript`, `file`, `ms-*`, `search-ms`, `intent`,
+   * …) are refused at construction even when listed.
+   */
+  redirectSchemes?: string[]
   /** The fetch used for documents (e.g. one trusting a test CA). Default: the global `fetch`. */
   fetch?: (url: string, init: RequestInit) => Promise<Response>
 }

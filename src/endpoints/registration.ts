@@ -51,6 +51,7 @@ export function createRegistration(ctx: Context): {
     scopes: settings.scopes,
     grantTypes: settings.grantTypes,
     idTokenAlgorithms: signingAlgorithms(ctx.config),
+    redirectSchemes: new Set(settings.redirectSchemes ?? []),
   }
   const caps: RegistrationCaps = {
     perAddress: settings.maxPerAddressPerHour ?? OPTION_DEFAULTS.dynamicClientRegistration.maxPerAddressPerHour,

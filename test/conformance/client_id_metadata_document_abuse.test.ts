@@ -33,11 +33,17 @@ function documentFor(url: string, extra: Record<string, unknown> = {}) {
 async function service(
   documents: Documents,
   limits: NonNullable<TokenServiceOptions['clientIdMetadataDocuments']>['fetchLimits'] = undefined,
+  redirectSchemes?: string[],
 ) {
   const { calls, fetch } = stub(documents)
   const made = await makeService({
     scopes: ['mcp:tools'],
-    clientIdMetadataDocuments: { scopes: ['mcp:tools'], fetch, ...(limits ? { fetchLimits: limits } : {}) },
+    clientIdMetadataDocuments: {
+      scopes: ['mcp:tools'],
+      fetch,
+      ...(limits ? { fetchLimits: limits } : {}),
+      ...(redirectSchemes ? { redirectSchemes } : {}),
+    },
   })
   return { ...made, calls }
 }
@@ -123,6 +129,49 @@ describe('#27 item 2 a metadata document’s redirect URIs follow the self-regis
       expect(await tokenRequest(ctx, TOOL, '203.0.113.1'), uri).toMatchObject(RESOLVED)
     }
   })
+})
+
+describe('#27 item 2 clientIdMetadataDocuments.redirectSchemes: schemes the host trusts', () => {
+  const CURSOR = 'cursor://anysphere.cursor-retrieval/oauth/callback'
+
+  it('#27 item 2 with redirectSchemes [cursor] a document with a cursor:// redirect URI is usable', async () => {
+    const ctx = await service({ [TOOL]: documentFor(TOOL, { redirect_uris: [CURSOR] }) }, undefined, ['cursor'])
+    expect(await tokenRequest(ctx, TOOL, '203.0.113.1')).toMatchObject(RESOLVED)
+  })
+
+  it('#27 item 2 with redirectSchemes [cursor] a cursor:// post_logout_redirect_uri is usable too', async () => {
+    const ctx = await service(
+      { [TOOL]: documentFor(TOOL, { post_logout_redirect_uris: ['cursor://anysphere.cursor-retrieval/signed-out'] }) },
+      undefined,
+      ['cursor'],
+    )
+    expect(await tokenRequest(ctx, TOOL, '203.0.113.1')).toMatchObject(RESOLVED)
+  })
+
+  it('#27 item 2 without redirectSchemes the same document is unusable', async () => {
+    const ctx = await service({ [TOOL]: documentFor(TOOL, { redirect_uris: [CURSOR] }) })
+    expect(await tokenRequest(ctx, TOOL, '203.0.113.1')).toMatchObject({
+      status: 401,
+      error: 'invalid_client',
+      error_description: 'the client metadata document has an invalid or unsupported redirect_uris',
+    })
+  })
+
+  it('#27 item 2 redirectSchemes lets in only the schemes it lists', async () => {
+    for (const uri of ['vscode://ext/cb', 'ms-msdt:/id x', 'javascript:alert(1)']) {
+      const ctx = await service({ [TOOL]: documentFor(TOOL, { redirect_uris: [uri] }) }, undefined, ['cursor'])
+      expect((await tokenRequest(ctx, TOOL, '203.0.113.1')).error, uri).toBe('invalid_client')
+    }
+  })
+
+  it.each([[['ms-msdt']], [['javascript']], [['cursor', 'search-ms']], [['file']], [['CURSOR']]])(
+    '#27 item 2 redirectSchemes %j is refused at construction',
+    async (schemes) => {
+      await expect(service({}, undefined, schemes)).rejects.toThrow(
+        /invalid token service options\nclientIdMetadataDocuments\.redirectSchemes\.\d: /,
+      )
+    },
+  )
 })
 
 describe('#27 item 6 a metadata document’s client_name is filtered like a registration’s', () => {

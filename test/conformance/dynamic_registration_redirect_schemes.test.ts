@@ -2,7 +2,8 @@
  * #27 item 2: a dynamically registered client (RFC 7591) may use https, loopback http (RFC 8252
  * §7.3) or a private-use scheme in reverse domain name form (RFC 8252 §7.1) as redirect URIs;
  * every other scheme (the operating system's and the browser's protocol handlers) is
- * `invalid_redirect_uri`, without echoing the URI.
+ * `invalid_redirect_uri`, without echoing the URI. A host opts in to a dotless private-use scheme
+ * (Cursor's `cursor://…`) with `dynamicClientRegistration.redirectSchemes`.
  * CONFORMANCE: RFC 7591 §3.2.2 (invalid_redirect_uri).
  */
 import { describe, expect, it } from 'vitest'
@@ -16,8 +17,11 @@ const CLIENT = {
   response_types: ['code'],
 }
 
-async function service() {
-  return setup({ scopes: ['mcp:tools'], dynamicClientRegistration: { scopes: ['mcp:tools'] } })
+async function service(redirectSchemes?: string[]) {
+  return setup({
+    scopes: ['mcp:tools'],
+    dynamicClientRegistration: { scopes: ['mcp:tools'], ...(redirectSchemes ? { redirectSchemes } : {}) },
+  })
 }
 
 async function register(ctx: Awaited<ReturnType<typeof service>>, redirectUri: string, address: string) {
@@ -75,5 +79,71 @@ describe('#27 item 2 redirect URI schemes of dynamically registered clients', ()
     for (const [i, uri] of allowed.entries()) {
       expect((await register(ctx, uri, `203.0.113.${10 + i}`)).status, uri).toBe(201)
     }
+  })
+})
+
+describe('#27 item 2 dynamicClientRegistration.redirectSchemes: schemes the host trusts', () => {
+  const CURSOR = 'cursor://anysphere.cursor-retrieval/oauth/callback'
+
+  it('#27 item 2 with redirectSchemes [cursor] a cursor:// redirect URI registers (and updates keep it)', async () => {
+    const ctx = await service(['cursor'])
+    const response = await ctx.service.fetch(
+      new Request(`${ISSUER}/connect/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          ...CLIENT,
+          redirect_uris: [CURSOR, 'cursor://anysphere.cursor-retrieval/oauth/user-callback'],
+        }),
+      }),
+      { address: '203.0.113.40' },
+    )
+    expect(response.status).toBe(201)
+    const client = (await response.json()) as {
+      redirect_uris: string[]
+      registration_client_uri: string
+      registration_access_token: string
+      client_id: string
+    }
+    expect(client.redirect_uris).toContain(CURSOR)
+    // RFC 7592 §2.2: the update is checked by the same rule.
+    const update = await ctx.service.fetch(
+      new Request(client.registration_client_uri, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${client.registration_access_token}` },
+        body: JSON.stringify({ ...CLIENT, client_id: client.client_id, redirect_uris: [CURSOR] }),
+      }),
+      { address: '203.0.113.40' },
+    )
+    expect(update.status).toBe(200)
+  })
+
+  it('#27 item 2 without redirectSchemes the same cursor:// URI is invalid_redirect_uri', async () => {
+    const { status, body } = await register(await service(), CURSOR, '203.0.113.41')
+    expect(status).toBe(400)
+    expect(body.error).toBe('invalid_redirect_uri')
+  })
+
+  it('#27 item 2 redirectSchemes lets in only the schemes it lists', async () => {
+    const ctx = await service(['cursor'])
+    for (const [i, uri] of ['vscode://ext/cb', 'ms-msdt:/id x', 'javascript:alert(1)', 'cursorx://a/b'].entries()) {
+      const { status, body } = await register(ctx, uri, `203.0.113.${50 + i}`)
+      expect(status, uri).toBe(400)
+      expect(body.error).toBe('invalid_redirect_uri')
+    }
+  })
+
+  it.each([
+    [['ms-msdt'], 'dynamicClientRegistration.redirectSchemes.0'],
+    [['javascript'], 'dynamicClientRegistration.redirectSchemes.0'],
+    [['cursor', 'search-ms'], 'dynamicClientRegistration.redirectSchemes.1'],
+    [['https'], 'dynamicClientRegistration.redirectSchemes.0'],
+    [['ms-officecmd'], 'dynamicClientRegistration.redirectSchemes.0'],
+    [['intent'], 'dynamicClientRegistration.redirectSchemes.0'],
+    [['Cursor'], 'dynamicClientRegistration.redirectSchemes.0'],
+    [['cursor:'], 'dynamicClientRegistration.redirectSchemes.0'],
+    [[''], 'dynamicClientRegistration.redirectSchemes.0'],
+  ])('#27 item 2 redirectSchemes %j is refused at construction', async (schemes, path) => {
+    await expect(service(schemes)).rejects.toThrow(`invalid token service options\n${path}: `)
   })
 })

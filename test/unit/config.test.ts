@@ -328,3 +328,55 @@ describe('#27 item 13 configuration mistakes are named plainly', () => {
     )
   })
 })
+
+describe('#27 item 2 redirectSchemes of self-registered clients', () => {
+  it('#27 item 2 a configuration file takes redirectSchemes under dynamicClientRegistration and clientIdMetadataDocuments', () => {
+    const file = parseConfigFile(
+      JSON.stringify({
+        dynamicClientRegistration: { scopes: ['api1'], redirectSchemes: ['cursor'] },
+        clientIdMetadataDocuments: { scopes: ['api1'], redirectSchemes: ['cursor', 'com.example.app'] },
+      }),
+    )
+    expect(file.dynamicClientRegistration?.redirectSchemes).toEqual(['cursor'])
+    expect(file.clientIdMetadataDocuments?.redirectSchemes).toEqual(['cursor', 'com.example.app'])
+  })
+
+  it.each([
+    'ms-msdt',
+    'javascript',
+    'data',
+    'vbscript',
+    'file',
+    'http',
+    'https',
+    'search-ms',
+    'intent',
+    'jar',
+    'mailto',
+    'tel',
+  ])('#27 item 2 redirectSchemes [%j] is a configuration error naming the key', (scheme) => {
+    const error = construction({
+      issuer: ISSUER,
+      scopes: ['mcp:tools'],
+      dynamicClientRegistration: { scopes: ['mcp:tools'], redirectSchemes: ['cursor', scheme] },
+    })
+    expect(error.message).toContain(
+      `dynamicClientRegistration.redirectSchemes.1: ${JSON.stringify(scheme)} cannot be a redirect scheme`,
+    )
+    expect(() =>
+      parseConfigFile(
+        JSON.stringify({ clientIdMetadataDocuments: { scopes: ['api1'], redirectSchemes: [scheme] } }),
+        'gatehouse.json',
+      ),
+    ).toThrow(`gatehouse.json: invalid configuration\nclientIdMetadataDocuments.redirectSchemes.0: "${scheme}"`)
+  })
+
+  it('#27 item 2 redirectSchemes must be lower-case scheme names without the colon', () => {
+    for (const scheme of ['Cursor', 'cursor:', '1app', 'cur sor', '']) {
+      expect(
+        construction({ issuer: ISSUER, clientIdMetadataDocuments: { scopes: ['api1'], redirectSchemes: [scheme] } })
+          .message,
+      ).toContain('clientIdMetadataDocuments.redirectSchemes.0: must be a lower-case URI scheme name')
+    }
+  })
+})
