@@ -13,6 +13,8 @@ import {
   createMemoryStore,
   hashSecret,
 } from '../../src/index.ts'
+import { hashIterations as setupIterations } from '../../bin/setup.ts'
+import { parseConfigFile } from '../../src/config_file.ts'
 import { hashIterations } from '../../src/secrets.ts'
 import { createUserDirectory } from '../../src/users.ts'
 import { ISSUER, basic, form, makeService } from '../helpers/service.ts'
@@ -108,6 +110,13 @@ describe('#28 item 3: PBKDF2 on a platform that refuses more than 100,000 iterat
     await service.clients.ensure({ clientId: 'capped', clientSecret: SECRET, permissions: PERMISSIONS })
     expect((await service.fetch(tokenRequest('capped', SECRET))).status).toBe(200)
     expect(Math.max(...requested)).toBe(100_000)
+  })
+
+  it('#28 item 3: the configuration file takes secretHashMaxIterations, and the CLI hashes within it', () => {
+    const file = parseConfigFile(JSON.stringify({ secretHashMaxIterations: 100_000 }))
+    expect(file.secretHashMaxIterations).toBe(100_000)
+    const config = { configPath: 'x.json', configText: '{}', file, store: { type: 'memory' as const } }
+    expect(setupIterations(config)).toBe(100_000)
   })
 
   it('#28 item 3: a stored 600,000-iteration hash is a failed authentication (401), never a 500', async () => {
