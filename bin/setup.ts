@@ -120,5 +120,7 @@ export function requireKeyStore(setup: Setup): void {
 
 /** The server's PBKDF2 iterations, for secrets hashed into the file. */
 export function hashIterations(setup: Setup): number | undefined {
-  return setup.file?.secretHashIterations
+  const iterations = setup.file?.secretHashIterations
+  const max = setup.file?.secretHashMaxIterations
+  return iterations !== undefined && max !== undefined ? Math.min(iterations, max) : iterations
 }

@@ -41,18 +41,23 @@ export async function secretsOf(
 
 /**
  * The stored secrets to keep for a registration's secret: the client's own when the secret
- * still verifies against a live one of them (or, pre-hashed, equals one), else undefined.
+ * still verifies against a live one of them (or, pre-hashed, equals one), else undefined. A hash
+ * with more iterations than `maxIterations` does not verify here.
  */
 export async function keptSecrets(
   existing: ClientRecord,
   secret: string | undefined,
   now: () => number,
+  maxIterations?: number,
 ): Promise<SecretRecord[] | undefined> {
   if (secret === undefined) return existing.secrets.length === 0 ? existing.secrets : undefined
   const at = now()
   for (const record of existing.secrets) {
     if (record.expiresAt !== undefined && record.expiresAt <= at) continue
-    if (isSecretHash(secret) ? secret === record.hash : await verifySecret(secret, record.hash)) return existing.secrets
+    // A hash this platform cannot compute (above `maxIterations`) is not kept: the registration's
+    // secret is hashed again with the configured count, the way to migrate such a client.
+    const verified = () => verifySecret(secret, record.hash, maxIterations !== undefined ? { maxIterations } : {})
+    if (isSecretHash(secret) ? secret === record.hash : await verified()) return existing.secrets
   }
   return undefined
 }

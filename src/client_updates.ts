@@ -17,6 +17,7 @@ import {
   secretsOf,
   withRetiredSecret,
 } from './client_secrets.ts'
+import { rehashSecret } from './secrets.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import type { ClientRegistration } from './options.ts'
 import type { ClientRecord, SecretRecord, Store } from './storage/types.ts'
@@ -26,6 +27,8 @@ export interface ClientWrites {
   store: Store
   now: () => number
   iterations: number
+  /** The most PBKDF2 iterations this platform computes: a stored hash above it cannot be kept by `sync`. */
+  maxIterations?: number
   cache: ClientCache
   /** The algs the service signs with: a registration's `idTokenSignedResponseAlg` must be one. */
   algorithms?: readonly SigningAlgorithm[]
@@ -200,7 +203,7 @@ export async function syncClient(
   let replacement: SecretRecord[] | undefined
   const record = await change(w, reg.clientId, async (existing) => {
     // Hashed once, even when a concurrent change makes this run again.
-    let secrets = await keptSecrets(existing, reg.clientSecret, w.now)
+    let secrets = await keptSecrets(existing, reg.clientSecret, w.now, w.maxIterations)
     if (!secrets) {
       replacement ??= await secretsOf(reg.clientSecret, w.iterations, w.now)
       secrets = replacement
@@ -244,4 +247,28 @@ export async function retireClientSecret(
   const at = parseRetirement(input) ?? w.now()
   const record = await change(w, clientId, (existing) => withRetiredSecret(existing, { clientId, id, at }, w.now()))
   return toClientInfo(record)
+}
+
+/**
+ * The client authentication's rehash: the secret whose stored hash is `stored` (just verified with
+ * `secret`) hashed again with the configured iteration count and its own salt, so its id and
+ * expiry stay. A compare-and-set like every write; nothing to do when the hash was changed or
+ * rotated away meanwhile (another instance rehashing the same secret writes the same hash).
+ */
+export async function rehashClientSecret(
+  w: ClientWrites,
+  clientId: string,
+  stored: string,
+  secret: string,
+): Promise<boolean> {
+  const hash = await rehashSecret(secret, stored, w.iterations)
+  let written = false
+  await change(w, clientId, (existing) => {
+    written = false
+    if (!existing.secrets.some((record) => record.hash === stored)) return existing
+    written = true
+    const secrets = existing.secrets.map((record) => (record.hash === stored ? { ...record, hash } : record))
+    return { ...existing, secrets, updatedAt: w.now() }
+  })
+  return written
 }

@@ -14,6 +14,7 @@ import {
   type ClientWrites,
   addClientSecret,
   ensureClient,
+  rehashClientSecret,
   retireClientSecret,
   syncClient,
   updateClient,
@@ -39,6 +40,8 @@ export interface ClientRegistryOptions {
   store: Store
   now: () => number
   iterations: number
+  /** The most PBKDF2 iterations this platform computes (`secretHashMaxIterations`). */
+  maxIterations?: number
   /** The algs the service signs with (a registration's `idTokenSignedResponseAlg` must be one). */
   algorithms?: readonly SigningAlgorithm[]
   /** Seconds a client read by the endpoints may be served from memory. Default 5. */
@@ -60,6 +63,7 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
     store,
     now,
     iterations: options.iterations,
+    ...(options.maxIterations !== undefined ? { maxIterations: options.maxIterations } : {}),
     cache,
     ...(options.algorithms ? { algorithms: options.algorithms } : {}),
   }
@@ -107,6 +111,7 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
       cache.delete(clientId)
     },
     touch: (client) => usage.touch(client),
+    rehashSecret: (clientId, stored, secret) => rehashClientSecret(writes, clientId, stored, secret),
     pruneDynamic: (input = {}) => usage.prune(input),
   }
 }
@@ -184,4 +189,11 @@ export interface ClientRegistry {
    * at most once a day per client, in the background, for `pruneDynamic`. No-op for other clients.
    */
   touch(client: ClientRecord): void
+  /**
+   * Replaces the stored hash `stored` of a client's secret, just verified with `secret`, by its
+   * hash with the configured iteration count (same salt, so the secret's id stays): a
+   * compare-and-set, a no-op when that hash is gone meanwhile. The client authentication calls it
+   * when the stored count differs from the configured one. Resolves whether it wrote.
+   */
+  rehashSecret(clientId: string, stored: string, secret: string): Promise<boolean>
 }

@@ -65,10 +65,20 @@ void [_optionsMatch, _registrationMatches, _userMatches, _dcrMatches, _scopeMatc
 /** Validates options; throws a TypeError naming every bad field. */
 export function parseOptions(input: unknown): Config {
   const result = v.safeParse(OptionsSchema, input)
-  if (result.success) return applyProfile(result.output)
+  if (result.success) return applyProfile(applyHashLimit(result.output))
   throw new TypeError(`invalid token service options\n${formatIssues(result.issues)}`, {
     cause: withoutInputs(result.issues),
   })
+}
+
+/**
+ * New hashes within the platform's PBKDF2 limit: `secretHashIterations` above
+ * `secretHashMaxIterations` (the default 600,000 with a Workers limit of 100,000) is capped to it,
+ * since a hash the platform cannot compute could never verify.
+ */
+function applyHashLimit(config: Config): Config {
+  const max = config.secretHashMaxIterations
+  return max !== undefined && config.secretHashIterations > max ? { ...config, secretHashIterations: max } : config
 }
 
 /**

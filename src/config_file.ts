@@ -59,6 +59,7 @@ export const ConfigFileSchema = strictObject({
   idTokenClaims: settings.idTokenClaims,
   idTokenIncludesClaims: settings.idTokenIncludesClaims,
   secretHashIterations: settings.secretHashIterations,
+  secretHashMaxIterations: settings.secretHashMaxIterations,
   limits: settings.limits,
   theme: settings.theme,
   dynamicClientRegistration: settings.dynamicClientRegistration,

@@ -16,6 +16,7 @@ export type ClientAuthenticationFailure =
   | 'keys_unavailable'
   | 'replayed'
   | 'method_not_allowed'
+  | 'secret_hash_unverifiable'
 
 /** Fields every event carries. */
 export interface EventBase {
@@ -56,7 +57,9 @@ export type GatehouseEvent = EventBase &
          * `invalid_assertion`: a private_key_jwt assertion was malformed, expired, for another
          * audience, or its signature did not verify; `keys_unavailable`: the client's keys could not
          * be had (its jwks_uri); `replayed`: the assertion's jti was used before; `method_not_allowed`:
-         * the client registered another authentication method, or the profile refuses its method.
+         * the client registered another authentication method, or the profile refuses its method;
+         * `secret_hash_unverifiable`: no live secret matched and one of the client's stored hashes
+         * has more PBKDF2 iterations than this platform computes (`secretHashMaxIterations`).
          */
         reason: ClientAuthenticationFailure
       }

@@ -65,7 +65,7 @@ export { storeLimiter } from './throttle.ts'
 export type { OAuthErrorCode } from './errors.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction/types.ts'
 export { Permissions, scopePermission } from './permissions.ts'
-export { hashSecret, verifySecret } from './secrets.ts'
+export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './secrets.ts'
 export type { SecretDigest } from './secrets.ts'
 export type { JwsSigner, SignFunction, SignerKey } from './tokens/compact_jws.ts'
 export { createMemoryStore } from './storage/memory.ts'
@@ -120,7 +120,11 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     now,
     config.metrics ? metricsObserver(config.metrics) : undefined,
   )
-  const users = createUserDirectory(config.users, config.secretHashIterations)
+  const hashing = {
+    iterations: config.secretHashIterations,
+    ...(config.secretHashMaxIterations !== undefined ? { maxIterations: config.secretHashMaxIterations } : {}),
+  }
+  const users = createUserDirectory(config.users, hashing, config.logger ?? consoleLogger)
   const accounts: AccountProvider = config.accounts ?? users
   const limiter = config.throttle === false ? undefined : (config.throttle.limiter ?? storeLimiter(store))
   const scopes = createScopeRegistry(config.scopes)
@@ -128,6 +132,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     store,
     now,
     iterations: config.secretHashIterations,
+    ...(hashing.maxIterations !== undefined ? { maxIterations: hashing.maxIterations } : {}),
     algorithms: signingAlgorithms(config),
     ...(typeof config.dynamicClientRegistration?.pruneUnusedAfter === 'number'
       ? { pruneUnusedAfter: config.dynamicClientRegistration.pruneUnusedAfter }
@@ -166,6 +171,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       max: 10_000,
       now,
       ...(config.secretDigest ? { digest: config.secretDigest } : {}),
+      ...(hashing.maxIterations !== undefined ? { maxIterations: hashing.maxIterations } : {}),
     }),
     sha256: config.sha256 ?? sha256,
     verifiedTokens: createVerifiedTokenCache({ max: 10_000 }),
@@ -315,7 +321,7 @@ export interface TokenService {
   /** Absolute URLs of the endpoints. */
   readonly endpoints: Record<EndpointUrlName, string>
   /** Host-side client registration. */
-  readonly clients: Omit<ClientRegistry, 'get' | 'forget' | 'touch'>
+  readonly clients: Omit<ClientRegistry, 'get' | 'forget' | 'touch' | 'rehashSecret'>
   /** Host-side sign-in: read a pending interaction, and resume it once the host's login is done. */
   readonly interactions: {
     get(uid: string): Promise<PendingInteraction | undefined>

@@ -229,6 +229,14 @@ export interface TokenServiceOptions {
   idTokenIncludesClaims?: boolean
   /** PBKDF2 iterations for newly hashed secrets and passwords. Default 600,000. */
   secretHashIterations?: number
+  /**
+   * The most PBKDF2 iterations this platform computes: Cloudflare Workers refuses more than
+   * 100,000 (`WORKERS_PBKDF2_LIMIT`). New hashes use at most this many (it caps
+   * `secretHashIterations`); a stored hash above it is not attempted: its verification fails as a
+   * wrong secret would, with a `secret_hash_unverifiable` audit reason and a logged warning, never a
+   * 500. Default: no limit.
+   */
+  secretHashMaxIterations?: number
   /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
   secretCacheTtl?: number
   /**

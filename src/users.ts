@@ -2,9 +2,15 @@
  * @module users
  * The built-in user directory behind the embedded sign-in page: configured users with passwords
  * hashed at load (or given pre-hashed), looked up by username, verified in constant time.
+ *
+ * The users come from the configuration and live in memory: there is nothing stored to rehash. A
+ * pre-hashed password with more PBKDF2 iterations than the platform computes
+ * (`secretHashMaxIterations`) is logged at load and never signs in (its hash must be replaced in
+ * the configuration, e.g. by the plain password, hashed at load with the configured count).
  */
 import type { UserConfig } from './config.ts'
-import { hashSecret, isSecretHash, verifySecret } from './secrets.ts'
+import type { Logger } from './logger.ts'
+import { checkSecret, hashIterations, hashSecret, isSecretHash, verifySecret } from './secrets.ts'
 
 interface StoredUser {
   sub: string
@@ -14,7 +20,12 @@ interface StoredUser {
 }
 
 /** Creates the directory; `ready` settles once every password is hashed. */
-export function createUserDirectory(users: readonly UserConfig[], iterations: number) {
+export function createUserDirectory(
+  users: readonly UserConfig[],
+  hashing: { iterations: number; maxIterations?: number },
+  logger?: Logger,
+) {
+  const { iterations, maxIterations } = hashing
   const bySub = new Map<string, StoredUser>()
   const byUsername = new Map<string, StoredUser>()
   for (const user of users) {
@@ -37,6 +48,14 @@ export function createUserDirectory(users: readonly UserConfig[], iterations: nu
   const ready = Promise.all(
     [...bySub.values()].map(async (user) => {
       if (!isSecretHash(user.passwordHash)) user.passwordHash = await hashSecret(user.passwordHash, iterations)
+      const count = hashIterations(user.passwordHash) ?? 0
+      if (maxIterations !== undefined && count > maxIterations) {
+        logger?.warn('a user password hash has more PBKDF2 iterations than this platform computes: it cannot sign in', {
+          sub: user.sub,
+          iterations: count,
+          maxIterations,
+        })
+      }
     }),
   ).then(() => undefined)
 
@@ -50,8 +69,11 @@ export function createUserDirectory(users: readonly UserConfig[], iterations: nu
     async authenticate(username: string, password: string): Promise<Record<string, unknown> | undefined> {
       await ready
       const user = byUsername.get(username.toLowerCase())
-      const ok = await verifySecret(password, user?.passwordHash ?? (await dummy))
-      return ok && user ? { ...user.claims } : undefined
+      const limit = maxIterations !== undefined ? { maxIterations } : {}
+      const result = await checkSecret(password, user?.passwordHash ?? (await dummy), limit)
+      // Unverifiable here (logged at load): the same hash work as a wrong password, then a refusal.
+      if (result === 'unverifiable') await verifySecret(password, await dummy)
+      return result === 'match' && user ? { ...user.claims } : undefined
     },
     /** Claims by subject (the AccountProvider of the embedded default). */
     async findAccount(sub: string): Promise<Record<string, unknown> | undefined> {

@@ -24,7 +24,7 @@ import { type Params, checkParameter } from '../http.ts'
 import { inNetworks } from '../networks.ts'
 import { profileRefusal } from '../profile.ts'
 import { metaOf } from '../request_meta.ts'
-import { unmatchableHash, verifySecret } from '../secrets.ts'
+import { type SecretCheck, hashIterations, unmatchableHash, verifySecret } from '../secrets.ts'
 import type { ClientRecord, TokenEndpointAuthMethod } from '../storage/types.ts'
 import { documentFailure, failure, invalidClient, refuseIfThrottled } from './failure.ts'
 import { type AuthenticatingEndpoint, authenticateWithAssertion, hasAssertion } from './private_key_jwt.ts'
@@ -197,8 +197,10 @@ export async function authenticateClient(
   if (cached === true || (cached !== false && (await cached))) return accepted(ctx, { client, method, request })
   const verify = async (): Promise<boolean> => {
     if (throttle && rules) await refuseIfThrottled(ctx, meta, clientId, rules.all, { fresh: true })
-    if (await checkSecret(client, presented, ctx)) return true
-    throw await failure(ctx, meta, clientId, 'invalid_secret', 'client authentication failed', rules?.all)
+    const result = await checkSecret(client, presented, ctx)
+    if (result === 'match') return true
+    const reason = result === 'unverifiable' ? 'secret_hash_unverifiable' : 'invalid_secret'
+    throw await failure(ctx, meta, clientId, reason, 'client authentication failed', rules?.all)
   }
   await (throttle && rules ? throttle.exclusive(rules.exclusive, verify) : verify())
   return accepted(ctx, { client, method, request })
@@ -251,18 +253,54 @@ function recentlyVerified(client: ClientRecord, secret: string, ctx: Context): b
   return pending !== undefined && Promise.all(pending).then((hits) => hits.includes(true))
 }
 
-/** Verifies `secret` against the client's live secrets (the slow hash unless cached). */
-async function checkSecret(client: ClientRecord, secret: string, ctx: Context): Promise<boolean> {
+/**
+ * Verifies `secret` against the client's live secrets (the slow hash unless cached). A match whose
+ * hash has another iteration count than configured is rehashed with it; no match where a stored
+ * hash has more iterations than the platform computes is `unverifiable` (logged, for the audit
+ * event's reason): nothing could have matched it here.
+ */
+async function checkSecret(client: ClientRecord, secret: string, ctx: Context): Promise<SecretCheck> {
   const now = ctx.now()
   let hashed = false
+  let unverifiable: number | undefined
   for (const record of client.secrets) {
     if (!isLive(record, now)) continue
     hashed = true
-    if (await ctx.secretCache.verify(secret, record.hash)) return true
+    const result = await ctx.secretCache.check(secret, record.hash)
+    if (result === 'match') {
+      await rehashIfNeeded(client, record.hash, secret, ctx)
+      return 'match'
+    }
+    if (result === 'unverifiable') unverifiable = hashIterations(record.hash)
   }
   // Every secret retired: still pay one hash, like any other wrong secret.
   if (!hashed) await verifySecret(secret, unmatchableHash(ctx.config.secretHashIterations))
-  return false
+  if (unverifiable === undefined) return 'mismatch'
+  ctx.logger.warn('a client secret hash has more PBKDF2 iterations than this platform computes', {
+    clientId: client.clientId,
+    iterations: unverifiable,
+    maxIterations: ctx.config.secretHashMaxIterations,
+    remedy: 'give the client a new secret (gatehouse clients rotate-secret) or set its hashes elsewhere',
+  })
+  return 'unverifiable'
+}
+
+/**
+ * Rehashes a just-verified secret whose stored hash has another iteration count than configured
+ * (an older default, a hash made elsewhere), through the registry's compare-and-set. Awaited, so
+ * it is done when the response is (a Worker may not run anything after it), but never fails the
+ * authentication: a failed write is logged and tried again on the next slow verification.
+ */
+async function rehashIfNeeded(client: ClientRecord, stored: string, secret: string, ctx: Context): Promise<void> {
+  if (hashIterations(stored) === ctx.config.secretHashIterations) return
+  try {
+    await ctx.clients.rehashSecret(client.clientId, stored, secret)
+  } catch (err) {
+    ctx.logger.error('client secret rehash failed', {
+      clientId: client.clientId,
+      error: err instanceof Error ? err.name : typeof err,
+    })
+  }
 }
 
 /** Requires a permission of the client, else `unauthorized_client`. */

@@ -111,7 +111,9 @@ async function replaceMetadata(
     const secret = input.client_secret
     const matches =
       typeof secret === 'string' &&
-      (await Promise.all(existing.secrets.map((record) => verifySecret(secret, record.hash)))).includes(true)
+      (await Promise.all(existing.secrets.map((record) => verifySecret(secret, record.hash, hashLimit(ctx))))).includes(
+        true,
+      )
     if (!matches) refuseMetadata(ctx, meta, clientId, 'client_secret does not match the client secret')
   }
   const registration = existing.registration ?? { kind: 'dynamic' as const, metadata }
@@ -127,4 +129,10 @@ async function replaceMetadata(
   ctx.clients.forget(clientId)
   ctx.emit(meta, { type: 'client.registration_updated', clientId })
   return noStoreJson(clientInformation(ctx, next))
+}
+
+/** The PBKDF2 limit of the platform (`secretHashMaxIterations`), for `verifySecret`. */
+function hashLimit(ctx: Context): { maxIterations?: number } {
+  const max = ctx.config.secretHashMaxIterations
+  return max !== undefined ? { maxIterations: max } : {}
 }
