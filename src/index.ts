@@ -119,6 +119,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     config.logger ?? consoleLogger,
     now,
     config.metrics ? metricsObserver(config.metrics) : undefined,
+    config.waitUntil,
   )
   const users = createUserDirectory(config.users, config.secretHashIterations)
   const accounts: AccountProvider = config.accounts ?? users
@@ -129,6 +130,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     now,
     iterations: config.secretHashIterations,
     algorithms: signingAlgorithms(config),
+    ...(config.waitUntil ? { waitUntil: config.waitUntil } : {}),
     ...(typeof config.dynamicClientRegistration?.pruneUnusedAfter === 'number'
       ? { pruneUnusedAfter: config.dynamicClientRegistration.pruneUnusedAfter }
       : {}),
