@@ -105,6 +105,7 @@ const bindings: Record<string, string> = {
 }
 
 const { Miniflare, convertV4MiniflareOptions } = await import('miniflare')
+const signalListeners = { SIGTERM: process.listeners('SIGTERM'), SIGINT: process.listeners('SIGINT') }
 // Miniflare 5 takes its v4 options (the documented ones) through convertV4MiniflareOptions.
 const miniflare = new Miniflare(
   convertV4MiniflareOptions({
@@ -124,6 +125,14 @@ const miniflare = new Miniflare(
     ],
   }),
 )
+// Miniflare's exit hook answers SIGTERM/SIGINT by killing workerd and exiting 143/130; this
+// process stops on them itself (below: workerd disposed, exit 0, as `npm start`), so its signal
+// listeners go. Its "exit" hook stays: workerd never outlives this process.
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  for (const listener of process.listeners(signal)) {
+    if (!signalListeners[signal].includes(listener)) process.removeListener(signal, listener)
+  }
+}
 let url = new URL(`http://${hostname}:${port}`)
 try {
   url = await miniflare.ready
@@ -161,6 +170,7 @@ async function stop(): Promise<void> {
   const grace = setTimeout(() => process.exit(0), Number(settings.SHUTDOWN_TIMEOUT) * 1000 + 2000)
   grace.unref()
   await miniflare.dispose().catch((err: Error) => log.error(`stopping workerd: ${err.message}`))
+  log.info('Gatehouse stopped')
   process.exit(0)
 }
 process.on('SIGTERM', () => void stop())
