@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises'
 import type { Server } from 'node:http'
 import { nodeServiceOptions, serveNode } from '../adapters/node.ts'
+import { onParentExit } from './parent_exit.ts'
 import { type RunningServer, start } from './start.ts'
 
 /**
@@ -26,23 +27,6 @@ function closer(server: Server): RunningServer {
         server.closeIdleConnections()
       }),
   }
-}
-
-/**
- * Under npm (`npm start`, `npx gatehouse serve`: npm sets npm_lifecycle_event), npm runs this
- * process through a shell and passes a SIGTERM sent to npm's PID to that shell alone, which exits
- * without passing it on: this process would be left serving, orphaned. Its parent changing is that
- * SIGTERM (checked every 250 ms; a process started any other way is never stopped by its parent).
- */
-function onParentExit(listener: () => void): void {
-  if (process.env.npm_lifecycle_event === undefined) return
-  const parent = process.ppid
-  const timer = setInterval(() => {
-    if (process.ppid === parent) return
-    clearInterval(timer)
-    listener()
-  }, 250)
-  timer.unref()
 }
 
 await start({

@@ -15,15 +15,15 @@
  * The steps live in bin/start_options.ts (flags, environment, file), bin/seed.ts (clients and
  * users), bin/start_app.ts (the handler) and bin/start_listen.ts (listening and stopping).
  */
-import { isLoopback } from '../src/config.ts'
 import type { ConfigFile, StoreConfig } from '../src/config_file.ts'
 import { type Metrics, type TokenService, createMetrics, createTokenService } from '../src/index.ts'
 import type { Store } from '../src/storage/types.ts'
 import type { Log } from './log.ts'
 import type { Fail, Runtime } from './runtime.ts'
-import { DEMO, DEMO_CLIENT_IDS, demoClients, isDemoClient, seedDemo, syncClients } from './seed.ts'
+import { DEMO_CLIENT_IDS, isDemoClient, seedDemo, syncClients } from './seed.ts'
 import { PATHS, createApp } from './start_app.ts'
 import { listenAll, logStarted, metricsOnly, stopOnSignals } from './start_listen.ts'
+import { type Plan, plan } from './start_plan.ts'
 import { readAddress, readConfigFile, readConfigPath, readDemoFlag, readSettings } from './start_options.ts'
 import { chooseStore, describeStore, openStore } from './store.ts'
 
@@ -33,30 +33,6 @@ export { PATHS } from './start_app.ts'
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`
-}
-
-/** What the file (or, without one, the demo seed when `seed`) and ISSUER make of the service. */
-function plan(runtime: Runtime, file: ConfigFile | undefined, port: number, seed: boolean) {
-  const issuer = runtime.env('ISSUER') ?? file?.issuer ?? `http://localhost:${port}`
-  const {
-    clients: fileClients,
-    users = seed ? DEMO.users : [],
-    $schema: _schema,
-    issuer: _issuer,
-    store: storeConfig,
-    pruneClients = false,
-    ...settings
-  } = file ?? {}
-  // With the demo seed, the demo client's callback on this server is a redirect URI of demo-web
-  // (only where a redirect URI may be: https, or http on a loopback host).
-  const issuerUrl = new URL(issuer)
-  const demoCallback =
-    seed && (issuerUrl.protocol === 'https:' || isLoopback(issuerUrl.hostname))
-      ? `${issuerUrl.origin}${PATHS.demo}/callback`
-      : undefined
-  const clients = fileClients ?? (seed ? demoClients(demoCallback) : [])
-  const theme = 'theme' in settings ? (settings.theme ?? {}) : {}
-  return { issuer, users, storeConfig, pruneClients, settings, seed, demoCallback, clients, theme }
 }
 
 /**
@@ -93,7 +69,7 @@ interface Opening {
   fail: Fail
   configPath: string | undefined
   file: ConfigFile | undefined
-  plan: ReturnType<typeof plan>
+  plan: Plan
   chosen: StoreConfig
   metrics: Metrics | undefined
 }

@@ -48,6 +48,8 @@ export interface ClientRegistryOptions {
   cacheTtl?: number
   /** Default `unusedFor` of `pruneDynamic`, seconds. Default 30 days. */
   pruneUnusedAfter?: number
+  /** Where background writes go (the `waitUntil` option). */
+  waitUntil?: (promise: Promise<unknown>) => void
   /**
    * Client ID Metadata Documents: a client id that is an https URL with a path and no stored
    * client resolves through its document (see `src/client_id_metadata_document.ts`).
@@ -67,7 +69,13 @@ export function createClientRegistry(options: ClientRegistryOptions): ClientRegi
     cache,
     ...(options.algorithms ? { algorithms: options.algorithms } : {}),
   }
-  const usage = createDynamicClientUsage({ store, now, cache, pruneUnusedAfter: options.pruneUnusedAfter })
+  const usage = createDynamicClientUsage({
+    store,
+    now,
+    cache,
+    pruneUnusedAfter: options.pruneUnusedAfter,
+    waitUntil: options.waitUntil,
+  })
 
   /** A stored client comes first; then a client id URL is its metadata document's client (throws invalid_client when unusable). */
   function fromDocument(clientId: string, address: string | undefined): Promise<ClientRecord> | undefined {

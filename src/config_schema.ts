@@ -329,6 +329,8 @@ export const OptionsSchema = strictObject({
   dynamicClientRegistration: v.optional(DynamicClientRegistrationSchema),
   /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events.ts`. */
   onEvent: v.optional(fn<EventHook>('must be a function (event) => void')),
+  /** Work after the response goes here (Cloudflare Workers' `waitUntil`). Default: it just runs. */
+  waitUntil: v.optional(fn<(promise: Promise<unknown>) => void>('must be a function (promise) => void')),
   /** Clock in epoch seconds. Default `Date.now()`. */
   now: v.optional(fn<() => number>('must be a function returning epoch seconds')),
   /** Where warnings and unexpected errors go. Default `console`. */

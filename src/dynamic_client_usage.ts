@@ -23,6 +23,8 @@ export function createDynamicClientUsage(options: {
   cache: ClientCache
   /** Default `unusedFor` of `prune`, seconds. Default 30 days. */
   pruneUnusedAfter: number | undefined
+  /** Where the background write goes so that the host keeps running it (Workers' `waitUntil`). */
+  waitUntil?: ((promise: Promise<unknown>) => void) | undefined
 }): DynamicClientUsage {
   const { store, now, cache } = options
   /** When this instance last wrote `lastUsedAt` per client id (so a busy client costs one write a day). */
@@ -41,12 +43,13 @@ export function createDynamicClientUsage(options: {
       touched.set(client.clientId, at)
       // Not awaited: the request does not wait for bookkeeping. A concurrent change wins (no retry).
       const next: ClientRecord = { ...client, registration: { ...registration, lastUsedAt: at } }
-      store.clients.update(next, client).then(
+      const writing = store.clients.update(next, client).then(
         (written) => {
           if (written) cache.delete(client.clientId)
         },
         () => touched.delete(client.clientId),
       )
+      options.waitUntil?.(writing)
     },
 
     async prune(input) {

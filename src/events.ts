@@ -33,6 +33,8 @@ export function createEmitter(
   logger: Logger,
   now: () => number,
   observe?: (input: EventInput) => void,
+  /** Where an async hook's promise goes so that the host keeps running it (Workers' `waitUntil`). */
+  waitUntil?: (promise: Promise<unknown>) => void,
 ): Emitter {
   function emit(meta: RequestMeta | undefined, input: EventInput): void {
     if (observe) observe(input)
@@ -46,9 +48,10 @@ export function createEmitter(
     try {
       const result = hook(event)
       if (result && typeof (result as Promise<void>).catch === 'function') {
-        ;(result as Promise<void>).catch((err: unknown) =>
+        const settled = (result as Promise<void>).catch((err: unknown) =>
           logger.error('onEvent hook failed', { type: event.type, err }),
         )
+        waitUntil?.(settled)
       }
     } catch (err) {
       logger.error('onEvent hook failed', { type: event.type, err })

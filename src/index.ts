@@ -119,6 +119,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     config.logger ?? consoleLogger,
     now,
     config.metrics ? metricsObserver(config.metrics) : undefined,
+    config.waitUntil,
   )
   const hashing = {
     iterations: config.secretHashIterations,
@@ -134,6 +135,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     iterations: config.secretHashIterations,
     ...(hashing.maxIterations !== undefined ? { maxIterations: hashing.maxIterations } : {}),
     algorithms: signingAlgorithms(config),
+    ...(config.waitUntil ? { waitUntil: config.waitUntil } : {}),
     ...(typeof config.dynamicClientRegistration?.pruneUnusedAfter === 'number'
       ? { pruneUnusedAfter: config.dynamicClientRegistration.pruneUnusedAfter }
       : {}),

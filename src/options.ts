@@ -296,6 +296,13 @@ export interface TokenServiceOptions {
   dynamicClientRegistration?: DynamicClientRegistrationOptions
   /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events.ts`. */
   onEvent?: EventHook
+  /**
+   * Work the service does after its response (an async `onEvent` hook's promise, a self-registered
+   * client's last-use write) is handed to this, as Cloudflare Workers' `waitUntil` from
+   * `cloudflare:workers`, which keeps the invocation alive until it settles. Default: the promise
+   * just runs (servers keep running).
+   */
+  waitUntil?: (promise: Promise<unknown>) => void
   /** Clock in epoch seconds. Default `Date.now()`. */
   now?: () => number
   /** Where warnings and unexpected errors go. Default `console`. */

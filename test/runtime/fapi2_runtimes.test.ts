@@ -31,7 +31,17 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migrateStore } from '../../bin/migrate.ts'
 import { Browser } from '../helpers/browser.ts'
-import { CONFIG, ROOT, type Running, freePort, launch, waitUntilServing, writeConfig } from './server.ts'
+import {
+  CONFIG,
+  ROOT,
+  type Running,
+  WORKERS_COMMAND,
+  freePort,
+  launch,
+  runnable,
+  waitUntilServing,
+  writeConfig,
+} from './server.ts'
 
 const bin = (name: string) => join(ROOT, 'node_modules/.bin', name)
 
@@ -39,6 +49,8 @@ const runtimes = [
   { name: 'node', command: [bin('tsx'), 'bin/serve_node.ts'] },
   { name: 'bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'] },
   { name: 'deno', command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'] },
+  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on the memory store.
+  { name: 'workers', command: WORKERS_COMMAND },
 ]
 
 const options = { [oauth.allowInsecureRequests]: true }
@@ -162,7 +174,11 @@ describe.each(runtimes)('#21 $name: PAR, DPoP and private_key_jwt over HTTP (mem
     config = writeConfig(fapiConfig(webKey, serviceKey))
     const port = await freePort()
     issuer = `http://127.0.0.1:${port}`
-    server = launch([...command, '--config', config.path], { HOST: '127.0.0.1', PORT: String(port), ISSUER: issuer })
+    server = launch([...(await runnable(command)), '--config', config.path], {
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ISSUER: issuer,
+    })
     await waitUntilServing(server, `${issuer}/.well-known/openid-configuration`)
     const url = new URL(issuer)
     as = await oauth.processDiscoveryResponse(url, await oauth.discoveryRequest(url, options))

@@ -10,7 +10,17 @@ import { decodeJwt } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { signInOverHttp } from '../helpers/mcp.ts'
-import { CONFIG, ROOT, type Running, freePort, launch, waitUntilServing, writeConfig } from './server.ts'
+import {
+  CONFIG,
+  ROOT,
+  type Running,
+  WORKERS_COMMAND,
+  freePort,
+  launch,
+  runnable,
+  waitUntilServing,
+  writeConfig,
+} from './server.ts'
 
 const bin = (name: string) => join(ROOT, 'node_modules/.bin', name)
 
@@ -18,6 +28,8 @@ const runtimes = [
   { name: 'node', command: [bin('tsx'), 'bin/serve_node.ts'] },
   { name: 'bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'] },
   { name: 'deno', command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'] },
+  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on the memory store.
+  { name: 'workers', command: WORKERS_COMMAND },
 ]
 
 const options = { [oauth.allowInsecureRequests]: true }
@@ -39,7 +51,11 @@ describe.each(runtimes)('#19 $name: registration and resources', ({ command }) =
       scopes: [{ name: 'mcp:tools', audience: resource }],
       dynamicClientRegistration: { scopes: ['mcp:tools', 'openid', 'offline_access'] },
     })
-    server = launch([...command, '--config', config.path], { HOST: '127.0.0.1', PORT: String(port), ISSUER: issuer })
+    server = launch([...(await runnable(command)), '--config', config.path], {
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ISSUER: issuer,
+    })
     await waitUntilServing(server, `${issuer}/.well-known/oauth-authorization-server`)
     const url = new URL(issuer)
     as = await oauth.processDiscoveryResponse(

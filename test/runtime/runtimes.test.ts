@@ -1,6 +1,7 @@
 /**
- * The real-runtime matrix: each start script runs as its own process (Node through tsx, Bun, Deno)
- * with a configuration file, and oauth4webapi drives the same flows over real HTTP.
+ * The real-runtime matrix: each start script runs as its own process (Node through tsx, Bun, Deno,
+ * and workerd through `npm run start:workers`) with a configuration file, and oauth4webapi drives
+ * the same flows over real HTTP.
  */
 import { join } from 'node:path'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
@@ -13,8 +14,10 @@ import {
   ROOT,
   RU,
   type Running,
+  WORKERS_COMMAND,
   freePort,
   launch,
+  runnable,
   waitUntilServing,
   writeConfig,
 } from './server.ts'
@@ -33,6 +36,8 @@ const runtimes: RuntimeRow[] = [
   { name: 'node', command: [bin('tsx'), 'bin/serve_node.ts'] },
   { name: 'bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'] },
   { name: 'deno', command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'] },
+  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on the memory store.
+  { name: 'workers', command: WORKERS_COMMAND },
 ]
 
 const options = { [oauth.allowInsecureRequests]: true }
@@ -52,7 +57,11 @@ describe.each(runtimes)('$name', ({ command }) => {
     config = writeConfig(CONFIG)
     const port = await freePort()
     issuer = `http://127.0.0.1:${port}`
-    server = launch([...command, '--config', config.path], { HOST: '127.0.0.1', PORT: String(port), ISSUER: issuer })
+    server = launch([...(await runnable(command)), '--config', config.path], {
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ISSUER: issuer,
+    })
     await waitUntilServing(server, `${issuer}/.well-known/openid-configuration`)
   })
 

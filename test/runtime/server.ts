@@ -3,16 +3,48 @@
  * process in its own process group, readiness by polling discovery, and a SIGTERM stop that must
  * end the process within a few seconds. No `.test` suffix: used by the runtime test files.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const RU = 'http://127.0.0.1:9/callback'
 export const PLRU = 'http://127.0.0.1:9/logged-out'
+
+/** Stands for a Node 22+ binary in a runtime row's command (`npm run start:workers` needs Node 22: Miniflare). */
+export const NODE_22 = '<node 22+>'
+
+/** The `workers` row of the runtime matrix: workerd through Miniflare, launched by Node 22+. */
+export const WORKERS_COMMAND = [NODE_22, '--import', 'tsx', 'bin/serve_workers.ts']
+
+/**
+ * A Node 22+ binary: this one when it is, else the registry's platform package of Node 22, cached
+ * under ~/.cache/gatehouse-test (as test/package/pack.test.ts gets other majors).
+ */
+export async function node22(): Promise<string> {
+  if (Number(process.versions.node.split('.')[0]) >= 22) return process.execPath
+  const dir = join(homedir(), '.cache/gatehouse-test', 'node-22')
+  const pkg = `node-${process.platform}-${process.arch}`
+  const binary = join(dir, 'node_modules', pkg, 'bin/node')
+  if (!existsSync(binary)) {
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'package.json'), '{"private":true}')
+    await new Promise<void>((resolveInstall, reject) => {
+      execFile('npm', ['install', '--no-save', '--ignore-scripts', `${pkg}@22`], { cwd: dir }, (err) =>
+        err ? reject(err) : resolveInstall(),
+      )
+    })
+  }
+  return binary
+}
+
+/** `command` with NODE_22 replaced by a Node 22+ binary. */
+export async function runnable(command: string[]): Promise<string[]> {
+  return command[0] === NODE_22 ? [await node22(), ...command.slice(1)] : command
+}
 
 /** The configuration file of the runtime tests: plain secrets and passwords, fast hashing. */
 export const CONFIG = {

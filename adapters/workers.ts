@@ -1,0 +1,36 @@
+/**
+ * @module adapters/workers
+ * The service as a Cloudflare Worker (and on workerd, locally): `export default createWorker(…)`.
+ * The service is built once per isolate from `env`; the client address is Cloudflare's
+ * `CF-Connecting-IP`; work after the response goes through `waitUntil` of `cloudflare:workers`;
+ * the `scheduled` handler (a Cron Trigger) prunes the store's expired records. The logic is
+ * Web-standard and lives in src/worker.ts; the store `env` asks for, in src/worker_store.ts.
+ *
+ * @example
+ * import { createWorker, workerStore } from 'gatehouse/adapters/workers'
+ * export default createWorker(async (env) => ({ issuer: env.ISSUER, store: await workerStore(env) }))
+ */
+import { waitUntil } from 'cloudflare:workers'
+import type { TokenServiceOptions } from '../src/index.ts'
+import { type WorkerHandlers, type WorkerOptions, createWorkerHandlers } from '../src/worker.ts'
+import { chooseWorkerStore, openWorkerStore } from '../src/worker_store.ts'
+import type { Store } from '../src/storage/types.ts'
+
+export type { WorkerContext, WorkerFetch, WorkerHandlers, WorkerOptions } from '../src/worker.ts'
+export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker_store.ts'
+
+/** The store `env` asks for (GATEHOUSE_STORE, DATABASE_URL; see src/worker_store.ts); undefined: memory. */
+export function workerStore(env: object): Promise<Store | undefined> {
+  return openWorkerStore(chooseWorkerStore(env as Record<string, unknown>))
+}
+
+/** The Worker's handlers for the service `configure` builds from `env`. */
+export function createWorker<Env>(
+  configure: (env: Env) => TokenServiceOptions | Promise<TokenServiceOptions>,
+  options: Omit<WorkerOptions<Env>, 'address'> = {},
+): WorkerHandlers<Env> {
+  return createWorkerHandlers(async (env) => ({ waitUntil, ...(await configure(env)) }), {
+    address: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
+    ...options,
+  })
+}

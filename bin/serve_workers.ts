@@ -1,0 +1,178 @@
+/**
+ * `npm run start:workers`: the standalone server on workerd, Cloudflare's Workers runtime, locally
+ * through Miniflare (no Cloudflare account). Same flags and environment as `npm start`: --config
+ * FILE (or GATEHOUSE_CONFIG), --demo, PORT, HOST, ISSUER, LOG_FORMAT, METRICS; the file is read and
+ * checked here, in Node, and handed to the Worker (bin/serve_workers_entry.ts, bundled with
+ * esbuild) as bindings. GATEHOUSE_INSPECTOR_PORT opens workerd's DevTools inspector on that port
+ * (default: none, so that several can run at once). SIGTERM or SIGINT stops workerd and exits.
+ *
+ * The store: GATEHOUSE_STORE=memory (the default for now: one isolate locally, so one memory);
+ * `d1` (a local D1 in GATEHOUSE_DATA_DIR) and DATABASE_URL (PostgreSQL) fail with a clear message
+ * until their Worker stores exist (src/worker_store.ts is where they plug in).
+ *
+ * Needs Node 22 or later (Miniflare's requirement); `npm start` itself runs on Node 20.
+ */
+import { readFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import type { Runtime } from './runtime.ts'
+import { onParentExit } from './parent_exit.ts'
+import { readAddress, readConfigFile, readConfigPath, readDemoFlag, readSettings } from './start_options.ts'
+
+/** workerd's compatibility date for the local Worker (a deployment sets its own in wrangler.toml). */
+export const COMPATIBILITY_DATE = '2026-08-01'
+
+const ENTRY = fileURLToPath(new URL('./serve_workers_entry.ts', import.meta.url))
+
+const runtime: Runtime = {
+  name: 'workers',
+  args: process.argv.slice(2),
+  env: (name) => process.env[name],
+  readTextFile: (path) => readFile(path, 'utf8'),
+  serve: () => Promise.reject(new Error('workerd listens, not this process')),
+  onSignal: (signal, listener) => process.on(signal, listener),
+  exit: (code) => process.exit(code),
+}
+
+const { log, fail, settings } = readSettings(runtime)
+const major = Number(process.versions.node.split('.')[0])
+if (major < 22)
+  fail(`npm run start:workers needs Node 22 or later (Miniflare runs workerd), this is Node ${process.versions.node}`)
+if (settings.METRICS_PORT !== undefined)
+  fail('METRICS_PORT is not available on workerd: use METRICS=true (/metrics on PORT)')
+const configPath = readConfigPath(runtime, log, fail)
+const { port, hostname } = readAddress(runtime, fail)
+const file = await readConfigFile(runtime, configPath, fail)
+const demo = readDemoFlag(runtime, log)
+if (file && demo) {
+  fail('--demo (GATEHOUSE_DEMO) seeds the demo clients when no configuration file is given; the file lists the clients')
+}
+
+/** The store of the local Worker, from the environment (as `npm start` reads it), checked here. */
+function chooseStore(): { type: 'memory'; describe: string } {
+  const kind = runtime.env('GATEHOUSE_STORE') || undefined
+  if (kind === 'd1') {
+    // Where the local D1 goes: Miniflare's d1Databases { DB } persisted in GATEHOUSE_DATA_DIR.
+    fail(
+      'GATEHOUSE_STORE=d1: the D1 store (gatehouse/storage/d1) is not in this version yet; start:workers serves the in-memory store (GATEHOUSE_STORE=memory)',
+    )
+  }
+  if (kind === 'postgres' || (kind === undefined && runtime.env('DATABASE_URL'))) {
+    fail(
+      'DATABASE_URL: the PostgreSQL store does not run inside Workers in this version yet; unset it (or GATEHOUSE_STORE=memory) for start:workers',
+    )
+  }
+  if (kind !== undefined && kind !== 'memory') {
+    fail(`GATEHOUSE_STORE must be memory or d1 for start:workers, got ${JSON.stringify(kind)}`)
+  }
+  if (file?.store !== undefined && file.store.type !== 'memory') {
+    fail(`the configuration file's store (${file.store.type}) is not available on workerd: remove "store" from it`)
+  }
+  return { type: 'memory', describe: 'in-memory store (one local isolate)' }
+}
+const store = chooseStore()
+const issuer = runtime.env('ISSUER') ?? file?.issuer ?? `http://localhost:${port}`
+// The demo seed belongs to the in-memory store; a persistent store keeps it, so it takes --demo.
+const seed = !file && (store.type === 'memory' || demo)
+
+const inspector = runtime.env('GATEHOUSE_INSPECTOR_PORT') || undefined
+if (inspector !== undefined && (!/^\d{1,5}$/.test(inspector) || Number(inspector) > 65535)) {
+  fail(`GATEHOUSE_INSPECTOR_PORT must be a port number, got ${JSON.stringify(inspector)}`)
+}
+
+const { build } = await import('esbuild')
+const bundle = await build({
+  entryPoints: [ENTRY],
+  bundle: true,
+  write: false,
+  format: 'esm',
+  platform: 'neutral',
+  target: 'es2022',
+  mainFields: ['module', 'main'],
+  conditions: ['workerd', 'worker', 'browser'],
+  external: ['cloudflare:*'],
+  logLevel: 'silent',
+}).catch((err: Error) => fail(`bundling the Worker failed: ${err.message}`))
+
+const bindings: Record<string, string> = {
+  ISSUER: issuer,
+  GATEHOUSE_STORE: store.type,
+  LOG_FORMAT: settings.LOG_FORMAT,
+  METRICS: settings.METRICS,
+  ...(seed ? { GATEHOUSE_SEED: '1' } : {}),
+  ...(file && configPath
+    ? { GATEHOUSE_CONFIG_TEXT: await readFile(configPath, 'utf8'), GATEHOUSE_CONFIG_PATH: configPath }
+    : {}),
+}
+
+const { Miniflare, convertV4MiniflareOptions } = await import('miniflare')
+const signalListeners = { SIGTERM: process.listeners('SIGTERM'), SIGINT: process.listeners('SIGINT') }
+// Miniflare 5 takes its v4 options (the documented ones) through convertV4MiniflareOptions.
+const miniflare = new Miniflare(
+  convertV4MiniflareOptions({
+    host: hostname,
+    port,
+    ...(inspector !== undefined ? { inspectorPort: Number(inspector) } : {}),
+    cf: false,
+    telemetry: { enabled: false },
+    logRequests: false,
+    workers: [
+      {
+        name: 'gatehouse',
+        modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]?.text ?? '' }],
+        compatibilityDate: COMPATIBILITY_DATE,
+        bindings,
+      },
+    ],
+  }),
+)
+// Miniflare's exit hook answers SIGTERM/SIGINT by killing workerd and exiting 143/130; this
+// process stops on them itself (below: workerd disposed, exit 0, as `npm start`), so its signal
+// listeners go. Its "exit" hook stays: workerd never outlives this process.
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  for (const listener of process.listeners(signal)) {
+    if (!signalListeners[signal].includes(listener)) process.removeListener(signal, listener)
+  }
+}
+let url = new URL(`http://${hostname}:${port}`)
+try {
+  url = await miniflare.ready
+} catch (err) {
+  await miniflare.dispose().catch(() => {})
+  const message = (err as Error).message
+  fail(/EADDRINUSE|address already in use/i.test(message) ? `PORT ${port} is in use: ${message}` : message)
+}
+// The service is built on the isolate's first request: make it now, so that a bad file or
+// store shows at start, as with `npm start`.
+const first = await miniflare.dispatchFetch(new URL('/healthz', url)).catch((err: Error) => err)
+if (first instanceof Error || first.status !== 200) {
+  await miniflare.dispose().catch(() => {})
+  fail(`the Worker did not start: ${first instanceof Error ? first.message : `${first.status} ${await first.text()}`}`)
+}
+
+const host = hostname.includes(':') ? `[${hostname}]` : hostname
+log.info(`Gatehouse (workerd) listening on http://${host}:${port}, issuer ${issuer}, ${store.describe}`, {
+  runtime: 'workerd',
+  url: `http://${host}:${port}`,
+  issuer,
+  store: store.describe,
+})
+if (configPath) log.info(`Loaded ${configPath}`)
+if (seed) {
+  log.info(
+    `No --config given: seeded the demo clients "demo-service" (client credentials) and "demo-web" (code flow) and the demo user "alice". Try ${issuer}/`,
+  )
+}
+
+let stopping = false
+async function stop(): Promise<void> {
+  if (stopping) return
+  stopping = true
+  const grace = setTimeout(() => process.exit(0), Number(settings.SHUTDOWN_TIMEOUT) * 1000 + 2000)
+  grace.unref()
+  await miniflare.dispose().catch((err: Error) => log.error(`stopping workerd: ${err.message}`))
+  log.info('Gatehouse stopped')
+  process.exit(0)
+}
+process.on('SIGTERM', () => void stop())
+process.on('SIGINT', () => void stop())
+onParentExit(() => void stop())
