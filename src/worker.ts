@@ -14,6 +14,7 @@
  */
 import type { RequestInfo, TokenService, TokenServiceOptions } from './index.ts'
 import { createTokenService } from './index.ts'
+import { WORKERS_PBKDF2_LIMIT } from './secrets.ts'
 
 /** The part of a Worker's `ctx` (ExecutionContext) the handlers use. */
 export interface WorkerContext {
@@ -89,7 +90,9 @@ export function createWorkerHandlers<Env>(
 
   function build(env: Env): Promise<{ service: TokenService; handle: WorkerFetch }> {
     built ??= (async () => {
-      const service = createTokenService(await configure(env))
+      // Cloudflare's production runtime refuses PBKDF2 above 100,000 iterations (local workerd does
+      // not): new hashes stay within it unless the Worker's own options say otherwise (#28 item 3).
+      const service = createTokenService({ secretHashMaxIterations: WORKERS_PBKDF2_LIMIT, ...(await configure(env)) })
       try {
         await options.setup?.(service, env)
         await service.ready()

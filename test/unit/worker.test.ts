@@ -6,6 +6,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import { type GatehouseEvent, createMemoryStore, createTokenService } from '../../src/index.ts'
 import { createWorkerHandlers } from '../../src/worker.ts'
+import { hashIterations } from '../../src/secrets.ts'
 import { chooseWorkerStore, describeWorkerStore, openWorkerStore } from '../../src/worker_store.ts'
 
 const ISSUER = 'https://auth.example.com'
@@ -41,6 +42,23 @@ describe('#28 item 3 the Worker handlers', () => {
     expect((await worker.fetch(tokenRequest(), env, ctx)).status).toBe(200)
     expect(configure).toHaveBeenCalledTimes(1)
     expect(setup).toHaveBeenCalledTimes(1)
+  })
+
+  it('#28 item 3 new secrets are hashed within the platform PBKDF2 limit (100,000) unless the Worker says otherwise', async () => {
+    const iterationsOf = async (options: Record<string, unknown>): Promise<number | undefined> => {
+      let stored: string | undefined
+      const worker = createWorkerHandlers(() => ({ issuer: ISSUER, ...options }), {
+        async setup(service) {
+          await service.clients.ensure(CLIENT)
+          stored = (await service.store.clients.get(CLIENT.clientId))?.secrets?.[0]?.hash
+        },
+      })
+      expect((await worker.fetch(tokenRequest(), {}, ctx)).status).toBe(200)
+      return stored === undefined ? undefined : hashIterations(stored)
+    }
+    expect(await iterationsOf({})).toBe(100_000)
+    expect(await iterationsOf({ secretHashIterations: 1000 })).toBe(1000)
+    expect(await iterationsOf({ secretHashMaxIterations: 600_000 })).toBe(600_000)
   })
 
   it('#28 item 3 the client address comes from the address option (CF-Connecting-IP), as the adapter passes it', async () => {
