@@ -1,37 +1,39 @@
 /**
- * The storage contract on SQLite (#28 item 1), on node:sqlite. Under a Node with node:sqlite
- * (≥ 22.5) the suite runs here: one database file in WAL mode, emptied between tests. Under Node 20
- * (which runs `npm test`) this file runs itself again under Node 22 (GATEHOUSE_NODE22, else the
- * binary .ci/run installs in .tools/node22) and asserts that run passed, so a failure there fails
- * here with its output; and it checks that Node 20 refuses the import in one line.
- * Bun and Deno: test/runtime/sqlite_runtimes.test.ts; processes racing on one file:
- * test/storage/sqlite_race.test.ts.
+ * The storage contract on SQLite (#28 item 1). Where the runtime has SQLite (Node ≥ 22.5 and Deno:
+ * node:sqlite; Bun: bun:sqlite) the suite runs here: one database file in WAL mode, emptied between
+ * tests. Under Node 20 (which runs `npm test`) this file runs itself again under Node 22
+ * (GATEHOUSE_NODE22, else the binary .ci/run installs in .tools/node22), Bun and Deno, each through
+ * vitest, and asserts that each run passed with the suite run on that runtime, so a failure there
+ * fails here with its output; and it checks that Node 20 refuses the import in one line.
+ * Processes of several runtimes racing on one file: test/storage/sqlite_race.test.ts.
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadSqlite } from '../../src/storage/sqlite_driver.ts'
 import { ROOT } from '../runtime/server.ts'
 import { clientRecord, codeRecord, describeStorageContract, refreshRecord, uniqueId } from './contract.ts'
 import { TABLES } from './sql_helpers.ts'
 import { node22Binary } from './sqlite_node22.ts'
 
-const builtin = 'node:sqlite'
-const hasNodeSqlite = await import(builtin).then(
-  () => true,
-  () => false,
+const versions = process.versions as Record<string, string | undefined>
+const runtime = versions.bun
+  ? 'Bun (bun:sqlite)'
+  : versions.deno
+    ? 'Deno (node:sqlite)'
+    : `Node ${versions.node?.split('.')[0]} (node:sqlite)`
+// The runtime's SQLite where it has one (not Node 20), and the store module only there: vitest
+// collects a skipped describe's body too.
+const sqlite = await loadSqlite('test').then(
+  async (open) => ({ ...(await import('../../src/storage/sqlite.ts')), open }),
+  () => undefined,
 )
 const node22 = node22Binary()
-// Loaded only where node:sqlite exists (vitest collects a skipped describe's body too).
-const sqlite = hasNodeSqlite
-  ? {
-      ...(await import('../../src/storage/sqlite.ts')),
-      open: await (await import('../../src/storage/sqlite_driver.ts')).loadSqlite('test'),
-    }
-  : undefined
+const BIN = join(ROOT, 'node_modules/.bin')
 
-describe.runIf(sqlite)('SQLite store (node:sqlite)', () => {
+describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
   if (!sqlite) return
   const { createSqliteStore, open } = sqlite
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-'))
@@ -121,7 +123,7 @@ describe.runIf(sqlite)('SQLite store (node:sqlite)', () => {
   })
 })
 
-describe.runIf(!hasNodeSqlite)('SQLite store on Node 20', () => {
+describe.runIf(!sqlite)('SQLite store on Node 20', () => {
   it('#28 item 1 importing gatehouse/storage/sqlite fails with one line naming the requirement', async () => {
     const error = await import('../../src/storage/sqlite.ts').then(
       () => undefined,
@@ -132,20 +134,38 @@ describe.runIf(!hasNodeSqlite)('SQLite store on Node 20', () => {
     )
   })
 
-  it.runIf(node22)(
-    '#28 item 1 the SQLite contract suite passes under Node 22 (node:sqlite)',
-    () => {
-      const run = spawnSync(
-        node22 as string,
-        ['node_modules/vitest/vitest.mjs', 'run', '--reporter=dot', 'test/storage/sqlite.test.ts'],
-        { cwd: ROOT, encoding: 'utf8', timeout: 240_000, env: { ...process.env, NO_COLOR: '1' } },
-      )
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colours
-      const output = `${run.stdout}\n${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, '')
-      expect(run.status, output).toBe(0)
-      // The contract ran there (not skipped): its tests passed in numbers.
-      expect(output).toMatch(/Tests\s+(\d{2,}) passed/)
-    },
-    300_000,
-  )
+  /** This file under another runtime's vitest: it passed, with the suite run (not skipped) on that runtime. */
+  const runs = [
+    { name: 'Node 22', label: 'Node 22 (node:sqlite)', command: node22 ? [node22] : undefined },
+    { name: 'Bun', label: 'Bun (bun:sqlite)', command: [join(BIN, 'bun')] },
+    { name: 'Deno', label: 'Deno (node:sqlite)', command: [join(BIN, 'deno'), 'run', '--allow-all'] },
+  ]
+  for (const { name, label, command } of runs) {
+    it.runIf(command)(
+      `#28 item 1 the SQLite contract suite passes on ${name}`,
+      () => {
+        const [file, ...args] = command as [string, ...string[]]
+        const run = spawnSync(
+          file,
+          [...args, 'node_modules/vitest/vitest.mjs', 'run', '--reporter=verbose', 'test/storage/sqlite.test.ts'],
+          {
+            cwd: ROOT,
+            encoding: 'utf8',
+            timeout: 240_000,
+            maxBuffer: 64 * 1024 * 1024,
+            env: { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' },
+          },
+        )
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colours
+        const output = `${run.stdout}\n${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, '')
+        expect(run.status, output).toBe(0)
+        expect(output).toContain(
+          `SQLite store on ${label} > storage contract: sqlite > codes > consume: exactly one of 100 concurrent callers wins`,
+        )
+        expect(output).toMatch(/Tests\s+\d{2,} passed/)
+        expect(output).not.toMatch(/\d+ failed/)
+      },
+      300_000,
+    )
+  }
 })
