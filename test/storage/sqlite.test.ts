@@ -12,9 +12,18 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sqliteDialect, toSqliteParameters } from '../../src/storage/sql/dialect.ts'
+import { type SqlClient, createSqlStore } from '../../src/storage/sql/store.ts'
 import { loadSqlite } from '../../src/storage/sqlite_driver.ts'
 import { ROOT } from '../runtime/server.ts'
-import { clientRecord, codeRecord, describeStorageContract, refreshRecord, uniqueId } from './contract.ts'
+import {
+  clientRecord,
+  codeRecord,
+  describeStorageContract,
+  pushedRequestRecord,
+  refreshRecord,
+  uniqueId,
+} from './contract.ts'
 import { TABLES } from './sql_helpers.ts'
 import { node22Binary } from './sqlite_node22.ts'
 
@@ -111,6 +120,78 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
       other.exec('COMMIT')
       other.close()
     }
+    await store.close()
+  })
+
+  it('#28 item 1 a consume or a rotation is one atomic unit of statements (one batch, as D1 runs it); the other hot-path operations one statement', async () => {
+    const db = open(path)
+    const calls: string[] = []
+    const run = (text: string, params: unknown[]) => {
+      const converted = toSqliteParameters(text)
+      return db.prepare(converted.text).all(...params.slice(0, converted.count).map((value) => value ?? null))
+    }
+    const client: SqlClient = {
+      query: async (text, params = []) => {
+        calls.push('query')
+        return run(text, params) as never
+      },
+      batch: async (statements, params) => {
+        calls.push(`batch of ${statements.length}`)
+        db.exec('BEGIN IMMEDIATE')
+        try {
+          const results = statements.map((text) => run(text, params))
+          db.exec('COMMIT')
+          return results
+        } catch (err) {
+          db.exec('ROLLBACK')
+          throw err
+        }
+      },
+      transaction: async (fn) => {
+        calls.push('transaction')
+        return fn(client)
+      },
+      close: async () => db.close(),
+    }
+    const now = Math.floor(Date.now() / 1000)
+    const store = createSqlStore(client, { dialect: sqliteDialect(), now: () => now })
+    const code = codeRecord(now)
+    const token = refreshRecord(now)
+    await store.codes.insert(code)
+    await store.refreshTokens.insert(token)
+    const pushed = pushedRequestRecord(now)
+    await store.pushedRequests.put(pushed)
+    const next = () => refreshRecord(now, { familyId: token.familyId })
+    const calling = async (operation: () => Promise<unknown>) => {
+      calls.length = 0
+      await operation()
+      return [...calls]
+    }
+    expect({
+      'codes.get': await calling(() => store.codes.get(code.id)),
+      'codes.consume ok': await calling(() => store.codes.consume(code.id, now)),
+      'codes.consume replayed': await calling(() => store.codes.consume(code.id, now)),
+      'codes.consume missing': await calling(() => store.codes.consume(uniqueId('code'), now)),
+      'refreshTokens.rotate ok': await calling(() => store.refreshTokens.rotate(token.id, next(), now)),
+      'refreshTokens.rotate replayed': await calling(() => store.refreshTokens.rotate(token.id, next(), now)),
+      'refreshTokens.rotate missing': await calling(() => store.refreshTokens.rotate(uniqueId('rt'), next(), now)),
+      'pushedRequests.take': await calling(() => store.pushedRequests.take(pushed.id, now)),
+      'replays.use': await calling(() => store.replays.use(uniqueId('jti'), now + 60, now)),
+      'revocations, both checks at once': await calling(() =>
+        Promise.all([store.revocations.isAccessTokenRevoked('j'), store.revocations.isFamilyRevoked('f')]),
+      ),
+    }).toEqual({
+      'codes.get': ['query'],
+      'codes.consume ok': ['batch of 2'],
+      'codes.consume replayed': ['batch of 2'],
+      'codes.consume missing': ['batch of 2'],
+      'refreshTokens.rotate ok': ['batch of 3'],
+      'refreshTokens.rotate replayed': ['batch of 3'],
+      'refreshTokens.rotate missing': ['batch of 3'],
+      'pushedRequests.take': ['query'],
+      'replays.use': ['query'],
+      'revocations, both checks at once': ['query'],
+    })
     await store.close()
   })
 
