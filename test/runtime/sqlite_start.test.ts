@@ -5,12 +5,13 @@
  * start, `--demo` seeds the demo clients into it, and clients and signing keys survive each restart,
  * whichever runtime restarts it.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { node22Binary } from '../storage/sqlite_node22.ts'
-import { type Running, freePort, launch, waitUntilServing } from './server.ts'
+import { ROOT, type Running, freePort, launch, waitUntilServing } from './server.ts'
 
 const node22 = node22Binary()
 const running: Running[] = []
@@ -81,6 +82,54 @@ describe('#28 item 2 GATEHOUSE_STORE=sqlite', () => {
       }
     },
     240_000,
+  )
+
+  it.runIf(node22)(
+    '#28 item 2 gatehouse migrate creates and migrates gatehouse.db; clients list refuses a missing file; gatehouse serve uses it',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-cli-'))
+      dirs.push(dir)
+      const dataDir = join(dir, 'data')
+      const env: Record<string, string | undefined> = {
+        ...process.env,
+        NO_COLOR: '1',
+        GATEHOUSE_STORE: 'sqlite',
+        GATEHOUSE_DATA_DIR: dataDir,
+      }
+      for (const name of ['DATABASE_URL', 'REDIS_URL', 'GATEHOUSE_CONFIG']) delete env[name]
+      const gatehouse = (args: string[]) =>
+        spawnSync(node22 as string, ['--import', 'tsx', 'bin/cli.ts', ...args], {
+          cwd: ROOT,
+          env,
+          encoding: 'utf8',
+          timeout: 60_000,
+        })
+      const missing = gatehouse(['clients', 'list'])
+      expect(missing.status, missing.stderr).toBe(1)
+      expect(missing.stderr).toMatch(/does not exist: run "gatehouse migrate"/)
+      expect(existsSync(dataDir)).toBe(false)
+      const migrated = gatehouse(['migrate'])
+      expect(migrated.status, migrated.stderr).toBe(0)
+      expect(migrated.stdout).toContain(
+        `SQLite store in ${join(dataDir, 'gatehouse.db')}: applied migration(s) 1, 2, 3`,
+      )
+      const listed = gatehouse(['clients', 'list'])
+      expect(listed.status, listed.stderr).toBe(0)
+      expect(listed.stderr).toMatch(/No clients\./)
+      const port = await freePort()
+      const base = `http://127.0.0.1:${port}`
+      const server = launch([node22 as string, '--import', 'tsx', 'bin/cli.ts', 'serve', '--demo'], {
+        GATEHOUSE_STORE: 'sqlite',
+        GATEHOUSE_DATA_DIR: dataDir,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        ISSUER: base,
+      })
+      running.push(server)
+      await waitUntilServing(server, `${base}/.well-known/openid-configuration`, 60_000)
+      expect((await token(base)).status).toBe(200)
+    },
+    120_000,
   )
 
   it.runIf(Number(process.versions.node.split('.')[0]) < 22)(
