@@ -23,7 +23,7 @@ import type {
 import { membershipBatch } from '../membership_batch.ts'
 import { sqlAttempts } from './attempts.ts'
 import { type SqlDialect, postgresDialect } from './dialect.ts'
-import { MIGRATIONS } from './migrations.ts'
+import { migrateSql, pendingSql } from './migrate.ts'
 import { PRUNED_TABLES } from './statements.ts'
 
 /** The little a SQL driver must offer. Parameters are `$1`, `$2`, … */
@@ -341,46 +341,8 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           return rows.length === 1
         }),
     },
-    migrate: () =>
-      run('migrate', async () => {
-        return client.transaction(async (tx) => {
-          // One migrator at a time across instances (PostgreSQL: an advisory lock; SQLite: the
-          // driver's BEGIN IMMEDIATE).
-          for (const lock of dialect.migrationLock()) await tx.query(lock.text, lock.params)
-          await tx.query(dialect.migrationsTable())
-          const done = new Set(
-            (await tx.query<{ version: number }>(`SELECT version FROM ${t('migrations')}`)).map((r) =>
-              Number(r.version),
-            ),
-          )
-          const applied: number[] = []
-          for (const migration of MIGRATIONS) {
-            if (done.has(migration.version)) continue
-            for (const statement of migration.statements) {
-              await tx.query(statement.replaceAll('{schema}.', dialect.prefix).replaceAll('{json}', dialect.jsonType))
-            }
-            await tx.query(`INSERT INTO ${t('migrations')} (version, name) VALUES ($1, $2)`, [
-              migration.version,
-              migration.name,
-            ])
-            applied.push(migration.version)
-          }
-          return applied
-        })
-      }),
-    pendingMigrations: () =>
-      run('pendingMigrations', async () => {
-        const exists = dialect.migrationsTableExists()
-        const [found] = await client.query<{ name: string | null }>(exists.text, exists.params)
-        const done = new Set(
-          found?.name == null
-            ? []
-            : (await client.query<{ version: number }>(`SELECT version FROM ${t('migrations')}`)).map((r) =>
-                Number(r.version),
-              ),
-        )
-        return MIGRATIONS.filter((migration) => !done.has(migration.version)).map((migration) => migration.version)
-      }),
+    migrate: () => run('migrate', () => migrateSql(client, dialect)),
+    pendingMigrations: () => run('pendingMigrations', () => pendingSql(client, dialect)),
     prune: () => run('prune', prune),
     close: () => client.close(),
   }
