@@ -1,24 +1,30 @@
 /**
  * `gatehouse migrate` (and `npm run migrate` in this repository): applies the SQL migrations of the
  * store chosen as for `npm start` (DATABASE_URL with GATEHOUSE_PG_SCHEMA, or GATEHOUSE_STORE=pglite
- * with GATEHOUSE_DATA_DIR, or the configuration file's "store").
+ * or sqlite with GATEHOUSE_DATA_DIR, or the configuration file's "store").
  */
 import { pathToFileURL } from 'node:url'
 import type { StoreConfig } from '../src/config_file.ts'
-import { chooseStore, describeStore } from './store.ts'
+import { mkdirSync } from 'node:fs'
+import { chooseStore, describeStore, sqliteFile } from './store.ts'
 
 /** Applies the pending migrations; resolves with the line to print, rejects with a message. */
 export async function migrateStore(config: StoreConfig): Promise<string> {
-  if (config.type !== 'postgres' && config.type !== 'pglite') {
-    throw new Error(`set DATABASE_URL (PostgreSQL) or GATEHOUSE_STORE=pglite; nothing to migrate for ${config.type}`)
+  if (config.type !== 'postgres' && config.type !== 'pglite' && config.type !== 'sqlite') {
+    throw new Error(
+      `set DATABASE_URL (PostgreSQL) or GATEHOUSE_STORE=pglite or sqlite; nothing to migrate for ${config.type}`,
+    )
   }
+  if (config.type === 'sqlite') mkdirSync(config.dataDir, { recursive: true })
   const store =
     config.type === 'postgres'
       ? (await import('../src/storage/postgres.ts')).createPostgresStore({
           url: config.url,
           ...(config.schema ? { schema: config.schema } : {}),
         })
-      : (await import('../src/storage/pglite.ts')).createPgliteStore({ dataDir: config.dataDir })
+      : config.type === 'sqlite'
+        ? (await import('../src/storage/sqlite.ts')).createSqliteStore({ path: sqliteFile(config.dataDir) })
+        : (await import('../src/storage/pglite.ts')).createPgliteStore({ dataDir: config.dataDir })
   try {
     if ('connect' in store && typeof store.connect === 'function') await store.connect()
     const applied = await store.migrate()

@@ -9,7 +9,7 @@ import { type ConfigFile, type StoreConfig, parseConfigFile } from '../src/confi
 import { type TokenService, createTokenService } from '../src/index.ts'
 import { CliError } from './args.ts'
 import { progress } from './io.ts'
-import { chooseStore, describeStore, openStore } from './store.ts'
+import { chooseStore, describeStore, openStore, sqliteFile } from './store.ts'
 
 function env(name: string): string | undefined {
   return process.env[name]
@@ -55,7 +55,10 @@ export async function setup(values: { config: string | undefined }): Promise<Set
  */
 export async function withService<T>(setup: Setup, fn: (service: TokenService) => Promise<T>): Promise<T> {
   progress(`Using the ${describeStore(setup.store)}`)
-  if (setup.store.type === 'pglite' && !existsSync(setup.store.dataDir)) {
+  const missing =
+    (setup.store.type === 'pglite' && !existsSync(setup.store.dataDir)) ||
+    (setup.store.type === 'sqlite' && !existsSync(sqliteFile(setup.store.dataDir)))
+  if (missing) {
     throw new CliError(
       `the ${describeStore(setup.store)} does not exist: run "gatehouse migrate" (or start the server, "gatehouse serve") with the same GATEHOUSE_DATA_DIR; nothing was created`,
       1,
@@ -96,7 +99,7 @@ export async function withService<T>(setup: Setup, fn: (service: TokenService) =
   }
 }
 
-const PERSISTENT = 'a persistent store (GATEHOUSE_STORE=pglite, DATABASE_URL or REDIS_URL)'
+const PERSISTENT = 'a persistent store (GATEHOUSE_STORE=sqlite, GATEHOUSE_STORE=pglite, DATABASE_URL or REDIS_URL)'
 
 const MEMORY_CLIENTS = `the in-memory store keeps its clients inside the running server only.
 Name the configuration file whose "clients" to edit with --config FILE (or GATEHOUSE_CONFIG), or use ${PERSISTENT}.`

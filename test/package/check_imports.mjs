@@ -14,6 +14,7 @@ const SUBPATHS = [
   'gatehouse/storage/postgres',
   'gatehouse/storage/redis',
   'gatehouse/storage/pglite',
+  'gatehouse/storage/sqlite',
 ]
 
 const imported = {}

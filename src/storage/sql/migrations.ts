@@ -1,14 +1,18 @@
 /**
  * @module storage/sql/migrations
- * Versioned SQL migrations shared by the PostgreSQL and PGlite stores. Applied in order, each once,
- * under an advisory lock, and recorded in `gatehouse_migrations`. Never edit a released migration:
- * add the next version.
+ * Versioned SQL migrations shared by the PostgreSQL, PGlite and SQLite stores. Applied in order,
+ * each once, under the dialect's lock (an advisory lock on PostgreSQL, `BEGIN IMMEDIATE` on SQLite),
+ * and recorded in `gatehouse_migrations`. Never edit a released migration: add the next version
+ * (its text must be valid on both dialects).
  */
 
 export interface Migration {
   version: number
   name: string
-  /** Statements; `{schema}` is replaced by the quoted schema name. */
+  /**
+   * Statements; `{schema}.` is replaced by the quoted schema name and a dot on PostgreSQL and by
+   * nothing on SQLite (no schemas), `{json}` by the dialect's JSON column type (`jsonb`, `text`).
+   */
   statements: string[]
 }
 
@@ -19,12 +23,12 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: [
       `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_clients (
         client_id text PRIMARY KEY,
-        record jsonb NOT NULL
+        record {json} NOT NULL
       )`,
       `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_codes (
         id text PRIMARY KEY,
         family_id text NOT NULL,
-        record jsonb NOT NULL,
+        record {json} NOT NULL,
         expires_at bigint NOT NULL,
         consumed_at bigint
       )`,
@@ -32,7 +36,7 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_refresh_tokens (
         id text PRIMARY KEY,
         family_id text NOT NULL,
-        record jsonb NOT NULL,
+        record {json} NOT NULL,
         expires_at bigint NOT NULL,
         consumed_at bigint
       )`,
@@ -40,13 +44,13 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS gatehouse_refresh_tokens_expires_at ON {schema}.gatehouse_refresh_tokens (expires_at)',
       `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_sessions (
         id text PRIMARY KEY,
-        record jsonb NOT NULL,
+        record {json} NOT NULL,
         expires_at bigint NOT NULL
       )`,
       'CREATE INDEX IF NOT EXISTS gatehouse_sessions_expires_at ON {schema}.gatehouse_sessions (expires_at)',
       `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_interactions (
         id text PRIMARY KEY,
-        record jsonb NOT NULL,
+        record {json} NOT NULL,
         expires_at bigint NOT NULL
       )`,
       'CREATE INDEX IF NOT EXISTS gatehouse_interactions_expires_at ON {schema}.gatehouse_interactions (expires_at)',
@@ -62,7 +66,7 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS gatehouse_revoked_access_tokens_expires_at ON {schema}.gatehouse_revoked_access_tokens (expires_at)',
       `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_signing_keys (
         kid text PRIMARY KEY,
-        record jsonb NOT NULL
+        record {json} NOT NULL
       )`,
     ],
   },
@@ -84,7 +88,7 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: [
       `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_pushed_requests (
         id text PRIMARY KEY,
-        record jsonb NOT NULL,
+        record {json} NOT NULL,
         expires_at bigint NOT NULL
       )`,
       'CREATE INDEX IF NOT EXISTS gatehouse_pushed_requests_expires_at ON {schema}.gatehouse_pushed_requests (expires_at)',

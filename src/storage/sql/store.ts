@@ -1,11 +1,12 @@
 /**
  * @module storage/sql/store
- * The Store over SQL (PostgreSQL dialect), shared by the PostgreSQL (postgres.js) and PGlite
- * stores. One-time operations (code consumption, refresh rotation) are one statement each, one
- * round trip: the row lock decides the one winner (`consumeStatement`); so are taking a pushed
- * request (a `DELETE … RETURNING`) and using a one-time identifier (an upsert that only overwrites
- * an expired row). Hot-path queries are
- * single statements with stable text, so a driver can keep them prepared.
+ * The Store over SQL, shared by the PostgreSQL (postgres.js), PGlite and SQLite stores: one set of
+ * statements, where they must differ the dialect's text (dialect.ts). One-time operations (code
+ * consumption, refresh rotation) are one statement each on PostgreSQL, one round trip: the row
+ * lock decides the one winner; on SQLite one atomic unit of statements (the dialect's `consume`).
+ * So are taking a pushed request (a `DELETE … RETURNING`) and using a one-time identifier (an
+ * upsert that only overwrites an expired row). Hot-path queries are single statements with stable
+ * text, so a driver can keep them prepared.
  */
 import { StoreUnavailableError } from '../../errors.ts'
 import type {
@@ -21,19 +22,28 @@ import type {
 } from '../types.ts'
 import { membershipBatch } from '../membership_batch.ts'
 import { sqlAttempts } from './attempts.ts'
-import { MIGRATIONS } from './migrations.ts'
-import { PRUNED_TABLES, consumeStatement } from './statements.ts'
+import { type SqlDialect, postgresDialect } from './dialect.ts'
+import { migrateSql, pendingSql } from './migrate.ts'
+import { PRUNED_TABLES } from './statements.ts'
 
 /** The little a SQL driver must offer. Parameters are `$1`, `$2`, … */
 export interface SqlClient {
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>
   transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R>
+  /**
+   * Runs the statements, all with the same parameters, as one atomic unit (one transaction, no
+   * logic between them; D1's `batch()`), and returns each one's rows. Needed by a dialect whose
+   * consume is several statements (SQLite); a statement binds only the parameters it names.
+   */
+  batch?(statements: string[], params: unknown[]): Promise<unknown[][]>
   close(): Promise<void>
 }
 
 export interface SqlStoreOptions {
-  /** Schema holding the tables; created by `migrate()`. Default `public`. */
+  /** Schema holding the tables (PostgreSQL); created by `migrate()`. Default `public`. */
   schema?: string
+  /** The SQL dialect. Default PostgreSQL in `schema`. */
+  dialect?: SqlDialect
   /** Clock in epoch seconds. */
   now?: () => number
   /** Expired rows are deleted after about this many writes. Default 1000. */
@@ -56,8 +66,6 @@ export interface SqlStore extends Store {
   close(): Promise<void>
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
-
 type Row = { record: unknown; consumed_at?: string | number | null }
 
 function parse<T>(value: unknown): T {
@@ -66,10 +74,9 @@ function parse<T>(value: unknown): T {
 
 /** Creates the SQL store over a driver. */
 export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {}): SqlStore {
-  const schema = options.schema ?? 'public'
-  if (!SCHEMA_NAME.test(schema)) throw new TypeError('schema must be a lower-case SQL identifier')
-  const s = `"${schema}"`
-  const t = (name: string) => `${s}.gatehouse_${name}`
+  const dialect = options.dialect ?? postgresDialect(options.schema ?? 'public')
+  const t = dialect.table
+  const j = dialect.json
   const now = options.now ?? (() => Math.floor(Date.now() / 1000))
   const pruneEvery = options.pruneEvery ?? 1000
   const isUnavailable = options.isUnavailable ?? (() => true)
@@ -94,10 +101,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
     const familyIds: string[] = []
     for (const key of keys) (key.startsWith('a:') ? jtis : familyIds).push(key.slice(2))
     const rows = await client.query<{ key: string }>(
-      `SELECT 'a:' || jti AS key FROM ${t('revoked_access_tokens')} WHERE jti = ANY($1::text[]) AND expires_at > $3
+      `SELECT 'a:' || jti AS key FROM ${t('revoked_access_tokens')} WHERE ${dialect.inList('jti', '$1')} AND expires_at > $3
        UNION ALL
-       SELECT 'f:' || family_id FROM ${t('revoked_families')} WHERE family_id = ANY($2::text[]) AND expires_at > $3`,
-      [jtis, familyIds, now()],
+       SELECT 'f:' || family_id FROM ${t('revoked_families')} WHERE ${dialect.inList('family_id', '$2')} AND expires_at > $3`,
+      [dialect.list(jtis), dialect.list(familyIds), now()],
     )
     return rows.map((row) => row.key)
   })
@@ -121,7 +128,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
   /** Inserts or replaces a record that expires (sessions, interactions, pushed requests). */
   async function putExpiring(table: string, record: { id: string; expiresAt: number }): Promise<void> {
     await client.query(
-      `INSERT INTO ${t(table)} (id, record, expires_at) VALUES ($1, $2::jsonb, $3)
+      `INSERT INTO ${t(table)} (id, record, expires_at) VALUES ($1, ${j('$2')}, $3)
        ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
       [record.id, json(record), record.expiresAt],
     )
@@ -142,12 +149,20 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       : { ...record, consumedAt: Number(row.consumed_at) }
   }
 
-  const consumeCode = consumeStatement(t('codes'), false)
-  const rotateRefreshToken = consumeStatement(t('refresh_tokens'), true)
+  const consumeCode = dialect.consume(t('codes'), false)
+  const rotateRefreshToken = dialect.consume(t('refresh_tokens'), true)
 
-  async function consumeOnce<T>(statement: string, params: unknown[], at: number): Promise<Consumed<T>> {
-    const rows = await client.query<Row & { ok: boolean }>(statement, params)
-    const row = rows[0]
+  async function consumeOnce<T>(
+    unit: ReturnType<SqlDialect['consume']>,
+    params: unknown[],
+    at: number,
+  ): Promise<Consumed<T>> {
+    const [only] = unit.statements
+    let results: unknown[][]
+    if (unit.statements.length === 1 && only !== undefined) results = [await client.query(only, params)]
+    else if (client.batch) results = await client.batch(unit.statements, params)
+    else throw new TypeError(`the ${dialect.name} dialect needs a driver with batch()`)
+    const row = unit.read(results)
     if (!row) return { status: 'missing' }
     if (row.ok) return { status: 'ok', record: { ...parse<T>(row.record), consumedAt: at } }
     return { status: 'replayed', record: { ...parse<T>(row.record), consumedAt: Number(row.consumed_at ?? at) } }
@@ -163,21 +178,22 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       insert: (record) =>
         run('clients.insert', async () => {
           const rows = await client.query(
-            `INSERT INTO ${t('clients')} (client_id, record) VALUES ($1, $2::jsonb) ON CONFLICT (client_id) DO NOTHING RETURNING client_id`,
+            `INSERT INTO ${t('clients')} (client_id, record) VALUES ($1, ${j('$2')}) ON CONFLICT (client_id) DO NOTHING RETURNING client_id`,
             [record.clientId, json(record)],
           )
           return rows.length === 1
         }),
       update: (record, expected) =>
         run('clients.update', async () => {
-          // jsonb equality is structural: the row's own lock makes the comparison and the write one step.
+          // jsonb equality is structural (on SQLite the text equals the stored text, as read): the
+          // row's own lock (SQLite: the one writer) makes the comparison and the write one step.
           const rows = expected
             ? await client.query(
-                `UPDATE ${t('clients')} SET record = $2::jsonb WHERE client_id = $1 AND record = $3::jsonb RETURNING client_id`,
+                `UPDATE ${t('clients')} SET record = ${j('$2')} WHERE client_id = $1 AND record = ${j('$3')} RETURNING client_id`,
                 [record.clientId, json(record), json(expected)],
               )
             : await client.query(
-                `UPDATE ${t('clients')} SET record = $2::jsonb WHERE client_id = $1 RETURNING client_id`,
+                `UPDATE ${t('clients')} SET record = ${j('$2')} WHERE client_id = $1 RETURNING client_id`,
                 [record.clientId, json(record)],
               )
           return rows.length === 1
@@ -199,7 +215,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       insert: (record) =>
         run('codes.insert', async () => {
           await client.query(
-            `INSERT INTO ${t('codes')} (id, family_id, record, expires_at) VALUES ($1, $2, $3::jsonb, $4)`,
+            `INSERT INTO ${t('codes')} (id, family_id, record, expires_at) VALUES ($1, $2, ${j('$3')}, $4)`,
             [record.id, record.familyId, json(record), record.expiresAt],
           )
           wrote()
@@ -211,7 +227,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       insert: (record) =>
         run('refreshTokens.insert', async () => {
           await client.query(
-            `INSERT INTO ${t('refresh_tokens')} (id, family_id, record, expires_at) VALUES ($1, $2, $3::jsonb, $4)`,
+            `INSERT INTO ${t('refresh_tokens')} (id, family_id, record, expires_at) VALUES ($1, $2, ${j('$3')}, $4)`,
             [record.id, record.familyId, json(record), record.expiresAt],
           )
           wrote()
@@ -264,7 +280,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         run('revocations.revokeFamily', async () => {
           await client.query(
             `INSERT INTO ${t('revoked_families')} (family_id, expires_at) VALUES ($1, $2)
-             ON CONFLICT (family_id) DO UPDATE SET expires_at = GREATEST(${t('revoked_families')}.expires_at, EXCLUDED.expires_at)`,
+             ON CONFLICT (family_id) DO UPDATE SET expires_at = ${dialect.greatest(`${t('revoked_families')}.expires_at`, 'EXCLUDED.expires_at')}`,
             [familyId, until],
           )
           wrote()
@@ -274,7 +290,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         run('revocations.revokeAccessToken', async () => {
           await client.query(
             `INSERT INTO ${t('revoked_access_tokens')} (jti, expires_at) VALUES ($1, $2)
-             ON CONFLICT (jti) DO UPDATE SET expires_at = GREATEST(${t('revoked_access_tokens')}.expires_at, EXCLUDED.expires_at)`,
+             ON CONFLICT (jti) DO UPDATE SET expires_at = ${dialect.greatest(`${t('revoked_access_tokens')}.expires_at`, 'EXCLUDED.expires_at')}`,
             [jti, until],
           )
           wrote()
@@ -291,7 +307,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       put: (record) =>
         run('keys.put', async () => {
           await client.query(
-            `INSERT INTO ${t('signing_keys')} (kid, record) VALUES ($1, $2::jsonb) ON CONFLICT (kid) DO UPDATE SET record = EXCLUDED.record`,
+            `INSERT INTO ${t('signing_keys')} (kid, record) VALUES ($1, ${j('$2')}) ON CONFLICT (kid) DO UPDATE SET record = EXCLUDED.record`,
             [record.kid, json(record)],
           )
         }),
@@ -301,11 +317,10 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       take: (id, at, clientId) =>
         run('pushedRequests.take', async () => {
           // RFC 9126 §4: a request_uri is one-time use. Of concurrent DELETEs, one returns the row;
-          // with clientId, another client's row is not deleted (§2.2). `#>> '{}'` reads the record
-          // whether the driver stored it as a jsonb object or as a jsonb string of its JSON.
+          // with clientId, another client's row is not deleted (§2.2).
           const rows = await client.query<Row>(
             `DELETE FROM ${t('pushed_requests')} WHERE id = $1 AND expires_at > $2
-             AND ($3::text IS NULL OR ((record #>> '{}')::jsonb ->> 'clientId') = $3::text) RETURNING record`,
+             AND (${dialect.text('$3')} IS NULL OR ${dialect.jsonText('record', 'clientId')} = ${dialect.text('$3')}) RETURNING record`,
             [id, at, clientId ?? null],
           )
           return rows[0] ? parse<PushedRequestRecord>(rows[0].record) : undefined
@@ -326,47 +341,8 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           return rows.length === 1
         }),
     },
-    migrate: () =>
-      run('migrate', async () => {
-        return client.transaction(async (tx) => {
-          // One migrator at a time across instances (the key is the schema name's hash).
-          await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gatehouse:${schema}`])
-          await tx.query(`CREATE SCHEMA IF NOT EXISTS ${s}`)
-          await tx.query(
-            `CREATE TABLE IF NOT EXISTS ${t('migrations')} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-          )
-          const done = new Set(
-            (await tx.query<{ version: number }>(`SELECT version FROM ${t('migrations')}`)).map((r) =>
-              Number(r.version),
-            ),
-          )
-          const applied: number[] = []
-          for (const migration of MIGRATIONS) {
-            if (done.has(migration.version)) continue
-            for (const statement of migration.statements) await tx.query(statement.replaceAll('{schema}', s))
-            await tx.query(`INSERT INTO ${t('migrations')} (version, name) VALUES ($1, $2)`, [
-              migration.version,
-              migration.name,
-            ])
-            applied.push(migration.version)
-          }
-          return applied
-        })
-      }),
-    pendingMigrations: () =>
-      run('pendingMigrations', async () => {
-        const [found] = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name', [
-          t('migrations'),
-        ])
-        const done = new Set(
-          found?.name == null
-            ? []
-            : (await client.query<{ version: number }>(`SELECT version FROM ${t('migrations')}`)).map((r) =>
-                Number(r.version),
-              ),
-        )
-        return MIGRATIONS.filter((migration) => !done.has(migration.version)).map((migration) => migration.version)
-      }),
+    migrate: () => run('migrate', () => migrateSql(client, dialect)),
+    pendingMigrations: () => run('pendingMigrations', () => pendingSql(client, dialect)),
     prune: () => run('prune', prune),
     close: () => client.close(),
   }

@@ -1,0 +1,155 @@
+/**
+ * @module storage/sqlite
+ * The SQLite store: the SQL store's statements and migrations in the SQLite dialect, on the
+ * runtime's own driver (`node:sqlite` on Node ≥ 22.5 and Deno, `bun:sqlite` on Bun). The persistent
+ * store for one machine: one database file, in WAL mode so that several processes on the machine
+ * share it (readers never wait for the writer; writers take turns). Call `migrate()` before first
+ * use (`BEGIN IMMEDIATE` makes concurrent migrators take turns).
+ *
+ * Both drivers are synchronous, so every operation runs whole before another starts in this
+ * process; across processes SQLite runs one writer at a time. A one-time consume or rotation is one
+ * transaction of statements with no logic between them (`BEGIN IMMEDIATE … COMMIT`, the unit a D1
+ * `batch()` runs too). A database busy with another process's write (SQLITE_BUSY) is retried
+ * here, briefly waiting inside SQLite and then without blocking the event loop, for up to
+ * `busyTimeout`; only then does the operation fail, as StoreUnavailableError (503), never a 500.
+ *
+ * @see https://www.sqlite.org/wal.html
+ * @see https://www.sqlite.org/rescode.html#busy
+ */
+import { type SqliteDatabase, type SqliteStatement, isBusy, loadSqlite } from './sqlite_driver.ts'
+import { sqliteDialect, toSqliteParameters } from './sql/dialect.ts'
+import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
+
+const open = await loadSqlite('gatehouse/storage/sqlite')
+
+export interface SqliteStoreOptions {
+  /** The database file (created if missing, with `-wal` and `-shm` files beside it). */
+  path: string
+  /** Milliseconds an operation keeps retrying while another process holds the write lock. Default 5000. */
+  busyTimeout?: number
+  /** Clock in epoch seconds. */
+  now?: () => number
+}
+
+/** Milliseconds SQLite itself waits for a lock before answering busy (it blocks the thread meanwhile). */
+const INNER_WAIT_MS = 25
+
+/** A value as SQLite binds it: no `undefined`, no booleans. */
+function bindable(value: unknown): unknown {
+  if (value === undefined) return null
+  if (typeof value === 'boolean') return value ? 1 : 0
+  return value
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** The SqlClient over one synchronous connection. */
+function sqliteClient(db: SqliteDatabase, busyTimeout: number): SqlClient {
+  const prepared = new Map<string, { statement: SqliteStatement; count: number }>()
+  let opened = false
+  /** Set while `transaction()` runs: other callers wait for it (its statements interleave with awaits). */
+  let held: Promise<void> | undefined
+
+  function run(text: string, params: unknown[]): unknown[] {
+    let entry = prepared.get(text)
+    if (!entry) {
+      const converted = toSqliteParameters(text)
+      entry = { statement: db.prepare(converted.text), count: converted.count }
+      prepared.set(text, entry)
+    }
+    return entry.statement.all(...params.slice(0, entry.count).map(bindable))
+  }
+
+  function ensureOpen(): void {
+    if (opened) return
+    db.exec(`PRAGMA busy_timeout = ${INNER_WAIT_MS}`)
+    db.exec('PRAGMA journal_mode = WAL')
+    opened = true
+  }
+
+  /** Runs `work` (synchronous, atomic), again after a short pause while the database is busy. */
+  async function retrying<R>(work: () => R): Promise<R> {
+    const deadline = Date.now() + busyTimeout
+    for (let attempt = 0; ; attempt++) {
+      while (held) await held
+      try {
+        ensureOpen()
+        return work()
+      } catch (err) {
+        if (!isBusy(err) || Date.now() >= deadline) throw err
+        await pause(Math.min(2 ** attempt, 50) * (0.5 + Math.random()))
+      }
+    }
+  }
+
+  /** The statements in one `BEGIN IMMEDIATE` transaction: all or none. */
+  function atomically<R>(work: () => R): R {
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      const result = work()
+      db.exec('COMMIT')
+      return result
+    } catch (err) {
+      try {
+        db.exec('ROLLBACK')
+      } catch {}
+      throw err
+    }
+  }
+
+  const inside: SqlClient = {
+    query: async (text, params = []) => run(text, params) as never,
+    transaction: (fn) => fn(inside),
+    batch: async (statements, params) => statements.map((text) => run(text, params)),
+    close: async () => {},
+  }
+
+  return {
+    query: (text, params = []) => retrying(() => run(text, params)) as never,
+    batch: (statements, params) => retrying(() => atomically(() => statements.map((text) => run(text, params)))),
+    transaction: async (fn) => {
+      let release = () => {}
+      // Held from the BEGIN on, in the same synchronous step: no other caller's statement slips in.
+      await retrying(() => {
+        db.exec('BEGIN IMMEDIATE')
+        held = new Promise<void>((resolve) => {
+          release = resolve
+        })
+      })
+      try {
+        const result = await fn(inside)
+        db.exec('COMMIT')
+        return result
+      } catch (err) {
+        try {
+          db.exec('ROLLBACK')
+        } catch {}
+        throw err
+      } finally {
+        held = undefined
+        release()
+      }
+    },
+    close: async () => {
+      while (held) await held
+      db.close()
+    },
+  }
+}
+
+/**
+ * Creates the SQLite store on the file at `path`. The tables are plain `gatehouse_*` tables of the
+ * file (SQLite has no schemas: use one file per deployment).
+ */
+export function createSqliteStore(options: SqliteStoreOptions): SqlStore {
+  if (typeof options.path !== 'string' || options.path === '') throw new TypeError('path must be a file name')
+  const client = sqliteClient(open(options.path), options.busyTimeout ?? 5000)
+  return createSqlStore(client, {
+    dialect: sqliteDialect(),
+    ...(options.now ? { now: options.now } : {}),
+    // Busy after the retries: another process holds the file; anything else is a bug or a broken file.
+    isUnavailable: isBusy,
+  })
+}

@@ -1,0 +1,69 @@
+/**
+ * @module storage/sqlite_driver
+ * The runtime's own SQLite: `bun:sqlite` on Bun, `node:sqlite` on Node ≥ 22.5 and on Deno (≥ 2.2),
+ * behind the little the SQLite store needs. Loaded by a dynamic import of the runtime's built-in
+ * module, so the core never imports it (and Node 20, which has none, fails with one line saying so).
+ *
+ * @see https://nodejs.org/api/sqlite.html
+ * @see https://bun.sh/docs/api/sqlite
+ */
+
+/** A prepared statement: `all` runs it with positional parameters (`?1`, `?2`, …) and returns its rows. */
+export interface SqliteStatement {
+  all(...params: unknown[]): unknown[]
+}
+
+/** An open database file: synchronous, like both built-in drivers. */
+export interface SqliteDatabase {
+  exec(sql: string): void
+  prepare(sql: string): SqliteStatement
+  close(): void
+}
+
+/** Opens a database file (created if missing). */
+export type OpenSqlite = (path: string) => SqliteDatabase
+
+/** SQLITE_BUSY (5) or SQLITE_LOCKED (6), with their extended codes, as either driver reports them. */
+export function isBusy(err: unknown): boolean {
+  const e = err as { errcode?: unknown; errno?: unknown; code?: unknown; message?: unknown } | null
+  const primary = typeof e?.errcode === 'number' ? e.errcode & 0xff : typeof e?.errno === 'number' ? e.errno & 0xff : 0
+  if (primary === 5 || primary === 6) return true
+  if (typeof e?.code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(e.code)) return true
+  return typeof e?.message === 'string' && /database (table )?is locked|SQLITE_BUSY/.test(e.message)
+}
+
+interface BunDatabase {
+  exec(sql: string): void
+  prepare(sql: string): SqliteStatement
+  close(): void
+}
+
+/** What `node:sqlite` is missing on, for the one-line error: `Node 20.19.0`, `Node 22.4.0`, … */
+function runtimeName(): string {
+  const versions = (globalThis as { process?: { versions?: Record<string, string | undefined> } }).process?.versions
+  if (versions?.deno) return `Deno ${versions.deno}`
+  return versions?.node ? `Node ${versions.node}` : 'this runtime'
+}
+
+/**
+ * The runtime's SQLite, or an `Error` whose one line names the requirement.
+ * The specifiers are variables: `node:sqlite` is unknown to Node 20's type definitions.
+ */
+export async function loadSqlite(subpath: string): Promise<OpenSqlite> {
+  const isBun = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined'
+  const specifier = isBun ? 'bun:sqlite' : 'node:sqlite'
+  let module: Record<string, unknown>
+  try {
+    module = (await import(specifier)) as Record<string, unknown>
+  } catch {
+    const name = runtimeName()
+    const flag = /^Node 22\.([5-9]|1[0-2])\./.test(name) ? ' (before 22.13 with --experimental-sqlite)' : ''
+    throw new Error(`${subpath} needs node:sqlite (Node ≥ 22.5${flag}), Bun or Deno; this is ${name}`)
+  }
+  if (isBun) {
+    const Database = module.Database as new (path: string, options: { create: boolean }) => BunDatabase
+    return (path) => new Database(path, { create: true })
+  }
+  const DatabaseSync = module.DatabaseSync as new (path: string) => SqliteDatabase
+  return (path) => new DatabaseSync(path)
+}

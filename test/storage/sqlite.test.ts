@@ -1,0 +1,252 @@
+/**
+ * The storage contract on SQLite (#28 item 1). Where the runtime has SQLite (Node ≥ 22.5 and Deno:
+ * node:sqlite; Bun: bun:sqlite) the suite runs here: one database file in WAL mode, emptied between
+ * tests. Under Node 20 (which runs `npm test`) this file runs itself again under Node 22
+ * (GATEHOUSE_NODE22, else the binary .ci/run installs in .tools/node22), Bun and Deno, each through
+ * vitest, and asserts that each run passed with the suite run on that runtime, so a failure there
+ * fails here with its output; and it checks that Node 20 refuses the import in one line.
+ * Processes of several runtimes racing on one file: test/storage/sqlite_race.test.ts.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sqliteDialect, toSqliteParameters } from '../../src/storage/sql/dialect.ts'
+import { type SqlClient, createSqlStore } from '../../src/storage/sql/store.ts'
+import { loadSqlite } from '../../src/storage/sqlite_driver.ts'
+import { ROOT } from '../runtime/server.ts'
+import {
+  clientRecord,
+  codeRecord,
+  describeStorageContract,
+  pushedRequestRecord,
+  refreshRecord,
+  uniqueId,
+} from './contract.ts'
+import { TABLES } from './sql_helpers.ts'
+import { node22Binary } from './sqlite_node22.ts'
+
+const versions = process.versions as Record<string, string | undefined>
+const runtime = versions.bun
+  ? 'Bun (bun:sqlite)'
+  : versions.deno
+    ? 'Deno (node:sqlite)'
+    : `Node ${versions.node?.split('.')[0]} (node:sqlite)`
+// The runtime's SQLite where it has one (not Node 20), and the store module only there: vitest
+// collects a skipped describe's body too.
+const sqlite = await loadSqlite('test').then(
+  async (open) => ({ ...(await import('../../src/storage/sqlite.ts')), open }),
+  () => undefined,
+)
+const node22 = node22Binary()
+const BIN = join(ROOT, 'node_modules/.bin')
+
+describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
+  if (!sqlite) return
+  const { createSqliteStore, open } = sqlite
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-'))
+  const path = join(dir, 'gatehouse.db')
+  const admin = open(path)
+
+  beforeAll(async () => {
+    const store = createSqliteStore({ path })
+    expect(await store.pendingMigrations()).toEqual([1, 2, 3])
+    expect(await store.migrate()).toEqual([1, 2, 3])
+    expect(await store.migrate()).toEqual([]) // idempotent
+    expect(await store.pendingMigrations()).toEqual([])
+    await store.close()
+  })
+  afterAll(() => {
+    admin.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  describeStorageContract({
+    name: 'sqlite',
+    create({ now }) {
+      for (const table of [...TABLES, 'gatehouse_attempts']) admin.exec(`DELETE FROM ${table}`)
+      return createSqliteStore({ path, now })
+    },
+  })
+
+  it('#28 item 1 the file is in WAL mode, so that several processes share it', async () => {
+    const store = createSqliteStore({ path })
+    await store.clients.get('x')
+    const [mode] = admin.prepare('PRAGMA journal_mode').all() as Array<{ journal_mode: string }>
+    expect(mode?.journal_mode).toBe('wal')
+    await store.close()
+  })
+
+  it('#28 item 1 migrations run once when several stores on one file migrate at once', async () => {
+    const other = join(dir, 'migrate.db')
+    const stores = Array.from({ length: 4 }, () => createSqliteStore({ path: other }))
+    const applied = await Promise.all(stores.map((store) => store.migrate()))
+    expect(applied.flat().sort()).toEqual([1, 2, 3])
+    await Promise.all(stores.map((store) => store.close()))
+  })
+
+  it('#28 item 1 keeps its state across a restart on the same file', async () => {
+    const file = join(dir, 'restart.db')
+    const first = createSqliteStore({ path: file })
+    await first.migrate()
+    const client = clientRecord()
+    await first.clients.insert(client)
+    await first.close()
+    const second = createSqliteStore({ path: file })
+    expect(await second.migrate()).toEqual([])
+    expect(await second.clients.get(client.clientId)).toEqual(client)
+    await second.close()
+  })
+
+  it('#28 item 1 a busy database is retried, then a StoreUnavailableError (503), never another error', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const store = createSqliteStore({ path, busyTimeout: 300 })
+    const code = codeRecord(now)
+    await store.codes.insert(code)
+    // Another connection holds the write lock for a while, then lets go: the consume waits it out.
+    const other = open(path)
+    other.exec('BEGIN IMMEDIATE')
+    const waiting = store.codes.consume(code.id, now)
+    setTimeout(() => other.exec('COMMIT'), 100)
+    expect((await waiting).status).toBe('ok')
+    // Held past busyTimeout: the store gives up with StoreUnavailableError.
+    other.exec('BEGIN IMMEDIATE')
+    try {
+      await expect(store.refreshTokens.rotate(uniqueId('rt'), refreshRecord(now), now)).rejects.toMatchObject({
+        name: 'StoreUnavailableError',
+      })
+    } finally {
+      other.exec('COMMIT')
+      other.close()
+    }
+    await store.close()
+  })
+
+  it('#28 item 1 a consume or a rotation is one atomic unit of statements (one batch, as D1 runs it); the other hot-path operations one statement', async () => {
+    const db = open(path)
+    const calls: string[] = []
+    const run = (text: string, params: unknown[]) => {
+      const converted = toSqliteParameters(text)
+      return db.prepare(converted.text).all(...params.slice(0, converted.count).map((value) => value ?? null))
+    }
+    const client: SqlClient = {
+      query: async (text, params = []) => {
+        calls.push('query')
+        return run(text, params) as never
+      },
+      batch: async (statements, params) => {
+        calls.push(`batch of ${statements.length}`)
+        db.exec('BEGIN IMMEDIATE')
+        try {
+          const results = statements.map((text) => run(text, params))
+          db.exec('COMMIT')
+          return results
+        } catch (err) {
+          db.exec('ROLLBACK')
+          throw err
+        }
+      },
+      transaction: async (fn) => {
+        calls.push('transaction')
+        return fn(client)
+      },
+      close: async () => db.close(),
+    }
+    const now = Math.floor(Date.now() / 1000)
+    const store = createSqlStore(client, { dialect: sqliteDialect(), now: () => now })
+    const code = codeRecord(now)
+    const token = refreshRecord(now)
+    await store.codes.insert(code)
+    await store.refreshTokens.insert(token)
+    const pushed = pushedRequestRecord(now)
+    await store.pushedRequests.put(pushed)
+    const next = () => refreshRecord(now, { familyId: token.familyId })
+    const calling = async (operation: () => Promise<unknown>) => {
+      calls.length = 0
+      await operation()
+      return [...calls]
+    }
+    expect({
+      'codes.get': await calling(() => store.codes.get(code.id)),
+      'codes.consume ok': await calling(() => store.codes.consume(code.id, now)),
+      'codes.consume replayed': await calling(() => store.codes.consume(code.id, now)),
+      'codes.consume missing': await calling(() => store.codes.consume(uniqueId('code'), now)),
+      'refreshTokens.rotate ok': await calling(() => store.refreshTokens.rotate(token.id, next(), now)),
+      'refreshTokens.rotate replayed': await calling(() => store.refreshTokens.rotate(token.id, next(), now)),
+      'refreshTokens.rotate missing': await calling(() => store.refreshTokens.rotate(uniqueId('rt'), next(), now)),
+      'pushedRequests.take': await calling(() => store.pushedRequests.take(pushed.id, now)),
+      'replays.use': await calling(() => store.replays.use(uniqueId('jti'), now + 60, now)),
+      'revocations, both checks at once': await calling(() =>
+        Promise.all([store.revocations.isAccessTokenRevoked('j'), store.revocations.isFamilyRevoked('f')]),
+      ),
+    }).toEqual({
+      'codes.get': ['query'],
+      'codes.consume ok': ['batch of 2'],
+      'codes.consume replayed': ['batch of 2'],
+      'codes.consume missing': ['batch of 2'],
+      'refreshTokens.rotate ok': ['batch of 3'],
+      'refreshTokens.rotate replayed': ['batch of 3'],
+      'refreshTokens.rotate missing': ['batch of 3'],
+      'pushedRequests.take': ['query'],
+      'replays.use': ['query'],
+      'revocations, both checks at once': ['query'],
+    })
+    await store.close()
+  })
+
+  it('#28 item 1 the schema option does not exist on SQLite: plain gatehouse_* tables in the file', async () => {
+    const names = admin
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+      .all()
+      .map((row) => (row as { name: string }).name)
+    expect(names).toEqual([...TABLES, 'gatehouse_attempts', 'gatehouse_migrations'].sort())
+  })
+})
+
+describe.runIf(!sqlite)('SQLite store on Node 20', () => {
+  it('#28 item 1 importing gatehouse/storage/sqlite fails with one line naming the requirement', async () => {
+    const error = await import('../../src/storage/sqlite.ts').then(
+      () => undefined,
+      (err: Error) => err,
+    )
+    expect(error?.message).toBe(
+      `gatehouse/storage/sqlite needs node:sqlite (Node ≥ 22.5), Bun or Deno; this is Node ${process.versions.node}`,
+    )
+  })
+
+  /** This file under another runtime's vitest: it passed, with the suite run (not skipped) on that runtime. */
+  const runs = [
+    { name: 'Node 22', label: 'Node 22 (node:sqlite)', command: node22 ? [node22] : undefined },
+    { name: 'Bun', label: 'Bun (bun:sqlite)', command: [join(BIN, 'bun')] },
+    { name: 'Deno', label: 'Deno (node:sqlite)', command: [join(BIN, 'deno'), 'run', '--allow-all'] },
+  ]
+  for (const { name, label, command } of runs) {
+    it.runIf(command)(
+      `#28 item 1 the SQLite contract suite passes on ${name}`,
+      () => {
+        const [file, ...args] = command as [string, ...string[]]
+        const run = spawnSync(
+          file,
+          [...args, 'node_modules/vitest/vitest.mjs', 'run', '--reporter=verbose', 'test/storage/sqlite.test.ts'],
+          {
+            cwd: ROOT,
+            encoding: 'utf8',
+            timeout: 240_000,
+            maxBuffer: 64 * 1024 * 1024,
+            env: { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' },
+          },
+        )
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colours
+        const output = `${run.stdout}\n${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, '')
+        expect(run.status, output).toBe(0)
+        expect(output).toContain(
+          `SQLite store on ${label} > storage contract: sqlite > codes > consume: exactly one of 100 concurrent callers wins`,
+        )
+        expect(output).toMatch(/Tests\s+\d{2,} passed/)
+        expect(output).not.toMatch(/\d+ failed/)
+      },
+      300_000,
+    )
+  }
+})
