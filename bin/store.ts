@@ -104,51 +104,47 @@ export async function openStore(config: StoreConfig, { migrate = true } = {}): P
     case 'postgres': {
       const { createPostgresStore } = await import('../src/storage/postgres.ts')
       const store = createPostgresStore({ url: config.url, ...(config.schema ? { schema: config.schema } : {}) })
-      try {
+      return prepared(store, async () => {
         await store.connect()
         if (migrate) await store.migrate()
         else await checkMigrated(store, config, 'DATABASE_URL and GATEHOUSE_PG_SCHEMA')
-      } catch (err) {
-        await store.close().catch(() => {})
-        throw err
-      }
-      return store
+      })
     }
     case 'redis': {
       const { createRedisStore } = await import('../src/storage/redis.ts')
       const store = createRedisStore({ url: config.url, ...(config.prefix ? { prefix: config.prefix } : {}) })
-      try {
-        await store.connect()
-      } catch (err) {
-        await store.close().catch(() => {})
-        throw err
-      }
-      return store
+      return prepared(store, () => store.connect())
     }
     case 'pglite': {
       const { createPgliteStore } = await import('../src/storage/pglite.ts')
       const store = createPgliteStore({ dataDir: config.dataDir })
-      try {
+      return prepared(store, async () => {
         if (migrate) await store.migrate()
         else await checkMigrated(store, config, 'GATEHOUSE_DATA_DIR')
-      } catch (err) {
-        await store.close().catch(() => {})
-        throw err
-      }
-      return store
+      })
     }
     case 'sqlite': {
       const { createSqliteStore } = await import('../src/storage/sqlite.ts')
       if (migrate) mkdirSync(config.dataDir, { recursive: true })
       const store = createSqliteStore({ path: sqliteFile(config.dataDir) })
-      try {
+      return prepared(store, async () => {
         if (migrate) await store.migrate()
         else await checkMigrated(store, config, 'GATEHOUSE_DATA_DIR')
-      } catch (err) {
-        await store.close().catch(() => {})
-        throw err
-      }
-      return store
+      })
     }
   }
+}
+
+/** The store once `prepare` (connect, migrate or check) succeeded; closed when it failed. */
+async function prepared<S extends Store & { close(): Promise<void> }>(
+  store: S,
+  prepare: () => Promise<void>,
+): Promise<S> {
+  try {
+    await prepare()
+  } catch (err) {
+    await store.close().catch(() => {})
+    throw err
+  }
+  return store
 }
