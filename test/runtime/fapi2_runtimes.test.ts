@@ -12,7 +12,6 @@
  * `profile: 'fapi2-security'` in the file: discovery advertises the profile, un-pushed requests
  * are refused.
  */
-import { join } from 'node:path'
 import {
   type CryptoKey,
   type JWK,
@@ -33,25 +32,15 @@ import { migrateStore } from '../../bin/migrate.ts'
 import { Browser } from '../helpers/browser.ts'
 import {
   CONFIG,
-  ROOT,
   type Running,
-  WORKERS_COMMAND,
+  RUNTIMES,
+  bin,
   freePort,
   launch,
   runnable,
   waitUntilServing,
   writeConfig,
 } from './server.ts'
-
-const bin = (name: string) => join(ROOT, 'node_modules/.bin', name)
-
-const runtimes = [
-  { name: 'node', command: [bin('tsx'), 'bin/serve_node.ts'] },
-  { name: 'bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'] },
-  { name: 'deno', command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'] },
-  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on the memory store.
-  { name: 'workers', command: WORKERS_COMMAND },
-]
 
 const options = { [oauth.allowInsecureRequests]: true }
 const WEB_ID = 'fapi-web'
@@ -160,7 +149,7 @@ async function stopAndCheck(server: Running | undefined): Promise<void> {
   expect(exit.code === 0 || exit.signal !== null, `exit ${JSON.stringify(exit)}\n${server.output().stderr}`).toBe(true)
 }
 
-describe.each(runtimes)('#21 $name: PAR, DPoP and private_key_jwt over HTTP (memory store)', ({ command }) => {
+describe.each(RUNTIMES)('#21 $name: PAR, DPoP and private_key_jwt over HTTP (memory store)', ({ command }) => {
   let config: ReturnType<typeof writeConfig> | undefined
   let server: Running | undefined
   let issuer = ''
@@ -466,7 +455,7 @@ describe.runIf(DATABASE_URL)(
 )
 
 describe('#21 deno: profile fapi2-security from the configuration file (FAPI 2.0 Security Profile §5)', () => {
-  const deno = runtimes.find((row) => row.name === 'deno') as (typeof runtimes)[number]
+  const deno = RUNTIMES.find((row) => row.name === 'deno') as (typeof RUNTIMES)[number]
   let config: ReturnType<typeof writeConfig> | undefined
   let server: Running | undefined
   let issuer = ''

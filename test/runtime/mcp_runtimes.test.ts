@@ -5,37 +5,16 @@
  * redeems the code with `resource` (RFC 8707) and gets an access token whose `aud` is exactly the
  * resource; a refresh narrows to it again; an unknown resource is `invalid_target`.
  */
-import { join } from 'node:path'
 import { decodeJwt } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { signInOverHttp } from '../helpers/mcp.ts'
-import {
-  CONFIG,
-  ROOT,
-  type Running,
-  WORKERS_COMMAND,
-  freePort,
-  launch,
-  runnable,
-  waitUntilServing,
-  writeConfig,
-} from './server.ts'
-
-const bin = (name: string) => join(ROOT, 'node_modules/.bin', name)
-
-const runtimes = [
-  { name: 'node', command: [bin('tsx'), 'bin/serve_node.ts'] },
-  { name: 'bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'] },
-  { name: 'deno', command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'] },
-  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on the memory store.
-  { name: 'workers', command: WORKERS_COMMAND },
-]
+import { CONFIG, type Running, RUNTIMES, freePort, launch, runnable, waitUntilServing, writeConfig } from './server.ts'
 
 const options = { [oauth.allowInsecureRequests]: true }
 const REDIRECT_URI = 'http://127.0.0.1:9/mcp-client/callback'
 
-describe.each(runtimes)('#19 $name: registration and resources', ({ command }) => {
+describe.each(RUNTIMES)('#19 $name: registration and resources', ({ command }) => {
   let config: ReturnType<typeof writeConfig> | undefined
   let server: Running | undefined
   let issuer = ''

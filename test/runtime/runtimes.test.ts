@@ -3,7 +3,6 @@
  * and workerd through `npm run start:workers`) with a configuration file, and oauth4webapi drives
  * the same flows over real HTTP.
  */
-import { join } from 'node:path'
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -11,10 +10,9 @@ import {
   CONFIG,
   CookieJar,
   PLRU,
-  ROOT,
   RU,
   type Running,
-  WORKERS_COMMAND,
+  RUNTIMES,
   freePort,
   launch,
   runnable,
@@ -23,23 +21,6 @@ import {
 } from './server.ts'
 import { unescapeHtml } from '../helpers/browser.ts'
 
-interface RuntimeRow {
-  name: string
-  command: string[]
-  // Runtime gaps go here as flags with a reason, e.g. `skipLogout: true, // Bun does not …`.
-  // None are needed at present: every runtime passes every flow.
-}
-
-const bin = (name: string) => join(ROOT, 'node_modules/.bin', name)
-
-const runtimes: RuntimeRow[] = [
-  { name: 'node', command: [bin('tsx'), 'bin/serve_node.ts'] },
-  { name: 'bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'] },
-  { name: 'deno', command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'] },
-  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on the memory store.
-  { name: 'workers', command: WORKERS_COMMAND },
-]
-
 const options = { [oauth.allowInsecureRequests]: true }
 const service: oauth.Client = { client_id: 'rt-service' }
 const resourceServer: oauth.Client = { client_id: 'api1' }
@@ -47,7 +28,7 @@ const resourceServerAuth = oauth.ClientSecretBasic('api1-secret')
 const web: oauth.Client = { client_id: 'rt-web' }
 const webAuth = oauth.ClientSecretBasic('rt-web-secret')
 
-describe.each(runtimes)('$name', ({ command }) => {
+describe.each(RUNTIMES)('$name', ({ command }) => {
   let config: ReturnType<typeof writeConfig> | undefined
   let server: Running | undefined
   let issuer = ''

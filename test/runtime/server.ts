@@ -20,6 +20,26 @@ export const NODE_22 = '<node 22+>'
 /** The `workers` row of the runtime matrix: workerd through Miniflare, launched by Node 22+. */
 export const WORKERS_COMMAND = [NODE_22, '--import', 'tsx', 'bin/serve_workers.ts']
 
+/** A binary of the project's dev dependencies. */
+export const bin = (name: string): string => join(ROOT, 'node_modules/.bin', name)
+
+/** A row of the runtime matrix: the standalone server's command on one runtime. */
+export interface RuntimeRow {
+  name: string
+  command: string[]
+  // Runtime gaps go here as flags with a reason, e.g. `skipLogout: true, // Bun does not …`.
+  // None are needed at present: every runtime passes every flow.
+}
+
+/** The runtime matrix every runtime test runs on. */
+export const RUNTIMES: RuntimeRow[] = [
+  { name: 'node', command: [bin('tsx'), 'bin/serve_node.ts'] },
+  { name: 'bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'] },
+  { name: 'deno', command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'] },
+  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on the memory store.
+  { name: 'workers', command: WORKERS_COMMAND },
+]
+
 /**
  * A Node 22+ binary: this one when it is, else the registry's platform package of Node 22, cached
  * under ~/.cache/gatehouse-test (as test/package/pack.test.ts gets other majors).
