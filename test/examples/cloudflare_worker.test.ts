@@ -28,6 +28,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hashSecret } from '../../src/index.ts'
 import { MIGRATIONS } from '../../src/storage/sql/migrations.ts'
 import { Browser } from '../helpers/browser.ts'
+import { node22Binary } from '../storage/sqlite_node22.ts'
 import { ROOT, type Running, bin, freePort, groupMembers, launch, node22, waitUntilServing } from '../runtime/server.ts'
 
 const run = promisify(execFile)
@@ -135,7 +136,7 @@ describe.skipIf(!enabled)(title, () => {
         'GATEHOUSE_TEST_CLOUDFLARE_EXAMPLE=1 but examples/cloudflare-worker/node_modules is missing: run `npm run pack:example` in the root, then `npm ci` in examples/cloudflare-worker',
       )
     }
-    node = await node22()
+    node = node22Binary() ?? (await node22())
     persist = mkdtempSync(join(tmpdir(), 'gatehouse-cf-example-'))
     port = await freePort()
     issuer = `http://127.0.0.1:${port}`
