@@ -279,9 +279,14 @@ describe.skipIf(!enabled)(title, () => {
     expect(Number(counts?.refresh_tokens)).toBeGreaterThan(0)
   }, 30_000)
 
-  it('#28 item 7 the Cron Trigger prunes: the scheduled handler runs without error', async () => {
+  it('#28 item 7 the Cron Trigger prunes: the scheduled handler deletes expired rows from D1', async () => {
+    await query(
+      "INSERT INTO gatehouse_replays (key, expires_at) VALUES ('cf-example-expired', 1), ('cf-example-live', 99999999999)",
+    )
     const response = await fetch(`${issuer}/cdn-cgi/local/scheduled`)
     expect(response.status, await response.text()).toBe(200)
+    const rows = await query("SELECT key FROM gatehouse_replays WHERE key LIKE 'cf-example-%'")
+    expect(rows.map((row) => row.key)).toEqual(['cf-example-live'])
     expect(running?.output().stderr ?? '').not.toMatch(/pruning the store failed|the store has no prune/)
   }, 30_000)
 
