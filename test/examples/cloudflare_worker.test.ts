@@ -175,6 +175,11 @@ describe.skipIf(!enabled)(title, () => {
     expect(manifest.devDependencies.wrangler).toBeDefined()
   })
 
+  it('#28 item 7 src/index.ts type-checks against the packed package and @cloudflare/workers-types (npm run typecheck)', async () => {
+    const { stdout } = await run(node, [`${APP}node_modules/typescript/bin/tsc`, '--noEmit', '-p', APP], { cwd: APP })
+    expect(stdout).toBe('')
+  }, 60_000)
+
   it('#28 item 7 `wrangler d1 migrations apply` recorded every version in gatehouse_migrations', async () => {
     const rows = await query('SELECT version FROM gatehouse_migrations ORDER BY version')
     expect(rows.map((row) => row.version)).toEqual(MIGRATIONS.map((migration) => migration.version))
