@@ -7,7 +7,7 @@
  * Variables (wrangler.jsonc "vars"): ISSUER, WEB_REDIRECT_URIS, GATEHOUSE_STORE=d1.
  * Secrets (`wrangler secret put`, locally .dev.vars): WEB_CLIENT_SECRET, SERVICE_CLIENT_SECRET,
  * DEMO_USER_PASSWORD, each the value or its PBKDF2 hash (`npm run secret` prints both): with the
- * hash, the Worker never holds the secret, and an isolate's start costs no hashing.
+ * hash, the Worker never holds the secret, and an isolate's start does not hash it.
  */
 import { createWorker, workerStore } from 'gatehouse/adapters/workers'
 
