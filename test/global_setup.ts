@@ -44,6 +44,11 @@ export function skippedGroups(
       runs: env.GATEHOUSE_TEST_MCP_EXAMPLE === '1' || exists('examples/mcp-server/node_modules'),
       how: 'run `npm run pack:example`, then `npm ci` in examples/mcp-server (CI runs it after the suite)',
     },
+    {
+      name: 'the Cloudflare Worker example test (wrangler dev on a local D1)',
+      runs: env.GATEHOUSE_TEST_CLOUDFLARE_EXAMPLE === '1' || exists('examples/cloudflare-worker/node_modules'),
+      how: 'run `npm run pack:example`, then `npm ci` in examples/cloudflare-worker (CI runs it after the suite)',
+    },
   ]
   return groups.filter((group) => !group.runs)
 }
