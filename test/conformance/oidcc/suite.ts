@@ -514,3 +514,53 @@ export function requestObjectUrl(
   url.search = params.toString()
   return url
 }
+
+/** What the browser got from the end_session_endpoint. */
+export type LogoutResult = Awaited<ReturnType<Browser['navigate']>>
+
+/**
+ * AbstractOIDCCRpInitiatedLogout: a normal code flow (128-character state), then
+ * CreateEndSessionEndpointRequest with `id_token_hint`, `post_logout_redirect_uri` and a random
+ * `state` (no client_id), changed by the module (`customise`), sent by the browser as a GET.
+ */
+export async function loginThenLogout(
+  suite: Suite,
+  customise: (request: Map<string, string>, idToken: string) => void | Promise<void> = () => {},
+) {
+  const flow = await codeFlow(suite, { stateLength: 128 })
+  const request = new Map<string, string>([
+    ['id_token_hint', flow.idTokenRaw],
+    ['post_logout_redirect_uri', POST_LOGOUT_REDIRECT_URI],
+    ['state', randomString(10)],
+  ])
+  await customise(request, flow.idTokenRaw)
+  const url = new URL(suite.as.end_session_endpoint as string)
+  url.search = new URLSearchParams([...request]).toString()
+  const result = await suite.browser.navigate(url.href)
+  return { flow, request, result }
+}
+
+/**
+ * The modules that must not be redirected: the browser stays on an OP page (an error, or a
+ * confirmation the tester screenshots) and never reaches a URL of the suite.
+ */
+export function expectNoRedirect(result: LogoutResult): Page {
+  expect(result.callback, 'the OP redirected to the suite').toBeUndefined()
+  const page = result.page as Page
+  expect(page.response.headers.get('location')).toBeNull()
+  expect(page.response.headers.get('content-type')).toMatch(/^text\/html\b/)
+  return page
+}
+
+/** The end-user confirms on the logout page; the signed-out page follows, with no redirect. */
+export async function confirmLogout(suite: Suite, page: Page): Promise<Page> {
+  expect(page.status).toBe(200)
+  const after = await suite.browser.submit(page, { decision: 'yes' })
+  return expectNoRedirect(after)
+}
+
+/** The signed-out page ("you are logged out", ExpectSuccessfulLogoutPage). */
+export function expectSignedOutPage(page: Page): void {
+  expect(page.status).toBe(200)
+  expect(page.html).toMatch(/signed out/i)
+}
