@@ -18,39 +18,100 @@ import { createSuite, fetchServerKeys } from './suite.ts'
 
 /** OIDC Discovery §3, RFC 8414 §2 and the IANA OAuth Authorization Server Metadata registry. */
 const REGISTERED = new Set([
-  'issuer', 'authorization_endpoint', 'token_endpoint', 'userinfo_endpoint', 'jwks_uri', 'registration_endpoint',
-  'scopes_supported', 'response_types_supported', 'response_modes_supported', 'grant_types_supported',
-  'acr_values_supported', 'subject_types_supported', 'id_token_signing_alg_values_supported',
-  'id_token_encryption_alg_values_supported', 'id_token_encryption_enc_values_supported',
-  'userinfo_signing_alg_values_supported', 'userinfo_encryption_alg_values_supported',
-  'userinfo_encryption_enc_values_supported', 'request_object_signing_alg_values_supported',
-  'request_object_encryption_alg_values_supported', 'request_object_encryption_enc_values_supported',
-  'token_endpoint_auth_methods_supported', 'token_endpoint_auth_signing_alg_values_supported',
-  'display_values_supported', 'claim_types_supported', 'claims_supported', 'service_documentation',
-  'claims_locales_supported', 'ui_locales_supported', 'claims_parameter_supported', 'request_parameter_supported',
-  'request_uri_parameter_supported', 'require_request_uri_registration', 'op_policy_uri', 'op_tos_uri',
-  'revocation_endpoint', 'revocation_endpoint_auth_methods_supported', 'revocation_endpoint_auth_signing_alg_values_supported',
-  'introspection_endpoint', 'introspection_endpoint_auth_methods_supported',
-  'introspection_endpoint_auth_signing_alg_values_supported', 'code_challenge_methods_supported',
-  'end_session_endpoint', 'check_session_iframe', 'frontchannel_logout_supported', 'frontchannel_logout_session_supported',
-  'backchannel_logout_supported', 'backchannel_logout_session_supported', 'pushed_authorization_request_endpoint',
-  'require_pushed_authorization_requests', 'dpop_signing_alg_values_supported', 'authorization_response_iss_parameter_supported',
-  'prompt_values_supported', 'client_id_metadata_document_supported', 'mtls_endpoint_aliases',
-  'tls_client_certificate_bound_access_tokens', 'require_signed_request_object', 'signed_metadata',
-  'authorization_signing_alg_values_supported', 'authorization_encryption_alg_values_supported',
-  'authorization_encryption_enc_values_supported', 'introspection_signing_alg_values_supported',
-  'introspection_encryption_alg_values_supported', 'introspection_encryption_enc_values_supported',
-  'device_authorization_endpoint', 'backchannel_authentication_endpoint', 'backchannel_token_delivery_modes_supported',
-  'backchannel_authentication_request_signing_alg_values_supported', 'backchannel_user_code_parameter_supported',
-  'authorization_details_types_supported', 'protected_resources',
+  'issuer',
+  'authorization_endpoint',
+  'token_endpoint',
+  'userinfo_endpoint',
+  'jwks_uri',
+  'registration_endpoint',
+  'scopes_supported',
+  'response_types_supported',
+  'response_modes_supported',
+  'grant_types_supported',
+  'acr_values_supported',
+  'subject_types_supported',
+  'id_token_signing_alg_values_supported',
+  'id_token_encryption_alg_values_supported',
+  'id_token_encryption_enc_values_supported',
+  'userinfo_signing_alg_values_supported',
+  'userinfo_encryption_alg_values_supported',
+  'userinfo_encryption_enc_values_supported',
+  'request_object_signing_alg_values_supported',
+  'request_object_encryption_alg_values_supported',
+  'request_object_encryption_enc_values_supported',
+  'token_endpoint_auth_methods_supported',
+  'token_endpoint_auth_signing_alg_values_supported',
+  'display_values_supported',
+  'claim_types_supported',
+  'claims_supported',
+  'service_documentation',
+  'claims_locales_supported',
+  'ui_locales_supported',
+  'claims_parameter_supported',
+  'request_parameter_supported',
+  'request_uri_parameter_supported',
+  'require_request_uri_registration',
+  'op_policy_uri',
+  'op_tos_uri',
+  'revocation_endpoint',
+  'revocation_endpoint_auth_methods_supported',
+  'revocation_endpoint_auth_signing_alg_values_supported',
+  'introspection_endpoint',
+  'introspection_endpoint_auth_methods_supported',
+  'introspection_endpoint_auth_signing_alg_values_supported',
+  'code_challenge_methods_supported',
+  'end_session_endpoint',
+  'check_session_iframe',
+  'frontchannel_logout_supported',
+  'frontchannel_logout_session_supported',
+  'backchannel_logout_supported',
+  'backchannel_logout_session_supported',
+  'pushed_authorization_request_endpoint',
+  'require_pushed_authorization_requests',
+  'dpop_signing_alg_values_supported',
+  'authorization_response_iss_parameter_supported',
+  'prompt_values_supported',
+  'client_id_metadata_document_supported',
+  'mtls_endpoint_aliases',
+  'tls_client_certificate_bound_access_tokens',
+  'require_signed_request_object',
+  'signed_metadata',
+  'authorization_signing_alg_values_supported',
+  'authorization_encryption_alg_values_supported',
+  'authorization_encryption_enc_values_supported',
+  'introspection_signing_alg_values_supported',
+  'introspection_encryption_alg_values_supported',
+  'introspection_encryption_enc_values_supported',
+  'device_authorization_endpoint',
+  'backchannel_authentication_endpoint',
+  'backchannel_token_delivery_modes_supported',
+  'backchannel_authentication_request_signing_alg_values_supported',
+  'backchannel_user_code_parameter_supported',
+  'authorization_details_types_supported',
+  'protected_resources',
 ])
 
-const URL_MEMBERS = ['issuer', 'jwks_uri', 'service_documentation', 'op_policy_uri', 'op_tos_uri', 'check_session_iframe']
+const URL_MEMBERS = [
+  'issuer',
+  'jwks_uri',
+  'service_documentation',
+  'op_policy_uri',
+  'op_tos_uri',
+  'check_session_iframe',
+]
 const BOOLEAN_MEMBERS = [
-  'claims_parameter_supported', 'request_parameter_supported', 'request_uri_parameter_supported',
-  'require_request_uri_registration', 'require_pushed_authorization_requests', 'authorization_response_iss_parameter_supported',
-  'frontchannel_logout_supported', 'frontchannel_logout_session_supported', 'backchannel_logout_supported',
-  'backchannel_logout_session_supported', 'tls_client_certificate_bound_access_tokens', 'client_id_metadata_document_supported',
+  'claims_parameter_supported',
+  'request_parameter_supported',
+  'request_uri_parameter_supported',
+  'require_request_uri_registration',
+  'require_pushed_authorization_requests',
+  'authorization_response_iss_parameter_supported',
+  'frontchannel_logout_supported',
+  'frontchannel_logout_session_supported',
+  'backchannel_logout_supported',
+  'backchannel_logout_session_supported',
+  'tls_client_certificate_bound_access_tokens',
+  'client_id_metadata_document_supported',
 ]
 /** RFC 6749 §3.3 scope-token. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/
@@ -86,11 +147,19 @@ describe('#30 oidcc-discovery-endpoint-verification (Config OP)', () => {
         for (const item of value as unknown[]) expect(typeof item, name).toBe('string')
       }
       if (BOOLEAN_MEMBERS.includes(name)) expect(typeof value, name).toBe('boolean')
-      if (URL_MEMBERS.includes(name) || name.endsWith('_endpoint')) expect(() => new URL(value as string), name).not.toThrow()
+      if (URL_MEMBERS.includes(name) || name.endsWith('_endpoint'))
+        expect(() => new URL(value as string), name).not.toThrow()
     }
 
     // OIDCCCheckDiscEndpointResponseTypesSupported (static client: the plan's variant)
-    const oidcResponseTypes = ['code', 'id_token', 'code id_token', 'id_token token', 'code token', 'code id_token token']
+    const oidcResponseTypes = [
+      'code',
+      'id_token',
+      'code id_token',
+      'id_token token',
+      'code token',
+      'code id_token token',
+    ]
     expect((doc.response_types_supported as string[]).some((t) => oidcResponseTypes.includes(t))).toBe(true)
     // CheckDiscEndpointSubjectTypesSupported
     expect((doc.subject_types_supported as string[]).some((t) => t === 'public' || t === 'pairwise')).toBe(true)
@@ -104,7 +173,8 @@ describe('#30 oidcc-discovery-endpoint-verification (Config OP)', () => {
     for (const name of ['authorization_endpoint', 'token_endpoint', 'userinfo_endpoint']) {
       expect(new URL(doc[name] as string).protocol, name).toBe('https:')
     }
-    if (doc.registration_endpoint !== undefined) expect(new URL(doc.registration_endpoint as string).protocol).toBe('https:')
+    if (doc.registration_endpoint !== undefined)
+      expect(new URL(doc.registration_endpoint as string).protocol).toBe('https:')
 
     // CheckJwksUri, FetchServerKeys, ValidateJwksSequence
     expect(new URL(doc.jwks_uri as string).protocol).toBe('https:')

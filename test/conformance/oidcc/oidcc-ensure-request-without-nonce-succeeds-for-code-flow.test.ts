@@ -7,11 +7,14 @@
 import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 
-describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-ensure-request-without-nonce-succeeds-for-code-flow ($method)', (client) => {
-  it('#30 oidcc-ensure-request-without-nonce-succeeds-for-code-flow: code issued, flow completes', async () => {
-    const suite = await createSuite()
-    const flow = await codeFlow(suite, { client, nonceLength: null })
-    expect(flow.request.params.has('nonce')).toBe(false)
-    expect(flow.idToken).not.toHaveProperty('nonce')
-  })
-})
+describe.each(CLIENT_AUTH_VARIANTS)(
+  '#30 oidcc-ensure-request-without-nonce-succeeds-for-code-flow ($method)',
+  (client) => {
+    it('#30 oidcc-ensure-request-without-nonce-succeeds-for-code-flow: code issued, flow completes', async () => {
+      const suite = await createSuite()
+      const flow = await codeFlow(suite, { client, nonceLength: null })
+      expect(flow.request.params.has('nonce')).toBe(false)
+      expect(flow.idToken).not.toHaveProperty('nonce')
+    })
+  },
+)

@@ -16,9 +16,9 @@ describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-idtoken-unsigned ($method)', (cli
     const suite = await createSuite()
     const algs = suite.as.id_token_signing_alg_values_supported as string[]
     expect(algs).not.toContain('none')
-    expect(() =>
-      parseClientRegistration({ ...SUITE_CLIENTS.client, idTokenSignedResponseAlg: 'none' }),
-    ).toThrow(/idTokenSignedResponseAlg/)
+    expect(() => parseClientRegistration({ ...SUITE_CLIENTS.client, idTokenSignedResponseAlg: 'none' })).toThrow(
+      /idTokenSignedResponseAlg/,
+    )
     const flow = await codeFlow(suite, { client })
     expect(decodeProtectedHeader(flow.idTokenRaw).alg).not.toBe('none')
     expect(flow.idTokenRaw.split('.')[2]).not.toBe('')

@@ -15,7 +15,9 @@ describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-prompt-none-not-logged-in ($metho
     const result = await suite.browser.navigate(request.url.href)
     expect(result.page).toBeUndefined()
     const error = checkErrorCallback(suite, result.callback as URL, request)
-    expect(['interaction_required', 'login_required', 'account_selection_required', 'consent_required']).toContain(error)
+    expect(['interaction_required', 'login_required', 'account_selection_required', 'consent_required']).toContain(
+      error,
+    )
     expect(result.callback?.searchParams.get('state')).toHaveLength(128)
   })
 })

@@ -12,7 +12,17 @@
  */
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
-import { CLIENT2, CLIENT_AUTH_VARIANTS, type Suite, type SuiteClient, checkIdToken, checkUserinfo, codeFlow, createSuite, shannonEntropy } from './suite.ts'
+import {
+  CLIENT2,
+  CLIENT_AUTH_VARIANTS,
+  type Suite,
+  type SuiteClient,
+  checkIdToken,
+  checkUserinfo,
+  codeFlow,
+  createSuite,
+  shannonEntropy,
+} from './suite.ts'
 
 const VSCHAR = /^[\x20-\x7e]+$/
 
@@ -73,7 +83,13 @@ describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-refresh-token ($method)', (client
     const two = await refreshAndCompare(suite, CLIENT2, false, 43)
 
     // Client 2's refresh token presented by client 1.
-    const stolen = await oauth.refreshTokenGrantRequest(suite.as, client.client, client.auth, two.refreshToken, suite.opts)
+    const stolen = await oauth.refreshTokenGrantRequest(
+      suite.as,
+      client.client,
+      client.auth,
+      two.refreshToken,
+      suite.opts,
+    )
     expect(stolen.status).toBe(400)
     expect(stolen.headers.get('content-type')).toMatch(/^application\/json\b/)
     expect(await stolen.json()).toMatchObject({ error: 'invalid_grant' })

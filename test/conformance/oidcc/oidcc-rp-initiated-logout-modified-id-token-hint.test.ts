@@ -10,7 +10,10 @@ import { codeFlow, createSuite, expectNoRedirect, loginThenLogout } from './suit
 function algNone(idToken: string): string {
   const [header, payload] = idToken.split('.') as [string, string]
   const decoded = JSON.parse(atob(header.replace(/-/g, '+').replace(/_/g, '/'))) as Record<string, unknown>
-  const changed = btoa(JSON.stringify({ ...decoded, alg: 'none' })).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+  const changed = btoa(JSON.stringify({ ...decoded, alg: 'none' }))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '')
   return `${changed}.${payload}.`
 }
 

@@ -7,7 +7,14 @@
  * out" the signed-out page shows and prompt=none fails.
  */
 import { describe, it } from 'vitest'
-import { confirmLogout, createSuite, expectNoRedirect, expectSignedOutPage, loginThenLogout, promptNoneMustFail } from './suite.ts'
+import {
+  confirmLogout,
+  createSuite,
+  expectNoRedirect,
+  expectSignedOutPage,
+  loginThenLogout,
+  promptNoneMustFail,
+} from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-no-params (client_secret_basic)', () => {
   it('#30 oidcc-rp-initiated-logout-no-params: logged out after the confirmation, no redirect', async () => {

@@ -6,7 +6,14 @@
  * Gatehouse asks first (RP-Initiated Logout §2); after "Sign out" the session is gone.
  */
 import { describe, it } from 'vitest'
-import { confirmLogout, createSuite, expectNoRedirect, expectSignedOutPage, loginThenLogout, promptNoneMustFail } from './suite.ts'
+import {
+  confirmLogout,
+  createSuite,
+  expectNoRedirect,
+  expectSignedOutPage,
+  loginThenLogout,
+  promptNoneMustFail,
+} from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-only-state (client_secret_basic)', () => {
   it('#30 oidcc-rp-initiated-logout-only-state: logged out after the confirmation, no redirect', async () => {

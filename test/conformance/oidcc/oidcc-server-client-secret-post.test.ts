@@ -8,9 +8,18 @@
  */
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
-import { CLIENT_AUTH_VARIANTS, buildRequest, checkCodeCallback, codeFlow, createSuite, runAuthorization } from './suite.ts'
+import {
+  CLIENT_AUTH_VARIANTS,
+  buildRequest,
+  checkCodeCallback,
+  codeFlow,
+  createSuite,
+  runAuthorization,
+} from './suite.ts'
 
-const post = CLIENT_AUTH_VARIANTS.find((c) => c.method === 'client_secret_post') as (typeof CLIENT_AUTH_VARIANTS)[number]
+const post = CLIENT_AUTH_VARIANTS.find(
+  (c) => c.method === 'client_secret_post',
+) as (typeof CLIENT_AUTH_VARIANTS)[number]
 
 describe('#30 oidcc-server-client-secret-post (client_secret_post)', () => {
   it('#30 oidcc-server-client-secret-post: the happy flow with client_secret_post', async () => {

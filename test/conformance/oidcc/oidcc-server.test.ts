@@ -10,7 +10,24 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 
 /** What an ID token for scope=openid may carry (OIDC Core §2, plus sid and at_hash). */
-const ID_TOKEN_MEMBERS = ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'acr', 'amr', 'azp', 'at_hash', 'c_hash', 'nbf', 'jti', 'sid', 's_hash']
+const ID_TOKEN_MEMBERS = [
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'iat',
+  'auth_time',
+  'nonce',
+  'acr',
+  'amr',
+  'azp',
+  'at_hash',
+  'c_hash',
+  'nbf',
+  'jti',
+  'sid',
+  's_hash',
+]
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-server ($method)', (client) => {
   it('#30 oidcc-server: the happy code flow passes every check of the module', async () => {

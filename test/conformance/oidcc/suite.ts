@@ -153,7 +153,8 @@ export async function fetchServerKeys(
   expect(new Set(kids).size).toBe(kids.length)
   for (const key of jwks.keys) {
     // RFC 7517 §1.1 / ValidateJwksSequence: no private members in a published set.
-    for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k']) expect(key, `${key.kid}.${secret}`).not.toHaveProperty(secret)
+    for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'])
+      expect(key, `${key.kid}.${secret}`).not.toHaveProperty(secret)
   }
   return jwks
 }
@@ -220,8 +221,7 @@ export async function runAuthorization(
   url: URL | { url: string; init: RequestInit },
   options: { expectLogin?: boolean } = {},
 ): Promise<{ callback: URL; loginShown: boolean }> {
-  const first =
-    url instanceof URL ? await browser.navigate(url.href) : await browser.navigate(url.url, url.init)
+  const first = url instanceof URL ? await browser.navigate(url.href) : await browser.navigate(url.url, url.init)
   if (first.callback) {
     if (options.expectLogin === true) throw new Error('the sign-in page was expected but the OP redirected at once')
     return { callback: first.callback, loginShown: false }
@@ -241,7 +241,12 @@ export async function runAuthorization(
  * (ValidateIssIfPresentInAuthorizationResponse), `state` is echoed, the code is ≥ 128 bits long
  * and ≥ 96 bits of Shannon entropy (EnsureMinimumAuthorizationCodeLength/Entropy).
  */
-export function checkCodeCallback(suite: Suite, callback: URL, request: SuiteRequest, client = CLIENT): URLSearchParams {
+export function checkCodeCallback(
+  suite: Suite,
+  callback: URL,
+  request: SuiteRequest,
+  client = CLIENT,
+): URLSearchParams {
   expect(callback.origin + callback.pathname).toBe(request.params.get('redirect_uri'))
   expect(callback.hash).toBe('')
   const params = oauth.validateAuthResponse(suite.as, client.client, callback, request.state ?? oauth.expectNoState)
@@ -265,7 +270,8 @@ export function checkErrorCallback(suite: Suite, callback: URL, request: SuiteRe
   expect(q.has('code')).toBe(false)
   const error = q.get('error')
   expect(error).toMatch(/^[\x20-\x21\x23-\x5b\x5d-\x7e]+$/)
-  for (const name of q.keys()) expect(['error', 'error_description', 'error_uri', 'state', 'session_state', 'iss']).toContain(name)
+  for (const name of q.keys())
+    expect(['error', 'error_description', 'error_uri', 'state', 'session_state', 'iss']).toContain(name)
   const description = q.get('error_description')
   if (description !== null) expect(description).toMatch(/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/)
   return error as string
@@ -330,7 +336,11 @@ export async function checkTokenResponse(
     requireIdToken: true,
   })
   const idTokenRaw = result.id_token as string
-  const idToken = await checkIdToken(suite, idTokenRaw, { client, nonce: request.nonce, accessToken: result.access_token })
+  const idToken = await checkIdToken(suite, idTokenRaw, {
+    client,
+    nonce: request.nonce,
+    accessToken: result.access_token,
+  })
   return { response: result, idToken, idTokenRaw, header: decodeProtectedHeader(idTokenRaw) }
 }
 
@@ -450,7 +460,10 @@ export async function checkUserinfo(
   }
   expect(response.status).toBe(200)
   expect(response.headers.get('content-type')).toMatch(/^application\/json\b/)
-  const claims = (await oauth.processUserInfoResponse(suite.as, CLIENT.client, sub, response)) as Record<string, unknown>
+  const claims = (await oauth.processUserInfoResponse(suite.as, CLIENT.client, sub, response)) as Record<
+    string,
+    unknown
+  >
   expect(claims.sub).toBe(sub)
   checkStandardClaimTypes(claims)
   return claims
