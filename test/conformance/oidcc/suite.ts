@@ -6,11 +6,15 @@
  * redirect URI `…/post_logout_redirect`), a browser that signs in on the built-in page, and the
  * checks that every module's normal flow runs (AbstractOIDCCServerTest: CheckServerConfiguration,
  * JWKS validation, the callback checks, the token response checks, PerformStandardIdTokenChecks,
- * the UserInfo call). oauth4webapi is the client; the service runs in process.
+ * the UserInfo call). oauth4webapi is the client. Every request goes over HTTP: the service is
+ * served on a loopback port by the Node adapter (the test's clock still drives it), and requests to
+ * the issuer's origin are sent there with the issuer's Host.
  */
 import { type JWK, type JWTPayload, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import * as oauth from 'oauth4webapi'
-import { expect } from 'vitest'
+import type { AddressInfo } from 'node:net'
+import { expect, onTestFinished } from 'vitest'
+import { serveNode } from '../../../adapters/node.ts'
 import type { ClientRegistration } from '../../../src/config.ts'
 import { Browser, type Page } from '../../helpers/browser.ts'
 import { ISSUER, USERS, inProcess, makeService } from '../../helpers/service.ts'
@@ -114,13 +118,48 @@ export type Suite = Awaited<ReturnType<typeof createSuite>>
 export async function createSuite() {
   const { service, clock } = await makeService()
   for (const registration of Object.values(SUITE_CLIENTS)) await service.clients.ensure(registration)
-  const fetch = (request: Request): Promise<Response> => service.fetch(request)
+  const fetch = await overHttp(service.fetch)
   const opts = inProcess(fetch)
   const issuer = new URL(ISSUER)
   const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, opts))
   checkServerConfiguration(as)
   const jwks = await fetchServerKeys(as, fetch)
   return { service, clock, fetch, opts, as, jwks, browser: newBrowser(fetch) }
+}
+
+/** The process's own fetch, kept before any test replaces the global one. */
+const socketFetch = globalThis.fetch
+
+/**
+ * Serves `handler` on 127.0.0.1 (closed when the test ends) and returns a fetch that sends the
+ * issuer's requests there over a real socket, keeping the URL's host as the Host header.
+ */
+async function overHttp(
+  handler: (request: Request, info?: { address?: string }) => Promise<Response>,
+): Promise<(request: Request) => Promise<Response>> {
+  const server = await serveNode(handler, { port: 0, hostname: '127.0.0.1' })
+  onTestFinished(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
+  const { port } = server.address() as AddressInfo
+  const issuer = new URL(ISSUER)
+  return async (request: Request): Promise<Response> => {
+    const url = new URL(request.url)
+    if (url.origin !== issuer.origin) throw new Error(`not a URL of the OP: ${url.href}`)
+    const headers = new Headers(request.headers)
+    headers.set('host', url.host)
+    const hasBody = request.method !== 'GET' && request.method !== 'HEAD'
+    return socketFetch(`http://127.0.0.1:${port}${url.pathname}${url.search}`, {
+      method: request.method,
+      headers,
+      redirect: 'manual',
+      ...(hasBody ? { body: await request.arrayBuffer() } : {}),
+    })
+  }
 }
 
 /** A browser whose cookies are its own; URLs of the suite are where it stops. */
