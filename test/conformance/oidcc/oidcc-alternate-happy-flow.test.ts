@@ -18,7 +18,7 @@ import {
 } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-alternate-happy-flow ($method)', (client) => {
-  it('#30 oidcc-alternate-happy-flow: reversed scope and parameter order succeed', async () => {
+  it('#30 oidcc-alternate-happy-flow (AUTHZ-06, UI-08): reversed scope and parameter order succeed', async () => {
     const suite = await createSuite()
     const request = await buildRequest(suite.as, { client, scope: 'email openid' })
     const reversed = [...request.params].sort(([a], [b]) => (a < b ? 1 : a > b ? -1 : 0))

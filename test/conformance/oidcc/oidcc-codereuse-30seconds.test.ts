@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite, redeem } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-codereuse-30seconds ($method)', (client) => {
-  it('#30 oidcc-codereuse-30seconds: invalid_grant after 30 s, first access token revoked', async () => {
+  it('#30 oidcc-codereuse-30seconds (CODE-02, CODE-03): invalid_grant after 30 s, first access token revoked', async () => {
     const suite = await createSuite()
     const flow = await codeFlow(suite, { client })
     suite.clock.advance(30)

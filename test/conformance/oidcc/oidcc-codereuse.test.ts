@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite, redeem } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-codereuse ($method)', (client) => {
-  it('#30 oidcc-codereuse: the second use fails with invalid_grant and revokes the first tokens', async () => {
+  it('#30 oidcc-codereuse (CODE-02, CODE-03): the second use fails with invalid_grant and revokes the first tokens', async () => {
     const suite = await createSuite()
     const flow = await codeFlow(suite, { client })
     const again = await redeem(suite, flow.params, flow.request, client)

@@ -121,7 +121,7 @@ const LANGUAGE_TAG = /^[a-zA-Z]{2,3}(-[a-zA-Z]{4})?(-([a-zA-Z]{2}|\d{3}))?(-([a-
 const CANONICAL_CASING = /^[a-z]{2,3}(-[A-Z][a-z]{3})?(-([A-Z]{2}|\d{3}))?(-[a-z\d]+)*$/
 
 describe('#30 oidcc-discovery-endpoint-verification (Config OP)', () => {
-  it('#30 oidcc-discovery-endpoint-verification: the discovery document passes every check of the module', async () => {
+  it('#30 oidcc-discovery-endpoint-verification (DISC-01, DISC-02, DISC-04–DISC-08, DISC-10–DISC-12, JWKS-01–JWKS-03): the discovery document passes every check of the module', async () => {
     const suite = await createSuite()
     const discoveryUrl = `${ISSUER}/.well-known/openid-configuration`
     const response = await suite.fetch(new Request(discoveryUrl))

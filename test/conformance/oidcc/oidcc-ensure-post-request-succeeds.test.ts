@@ -16,7 +16,7 @@ import {
 } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-ensure-post-request-succeeds ($method)', (client) => {
-  it('#30 oidcc-ensure-post-request-succeeds: a POSTed authorization request completes', async () => {
+  it('#30 oidcc-ensure-post-request-succeeds (AUTHZ-02): a POSTed authorization request completes', async () => {
     const suite = await createSuite()
     const request = await buildRequest(suite.as, { client })
     const endpoint = suite.as.authorization_endpoint as string

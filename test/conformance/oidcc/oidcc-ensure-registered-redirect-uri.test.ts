@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, REDIRECT_URI, buildRequest, createSuite, randomString } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-ensure-registered-redirect-uri ($method)', (client) => {
-  it('#30 oidcc-ensure-registered-redirect-uri: an error page, no redirect to either URI', async () => {
+  it('#30 oidcc-ensure-registered-redirect-uri (AUTHZ-11, AUTHZ-15): an error page, no redirect to either URI', async () => {
     const suite = await createSuite()
     const request = await buildRequest(suite.as, { client, redirectUri: REDIRECT_URI + randomString(10) })
     const result = await suite.browser.navigate(request.url.href)

@@ -19,7 +19,7 @@ import {
 } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-ensure-request-object-with-redirect-uri ($method)', (client) => {
-  it('#30 oidcc-ensure-request-object-with-redirect-uri: an invalid redirect_uri error page, no redirect', async () => {
+  it('#30 oidcc-ensure-request-object-with-redirect-uri (AUTHZ-31, AUTHZ-15): an invalid redirect_uri error page, no redirect', async () => {
     const suite = await createSuite()
     const request = await buildRequest(suite.as, { client })
     const claims = Object.fromEntries(request.params)

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-ensure-request-with-unknown-parameter-succeeds ($method)', (client) => {
-  it('#30 oidcc-ensure-request-with-unknown-parameter-succeeds: extra=foobar is ignored', async () => {
+  it('#30 oidcc-ensure-request-with-unknown-parameter-succeeds (AUTHZ-06): extra=foobar is ignored', async () => {
     const suite = await createSuite()
     const flow = await codeFlow(suite, { client, extra: { extra: 'foobar' } })
     expect(flow.request.url.searchParams.get('extra')).toBe('foobar')

@@ -16,7 +16,7 @@ import {
 } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-ensure-request-with-valid-pkce-succeeds ($method)', (client) => {
-  it('#30 oidcc-ensure-request-with-valid-pkce-succeeds: S256 challenge and verifier succeed', async () => {
+  it('#30 oidcc-ensure-request-with-valid-pkce-succeeds (AUTHZ-30, CODE-07, CODE-08): S256 challenge and verifier succeed', async () => {
     const suite = await createSuite()
     const flow = await codeFlow(suite, { client, pkce: true })
     expect(flow.request.params.get('code_challenge_method')).toBe('S256')

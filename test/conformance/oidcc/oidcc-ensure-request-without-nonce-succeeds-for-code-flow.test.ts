@@ -10,7 +10,7 @@ import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 describe.each(CLIENT_AUTH_VARIANTS)(
   '#30 oidcc-ensure-request-without-nonce-succeeds-for-code-flow ($method)',
   (client) => {
-    it('#30 oidcc-ensure-request-without-nonce-succeeds-for-code-flow: code issued, flow completes', async () => {
+    it('#30 oidcc-ensure-request-without-nonce-succeeds-for-code-flow (AUTHZ-08, IDT-06): code issued, flow completes', async () => {
       const suite = await createSuite()
       const flow = await codeFlow(suite, { client, nonceLength: null })
       expect(flow.request.params.has('nonce')).toBe(false)

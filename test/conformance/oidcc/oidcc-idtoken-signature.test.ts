@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-idtoken-signature ($method)', (client) => {
-  it('#30 oidcc-idtoken-signature: RS256 with a kid of the JWKS by default', async () => {
+  it('#30 oidcc-idtoken-signature (IDT-08, JWKS-03, JWKS-05): RS256 with a kid of the JWKS by default', async () => {
     const suite = await createSuite()
     const flow = await codeFlow(suite, { client })
     expect(flow.header.alg).toBe('RS256')

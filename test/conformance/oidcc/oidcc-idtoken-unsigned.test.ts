@@ -12,7 +12,7 @@ import { parseClientRegistration } from '../../../src/client_registration.ts'
 import { CLIENT_AUTH_VARIANTS, SUITE_CLIENTS, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-idtoken-unsigned ($method)', (client) => {
-  it('#30 oidcc-idtoken-unsigned: none is not offered, cannot be registered and is never issued', async () => {
+  it('#30 oidcc-idtoken-unsigned (DISC-11, IDT-08): none is not offered, cannot be registered and is never issued', async () => {
     const suite = await createSuite()
     const algs = suite.as.id_token_signing_alg_values_supported as string[]
     expect(algs).not.toContain('none')

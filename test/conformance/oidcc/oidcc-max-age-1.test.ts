@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-max-age-1 ($method)', (client) => {
-  it('#30 oidcc-max-age-1: sign-in again, auth_time present, later and recent', async () => {
+  it('#30 oidcc-max-age-1 (AUTHZ-26, IDT-07): sign-in again, auth_time present, later and recent', async () => {
     const suite = await createSuite()
     const first = await codeFlow(suite, { client, expectLogin: true })
     suite.clock.advance(2)

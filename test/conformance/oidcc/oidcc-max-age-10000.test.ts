@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-max-age-10000 ($method)', (client) => {
-  it('#30 oidcc-max-age-10000: no second sign-in, auth_time present and unchanged', async () => {
+  it('#30 oidcc-max-age-10000 (AUTHZ-26, IDT-07): no second sign-in, auth_time present and unchanged', async () => {
     const suite = await createSuite()
     const first = await codeFlow(suite, { client, expectLogin: true, extra: { max_age: '15000' } })
     expect(typeof first.idToken.auth_time).toBe('number')

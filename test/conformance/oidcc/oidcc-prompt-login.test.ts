@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-prompt-login ($method)', (client) => {
-  it('#30 oidcc-prompt-login: the end-user signs in again and auth_time moves on', async () => {
+  it('#30 oidcc-prompt-login (AUTHZ-25): the end-user signs in again and auth_time moves on', async () => {
     const suite = await createSuite()
     const first = await codeFlow(suite, { client, expectLogin: true })
     suite.clock.advance(1)

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-prompt-none-logged-in ($method)', (client) => {
-  it('#30 oidcc-prompt-none-logged-in: a code with no UI, same sub and auth_time', async () => {
+  it('#30 oidcc-prompt-none-logged-in (AUTHZ-24): a code with no UI, same sub and auth_time', async () => {
     const suite = await createSuite()
     const first = await codeFlow(suite, { client, expectLogin: true })
     suite.clock.advance(5)

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, buildRequest, checkErrorCallback, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-prompt-none-not-logged-in ($method)', (client) => {
-  it('#30 oidcc-prompt-none-not-logged-in: login_required redirect with the long state', async () => {
+  it('#30 oidcc-prompt-none-not-logged-in (AUTHZ-23, AUTHZ-03, AUTHZ-04): login_required redirect with the long state', async () => {
     const suite = await createSuite()
     const request = await buildRequest(suite.as, { client, stateLength: 128, extra: { prompt: 'none' } })
     const result = await suite.browser.navigate(request.url.href)

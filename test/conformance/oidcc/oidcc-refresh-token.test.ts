@@ -76,7 +76,7 @@ async function refreshAndCompare(suite: Suite, client: SuiteClient, withScope: b
 }
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-refresh-token ($method)', (client) => {
-  it('#30 oidcc-refresh-token: refresh works, the ID token stays consistent, tokens are bound to their client', async () => {
+  it('#30 oidcc-refresh-token (RT-01, RT-02, RT-03, RT-06): refresh works, the ID token stays consistent, tokens are bound to their client', async () => {
     const suite = await createSuite()
     const one = await refreshAndCompare(suite, client, true)
     expect(one.refreshed.id_token).toBeDefined()

@@ -21,7 +21,7 @@ import {
 describe.each(CLIENT_AUTH_VARIANTS)(
   '#30 oidcc-request-uri-unsigned-supported-correctly-or-rejected-as-unsupported ($method)',
   (client) => {
-    it('#30 oidcc-request-uri-unsigned-supported-correctly-or-rejected-as-unsupported: request_uri_not_supported', async () => {
+    it('#30 oidcc-request-uri-unsigned-supported-correctly-or-rejected-as-unsupported (AUTHZ-31, DISC-12): request_uri_not_supported', async () => {
       const suite = await createSuite()
       expect(suite.as.request_uri_parameter_supported).toBe(false)
       const request = await buildRequest(suite.as, { client })

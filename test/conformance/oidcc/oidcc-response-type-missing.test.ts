@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, buildRequest, checkErrorCallback, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-response-type-missing ($method)', (client) => {
-  it('#30 oidcc-response-type-missing: an error redirect in the query, never a code', async () => {
+  it('#30 oidcc-response-type-missing (AUTHZ-17, AUTHZ-20): an error redirect in the query, never a code', async () => {
     const suite = await createSuite()
     const request = await buildRequest(suite.as, { client, omit: ['response_type'] })
     const result = await suite.browser.navigate(request.url.href)

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT, codeFlow, createSuite, expectNoRedirect, loginThenLogout } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-bad-id-token-hint (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-bad-id-token-hint: a hint not signed by the OP is refused, no redirect', async () => {
+  it('#30 oidcc-rp-initiated-logout-bad-id-token-hint (LO-08): a hint not signed by the OP is refused, no redirect', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, async (request, idToken) => {
       const claims = JSON.parse(atob((idToken.split('.')[1] as string).replace(/-/g, '+').replace(/_/g, '/')))

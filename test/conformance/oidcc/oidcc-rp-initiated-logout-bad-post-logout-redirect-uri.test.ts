@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { BASE_URL, createSuite, expectNoRedirect, loginThenLogout } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-bad-post-logout-redirect-uri (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-bad-post-logout-redirect-uri: an error page, no redirect', async () => {
+  it('#30 oidcc-rp-initiated-logout-bad-post-logout-redirect-uri (LO-05): an error page, no redirect', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, (request) => {
       request.set('post_logout_redirect_uri', `${BASE_URL}/bad_post_logout_redirect_uri`)

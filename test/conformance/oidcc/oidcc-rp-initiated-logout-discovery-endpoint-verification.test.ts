@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { createSuite } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-discovery-endpoint-verification', () => {
-  it('#30 oidcc-rp-initiated-logout-discovery-endpoint-verification: end_session_endpoint is an https URL', async () => {
+  it('#30 oidcc-rp-initiated-logout-discovery-endpoint-verification (LO-01, DISC-06): end_session_endpoint is an https URL', async () => {
     const suite = await createSuite()
     const endSession = suite.as.end_session_endpoint as string
     expect(typeof endSession).toBe('string')

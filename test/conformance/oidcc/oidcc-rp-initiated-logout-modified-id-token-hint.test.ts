@@ -18,7 +18,7 @@ function algNone(idToken: string): string {
 }
 
 describe('#30 oidcc-rp-initiated-logout-modified-id-token-hint (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-modified-id-token-hint: alg none is refused, no redirect', async () => {
+  it('#30 oidcc-rp-initiated-logout-modified-id-token-hint (LO-08): alg none is refused, no redirect', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, (request, idToken) => {
       request.set('id_token_hint', algNone(idToken))

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { createSuite, expectNoRedirect, loginThenLogout } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-no-id-token-hint (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-no-id-token-hint: no redirect without a hint', async () => {
+  it('#30 oidcc-rp-initiated-logout-no-id-token-hint (LO-07): no redirect without a hint', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, (request) => {
       request.delete('id_token_hint')

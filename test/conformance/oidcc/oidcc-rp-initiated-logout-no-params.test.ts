@@ -17,7 +17,7 @@ import {
 } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-no-params (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-no-params: logged out after the confirmation, no redirect', async () => {
+  it('#30 oidcc-rp-initiated-logout-no-params (LO-11, LO-12, LO-14): logged out after the confirmation, no redirect', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, (request) => {
       request.clear()

@@ -9,7 +9,7 @@ import { describe, it } from 'vitest'
 import { createSuite, expectNoRedirect, expectSignedOutPage, loginThenLogout, promptNoneMustFail } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-no-post-logout-redirect-uri (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-no-post-logout-redirect-uri: the signed-out page, no redirect', async () => {
+  it('#30 oidcc-rp-initiated-logout-no-post-logout-redirect-uri (LO-11, LO-14): the signed-out page, no redirect', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, (request) => {
       request.delete('post_logout_redirect_uri')

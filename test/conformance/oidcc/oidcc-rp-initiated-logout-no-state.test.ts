@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { POST_LOGOUT_REDIRECT_URI, createSuite, loginThenLogout, promptNoneMustFail } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-no-state (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-no-state: redirect without state, then prompt=none fails', async () => {
+  it('#30 oidcc-rp-initiated-logout-no-state (LO-04, LO-14): redirect without state, then prompt=none fails', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, (request) => {
       request.delete('state')

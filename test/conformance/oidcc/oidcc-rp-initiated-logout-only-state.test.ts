@@ -16,7 +16,7 @@ import {
 } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-only-state (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-only-state: logged out after the confirmation, no redirect', async () => {
+  it('#30 oidcc-rp-initiated-logout-only-state (LO-11, LO-12, LO-14): logged out after the confirmation, no redirect', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, (request) => {
       request.delete('id_token_hint')

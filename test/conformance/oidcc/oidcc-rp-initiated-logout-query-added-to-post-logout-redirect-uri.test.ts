@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { POST_LOGOUT_REDIRECT_URI, createSuite, expectNoRedirect, loginThenLogout } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout-query-added-to-post-logout-redirect-uri (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout-query-added-to-post-logout-redirect-uri: no redirect', async () => {
+  it('#30 oidcc-rp-initiated-logout-query-added-to-post-logout-redirect-uri (LO-06): no redirect', async () => {
     const suite = await createSuite()
     const { result } = await loginThenLogout(suite, (request) => {
       request.set('post_logout_redirect_uri', `${POST_LOGOUT_REDIRECT_URI}?foo=bar`)

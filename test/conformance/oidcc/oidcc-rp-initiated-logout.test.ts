@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { POST_LOGOUT_REDIRECT_URI, createSuite, loginThenLogout, promptNoneMustFail } from './suite.ts'
 
 describe('#30 oidcc-rp-initiated-logout (client_secret_basic)', () => {
-  it('#30 oidcc-rp-initiated-logout: redirect with state only, then prompt=none fails', async () => {
+  it('#30 oidcc-rp-initiated-logout (LO-03, LO-14): redirect with state only, then prompt=none fails', async () => {
     const suite = await createSuite()
     const { request, result } = await loginThenLogout(suite)
     const callback = result.callback as URL

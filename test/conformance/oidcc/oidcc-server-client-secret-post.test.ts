@@ -22,7 +22,7 @@ const post = CLIENT_AUTH_VARIANTS.find(
 ) as (typeof CLIENT_AUTH_VARIANTS)[number]
 
 describe('#30 oidcc-server-client-secret-post (client_secret_post)', () => {
-  it('#30 oidcc-server-client-secret-post: the happy flow with client_secret_post', async () => {
+  it('#30 oidcc-server-client-secret-post (TOK-10, DISC-10): the happy flow with client_secret_post', async () => {
     const suite = await createSuite()
     expect(suite.as.token_endpoint_auth_methods_supported).toContain('client_secret_post')
     const flow = await codeFlow(suite, { client: post })

@@ -30,7 +30,7 @@ const ID_TOKEN_MEMBERS = [
 ]
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-server ($method)', (client) => {
-  it('#30 oidcc-server: the happy code flow passes every check of the module', async () => {
+  it('#30 oidcc-server (AUTHZ-01, AUTHZ-10, CODE-01, IDT-01–IDT-06, IDT-08–IDT-11, TOK-02–TOK-04): the happy code flow passes every check of the module', async () => {
     const suite = await createSuite()
     const flow = await codeFlow(suite, { client })
     expect(flow.loginShown).toBe(true)

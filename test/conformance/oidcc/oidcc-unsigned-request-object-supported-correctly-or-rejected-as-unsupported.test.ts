@@ -20,7 +20,7 @@ import {
 describe.each(CLIENT_AUTH_VARIANTS)(
   '#30 oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported ($method)',
   (client) => {
-    it('#30 oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported: request_not_supported', async () => {
+    it('#30 oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported (AUTHZ-31, DISC-12): request_not_supported', async () => {
       const suite = await createSuite()
       expect(suite.as.request_parameter_supported).toBe(false)
       expect((suite.as.request_object_signing_alg_values_supported as string[] | undefined) ?? []).not.toContain('none')

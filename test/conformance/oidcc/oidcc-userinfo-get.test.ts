@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, checkUserinfo, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-userinfo-get ($method)', (client) => {
-  it('#30 oidcc-userinfo-get: GET with the Authorization header', async () => {
+  it('#30 oidcc-userinfo-get (UI-01, UI-04, UI-05): GET with the Authorization header', async () => {
     const suite = await createSuite()
     const flow = await codeFlow(suite, { client, scope: 'openid email' })
     const claims = await checkUserinfo(suite, flow.response.access_token, flow.idToken.sub, 'get')

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { CLIENT_AUTH_VARIANTS, checkUserinfo, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-userinfo-post-body ($method)', (client) => {
-  it('#30 oidcc-userinfo-post-body: POST with access_token in the body', async () => {
+  it('#30 oidcc-userinfo-post-body (UI-03, UI-04): POST with access_token in the body', async () => {
     const suite = await createSuite()
     const flow = await codeFlow(suite, { client, scope: 'openid email' })
     const claims = await checkUserinfo(suite, flow.response.access_token, flow.idToken.sub, 'post-body')
