@@ -6,7 +6,6 @@
 import * as v from 'valibot'
 import { OAuthError } from '../errors.ts'
 import { strictObject } from '../schema_issues.ts'
-import type { TokenActor } from '../tokens/access_token.ts'
 
 /** RFC 8693 §3: the token types a subject or actor token may have (and the one issued). */
 export const TokenTypes = {
@@ -14,8 +13,11 @@ export const TokenTypes = {
   IdToken: 'urn:ietf:params:oauth:token-type:id_token',
 } as const
 
-/** RFC 8693 §4.1 `act`: who acts (`sub`), and in `act` who acted before. */
-export type TokenExchangeActor = TokenActor
+/** RFC 8693 §4.1 `act`: who acts (`sub`), and in `act` who acted before (the token claim). */
+export interface TokenExchangeActor {
+  sub: string
+  act?: TokenExchangeActor
+}
 
 /** The subject or the actor of an exchange, as its token says. */
 export interface TokenExchangeParty {

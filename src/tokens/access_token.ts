@@ -8,6 +8,7 @@ import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
 import type { Keyring, SigningKey } from '../keys/keyring.ts'
 import { signJwt } from './compact_jws.ts'
 import { randomToken } from './opaque.ts'
+import type { TokenExchangeActor } from '../token_exchange/options.ts'
 
 /** Claims of an access token we issue. */
 export interface AccessTokenClaims extends JWTPayload {
@@ -38,10 +39,7 @@ export interface AccessTokenClaims extends JWTPayload {
 }
 
 /** RFC 8693 §4.1 `act`: who acts (`sub`), and in `act` who acted before. */
-export interface TokenActor {
-  sub: string
-  act?: TokenActor
-}
+export type TokenActor = TokenExchangeActor
 
 export interface IssueAccessTokenInput {
   issuer: string
