@@ -129,6 +129,7 @@ export const tokenExchange: Grant = {
       audience: target.audience,
     })
     const scopes = scopesForAudience(granted.scope, granted.audience, ctx)
+    if (scopes.length === 0) throw new OAuthError('invalid_scope', 'no scope of the exchange is left for its audience')
     const now = ctx.now()
     // The new token never outlives the tokens it was made from.
     const ttl = Math.min(

@@ -442,6 +442,11 @@ describe('#29 token exchange (RFC 8693)', () => {
     await refused(ctx, subject(ctx), 'invalid_target')
   })
 
+  it('#29 token exchange: a hook leaving no scope for the audience it keeps is invalid_scope', async () => {
+    const ctx = await start({ tokenExchange: { authorize: () => ({ scope: ['mail.read'], audience: ['api1'] }) } })
+    await refused(ctx, subject(ctx), 'invalid_scope')
+  })
+
   it('#29 token exchange: every exchange is an audit event naming subject, actor and client', async () => {
     const events: GatehouseEvent[] = []
     const ctx = await start({ onEvent: (event) => void events.push(event) })
