@@ -326,6 +326,23 @@ describe('#29 token exchange (RFC 8693)', () => {
     expect(await response.json()).toMatchObject({ error: 'invalid_client' })
   })
 
+  it('#29 token exchange: failed client authentications are throttled as at every grant', async () => {
+    const ctx = await start()
+    const attempt = (secret: string) =>
+      ctx.service.fetch(
+        form(
+          ctx.as.token_endpoint as string,
+          { grant_type: GRANT, ...subject(ctx) },
+          { authorization: basic('agent', secret) },
+        ),
+        { address: '203.0.113.7' },
+      )
+    for (let i = 0; i < 10; i++) expect((await attempt(`guess-${i}`)).status).toBe(401)
+    const throttled = await attempt('agent-secret')
+    expect(throttled.status).toBe(429)
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0)
+  })
+
   it('#29 token exchange: an ID token of this issuer as subject token', async () => {
     const ctx = await start()
     const { raw, claims } = await exchange(ctx, {
