@@ -27,7 +27,7 @@ import { parseAudiences, parseResources } from '../resource_indicators.ts'
 import { parseScope } from '../scopes.ts'
 import { type TokenActor, issueAccessToken } from '../tokens/access_token.ts'
 import { type TokenExchangeParty, TokenTypes, applyExchangePolicy } from '../token_exchange/options.ts'
-import { type ExchangeParty, readExchangeToken } from '../token_exchange/subject.ts'
+import { type ExchangeParty, checkBoundParty, readExchangeToken } from '../token_exchange/subject.ts'
 import type { Grant } from './types.ts'
 
 /** The grant type (RFC 8693 §2.1). */
@@ -111,6 +111,8 @@ export const tokenExchange: Grant = {
     checkRequestedTokenType(params.get('requested_token_type'))
     const subject = (await readExchangeToken(params, 'subject', ctx)) as ExchangeParty
     const actor = await readExchangeToken(params, 'actor', ctx)
+    checkBoundParty(subject, 'subject', proof?.jkt)
+    checkBoundParty(actor, 'actor', proof?.jkt)
     const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
     const resources = [
       ...new Set([

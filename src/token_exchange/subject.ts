@@ -23,6 +23,8 @@ export interface ExchangeParty extends TokenExchangeParty {
   authTime?: number
   /** The token stands for a client itself (a client_credentials token, `gty`). */
   isClient: boolean
+  /** A DPoP-bound access token's key thumbprint (`cnf.jkt`): only a proof of that key exchanges it. */
+  jkt?: string
 }
 
 /** An access token's party: active (not expired, not revoked, grant not revoked), else undefined. */
@@ -39,6 +41,7 @@ async function accessTokenParty(token: string, ctx: Context): Promise<ExchangePa
     isClient: claims.gty === 'client_credentials',
     ...(claims.act !== undefined ? { act: claims.act as TokenActor } : {}),
     ...(claims.gid !== undefined ? { gid: claims.gid } : {}),
+    ...(claims.cnf !== undefined ? { jkt: claims.cnf.jkt } : {}),
     ...(claims.auth_time !== undefined ? { authTime: claims.auth_time } : {}),
   }
 }
@@ -86,4 +89,19 @@ export async function readExchangeToken(
   else throw new OAuthError('invalid_request', `${role}_token_type is not supported`)
   if (!party) throw new OAuthError('invalid_request', `the ${role}_token is invalid, expired or revoked`)
   return party
+}
+
+/**
+ * A DPoP-bound subject or actor token (RFC 9449 §6.1) is exchanged only with a proof of its own
+ * key: otherwise a stolen bound token, useless at a resource server without the key, would become
+ * a bearer token through any client allowed to exchange. The new token is bound to that key too.
+ */
+export function checkBoundParty(
+  party: ExchangeParty | undefined,
+  role: 'subject' | 'actor',
+  proofJkt: string | undefined,
+): void {
+  if (party?.jkt !== undefined && party.jkt !== proofJkt) {
+    throw new OAuthError('invalid_request', `the ${role}_token is DPoP-bound: send a DPoP proof of its key`)
+  }
 }

@@ -390,6 +390,23 @@ describe('#29 token exchange (RFC 8693)', () => {
     expect(claims.act).toEqual({ sub: 'agent' })
   })
 
+  it('#29 token exchange: a DPoP-bound subject token is exchanged only with a proof of its own key (RFC 9449 §6.1), and stays bound to it', async () => {
+    const time = Math.floor(Date.now() / 1000)
+    const ctx = await start({ now: () => time })
+    const key = await dpopKey()
+    const other = await dpopKey()
+    const bound = await exchange(ctx, subject(ctx), 'agent', { DPoP: oauth.DPoP({}, key.keyPair) })
+    const again = { subject_token: bound.result.access_token, subject_token_type: AT }
+    // Without a proof, the stolen bound token would come back as a bearer token.
+    await refused(ctx, again, 'invalid_request', 'agent2')
+    const wrongKey = await exchangeRequest(ctx, again, 'agent2', { DPoP: oauth.DPoP({}, other.keyPair) })
+    expect(wrongKey.status).toBe(400)
+    expect(await wrongKey.json()).toMatchObject({ error: 'invalid_request' })
+    const { raw, claims } = await exchange(ctx, again, 'agent2', { DPoP: oauth.DPoP({}, key.keyPair) })
+    expect(raw.token_type).toBe('DPoP')
+    expect(claims.cnf).toEqual({ jkt: key.jkt })
+  })
+
   it('#29 token exchange: introspection of the new token shows act', async () => {
     const ctx = await start()
     const first = await exchange(ctx, { ...subject(ctx), scope: 'mail.read' })
