@@ -26,12 +26,14 @@ import { RequestScope } from '../src/storage/request_scope.ts'
 import type { Store } from '../src/storage/types.ts'
 import type { WorkerContext, WorkerHandlers, WorkerOptions } from '../src/worker.ts'
 import { chooseWorkerStore, openWorkerStore } from '../src/worker_store.ts'
+import { workerdSocket } from './workerd_socket.ts'
 import { createWorker as createPlainWorker } from './workers.ts'
 
 export type { WorkerContext, WorkerFetch, WorkerHandlers, WorkerOptions } from '../src/worker.ts'
 export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker_store.ts'
 export { createWorkerPostgresStore, type WorkerPostgresStoreOptions } from '../src/storage/postgres_worker.ts'
 export { RequestScope } from '../src/storage/request_scope.ts'
+export { workerdSocket } from './workerd_socket.ts'
 
 const scopes = new AsyncLocalStorage<RequestScope>()
 
@@ -66,6 +68,7 @@ export function workerStore(env: object): Promise<Store | undefined> {
         url: choice.url,
         ...(choice.schema ? { schema: choice.schema } : {}),
         scope: currentScope,
+        socket: workerdSocket,
       }),
   })
 }

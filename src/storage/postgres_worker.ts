@@ -54,6 +54,11 @@ export interface WorkerPostgresStoreOptions {
   queryTimeout?: number
   /** Prepared statements (see storage/postgres.ts). Default true (Hyperdrive supports them). */
   prepare?: boolean
+  /**
+   * postgres.js's `socket` option: opens a connected socket from its options. On workerd,
+   * adapters/workerd_socket.ts (whose errors after a close do not become unhandled rejections).
+   */
+  socket?: (options: never) => Promise<unknown>
   now?: () => number
 }
 
@@ -91,6 +96,7 @@ export function createWorkerPostgresStore(
         connect_timeout: options.connectTimeout ?? 2,
         onnotice: () => {},
         prepare,
+        ...(options.socket ? ({ socket: options.socket } as object) : {}),
       })
       return { value: client, close: () => client.end({ timeout: 5 }) }
     })
