@@ -10,11 +10,18 @@
  * import { createWorker, workerStore } from 'gatehouse/adapters/workers'
  * export default createWorker(async (env) => ({ issuer: env.ISSUER, store: await workerStore(env) }))
  */
-import { waitUntil } from 'cloudflare:workers'
 import type { TokenServiceOptions } from '../src/index.ts'
 import { type WorkerHandlers, type WorkerOptions, createWorkerHandlers } from '../src/worker.ts'
 import { chooseWorkerStore, openWorkerStore } from '../src/worker_store.ts'
 import type { Store } from '../src/storage/types.ts'
+
+/**
+ * `waitUntil` of `cloudflare:workers`, which wrangler and workerd provide. Imported through a
+ * computed specifier, so that bundlers leave it to workerd and Deno (which publishes this file to
+ * JSR) does not try to resolve it.
+ */
+const CLOUDFLARE_WORKERS = 'cloudflare:workers'
+const { waitUntil } = (await import(CLOUDFLARE_WORKERS)) as { waitUntil(promise: Promise<unknown>): void }
 
 export type { WorkerContext, WorkerFetch, WorkerHandlers, WorkerOptions } from '../src/worker.ts'
 export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker_store.ts'

@@ -5,6 +5,7 @@
  */
 import type { ConfigFile } from '../src/config_file.ts'
 import type { TokenService } from '../src/index.ts'
+import type { Log } from './log.ts'
 
 /** The demo configuration used when no file is given. */
 export const DEMO: Pick<ConfigFile, 'clients' | 'users'> = {
@@ -132,4 +133,41 @@ export async function syncClients(
     }
   }
   return lines
+}
+
+/**
+ * Without a file on a persistent store, what the log says about its clients: the demo seed's
+ * warning, or how to add clients when there are none, or that demo clients from an earlier
+ * `--demo` start are still there (#27 item 13). Also said by `start:workers` on a local D1 (#28).
+ */
+export async function describeClients(
+  service: TokenService,
+  log: Pick<Log, 'info' | 'warn'>,
+  seeded: boolean,
+  where: string,
+  /** Whether `gatehouse clients add` reaches this store (not a local D1 inside workerd). */
+  cli = true,
+): Promise<void> {
+  if (seeded) {
+    log.warn(
+      `--demo: the demo clients ${DEMO_CLIENT_IDS.join(' and ')} are in the ${where}, with the secrets the README prints; they stay there. For trying it out only: ${cli ? 'remove them with "gatehouse clients remove ID", or ' : ''}start with --config FILE (which removes them)`,
+    )
+    return
+  }
+  const stored = (await service.clients.list()).filter((client) => client.registration === undefined)
+  const demo = stored.filter(isDemoClient).map((client) => client.clientId)
+  if (demo.length > 0) {
+    log.warn(
+      `demo clients ${demo.join(' and ')} (secrets published in the README) are in the ${where} from an earlier --demo start: ${cli ? 'remove them with "gatehouse clients remove ID", or ' : ''}start with --config FILE (which removes them)`,
+    )
+  }
+  if (stored.length === 0) {
+    log.warn(
+      `No clients configured: nothing can get a token yet. Add clients with --config FILE (its "clients"), ${cli ? 'or "gatehouse clients add" (same store variables), ' : ''}or try it out with --demo (seeds the demo clients of the README into the ${where})`,
+    )
+  } else {
+    log.info(
+      `No --config: serving the ${stored.length === 1 ? '1 client' : `${stored.length} clients`} in the ${where}`,
+    )
+  }
 }

@@ -6,13 +6,16 @@
  * esbuild) as bindings. GATEHOUSE_INSPECTOR_PORT opens workerd's DevTools inspector on that port
  * (default: none, so that several can run at once). SIGTERM or SIGINT stops workerd and exits.
  *
- * The store: GATEHOUSE_STORE=memory (the default for now: one isolate locally, so one memory);
- * `d1` (a local D1 in GATEHOUSE_DATA_DIR) and DATABASE_URL (PostgreSQL) fail with a clear message
- * until their Worker stores exist (src/worker_store.ts is where they plug in).
+ * The store: GATEHOUSE_STORE=d1, the default: a local D1 (binding DB) kept in GATEHOUSE_DATA_DIR
+ * (default ./gatehouse-data, under workers/), migrated at start; two processes on one folder are
+ * two instances of one deployment (workerd's SQLite is shared through the file). Without --config
+ * it is seeded with the demo only with --demo, as `npm start` on a persistent store.
+ * GATEHOUSE_STORE=memory: the in-memory store (one local isolate, so one memory), demo seeded.
  *
  * Needs Node 22 or later (Miniflare's requirement); `npm start` itself runs on Node 20.
  */
-import { readFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Runtime } from './runtime.ts'
 import { onParentExit } from './parent_exit.ts'
@@ -47,14 +50,19 @@ if (file && demo) {
   fail('--demo (GATEHOUSE_DEMO) seeds the demo clients when no configuration file is given; the file lists the clients')
 }
 
+type LocalStore = {
+  type: 'memory' | 'd1' | 'postgres'
+  describe: string
+  persist?: string
+  bindings?: Record<string, string>
+}
+
 /**
  * #28 item 4: PostgreSQL (GATEHOUSE_STORE=postgres, or DATABASE_URL without GATEHOUSE_STORE), as
  * `npm start` reads it: DATABASE_URL and GATEHOUSE_PG_SCHEMA go to the Worker as bindings, and it
  * connects over workerd's TCP sockets (nodejs_compat), a client per request.
  */
-function choosePostgres(
-  kind: string | undefined,
-): { type: 'postgres'; describe: string; bindings: Record<string, string> } | undefined {
+function choosePostgres(kind: string | undefined): LocalStore | undefined {
   const url = runtime.env('DATABASE_URL') || undefined
   if (kind !== 'postgres' && (kind !== undefined || url === undefined)) return undefined
   if (url === undefined) return fail('GATEHOUSE_STORE=postgres needs DATABASE_URL')
@@ -68,23 +76,21 @@ function choosePostgres(
 }
 
 /** The store of the local Worker, from the environment (as `npm start` reads it), checked here. */
-function chooseStore(): { type: 'memory' | 'postgres'; describe: string; bindings?: Record<string, string> } {
+function chooseStore(): LocalStore {
   const kind = runtime.env('GATEHOUSE_STORE') || undefined
   const postgres = choosePostgres(kind)
   if (postgres) return postgres
-  if (kind === 'd1') {
-    // Where the local D1 goes: Miniflare's d1Databases { DB } persisted in GATEHOUSE_DATA_DIR.
-    fail(
-      'GATEHOUSE_STORE=d1: the D1 store (gatehouse/storage/d1) is not in this version yet; start:workers serves the in-memory store (GATEHOUSE_STORE=memory)',
-    )
-  }
-  if (kind !== undefined && kind !== 'memory') {
-    fail(`GATEHOUSE_STORE must be memory, d1 or postgres for start:workers, got ${JSON.stringify(kind)}`)
+  if (kind !== undefined && kind !== 'memory' && kind !== 'd1') {
+    fail(`GATEHOUSE_STORE must be d1, memory or postgres for start:workers, got ${JSON.stringify(kind)}`)
   }
   if (file?.store !== undefined && file.store.type !== 'memory') {
     fail(`the configuration file's store (${file.store.type}) is not available on workerd: remove "store" from it`)
   }
-  return { type: 'memory', describe: 'in-memory store (one local isolate)' }
+  if (kind === 'memory' || (kind === undefined && file?.store?.type === 'memory')) {
+    return { type: 'memory', describe: 'in-memory store (one local isolate)' }
+  }
+  const dataDir = resolve(runtime.env('GATEHOUSE_DATA_DIR') || './gatehouse-data')
+  return { type: 'd1', describe: `local D1 store in ${join(dataDir, 'workers')}`, persist: join(dataDir, 'workers') }
 }
 const store = chooseStore()
 const issuer = runtime.env('ISSUER') ?? file?.issuer ?? `http://localhost:${port}`
@@ -113,6 +119,7 @@ const bundle = await build({
 const bindings: Record<string, string> = {
   ISSUER: issuer,
   GATEHOUSE_STORE: store.type,
+  GATEHOUSE_STORE_DESCRIPTION: store.describe,
   LOG_FORMAT: settings.LOG_FORMAT,
   METRICS: settings.METRICS,
   ...(seed ? { GATEHOUSE_SEED: '1' } : {}),
@@ -122,6 +129,7 @@ const bindings: Record<string, string> = {
     : {}),
 }
 
+if (store.persist) await mkdir(store.persist, { recursive: true })
 const { Miniflare, convertV4MiniflareOptions } = await import('miniflare')
 const signalListeners = { SIGTERM: process.listeners('SIGTERM'), SIGINT: process.listeners('SIGINT') }
 // Miniflare 5 takes its v4 options (the documented ones) through convertV4MiniflareOptions.
@@ -141,8 +149,10 @@ const miniflare = new Miniflare(
         // #28 item 4: postgres.js over TCP sockets, and the request scope (AsyncLocalStorage).
         compatibilityFlags: ['nodejs_compat'],
         bindings,
+        ...(store.type === 'd1' ? { d1Databases: { DB: 'gatehouse' } } : {}),
       },
     ],
+    ...(store.persist ? { resourcePersistencePath: store.persist } : {}),
   }),
 )
 // Miniflare's exit hook answers SIGTERM/SIGINT by killing workerd and exiting 143/130; this

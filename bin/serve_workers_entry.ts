@@ -9,7 +9,7 @@ import { createWorker, workerStore } from '../adapters/workers_postgres.ts'
 import { parseConfigFile } from '../src/config_file.ts'
 import { type Metrics, createMetrics } from '../src/index.ts'
 import { createLog } from './log.ts'
-import { seedDemo, syncClients } from './seed.ts'
+import { describeClients, seedDemo, syncClients } from './seed.ts'
 import { PATHS, createApp } from './start_app.ts'
 import { type Plan, plan } from './start_plan.ts'
 
@@ -23,6 +23,10 @@ export interface StandaloneEnv {
   GATEHOUSE_SEED?: string
   LOG_FORMAT?: string
   METRICS?: string
+  /** `d1` (the binding DB) or `memory`; GATEHOUSE_STORE_DESCRIPTION says where, for the log. */
+  GATEHOUSE_STORE?: string
+  GATEHOUSE_STORE_DESCRIPTION?: string
+  DB?: unknown
 }
 
 /** Built once per isolate, on its first request (in `configure`), used by `setup` and `wrap`. */
@@ -66,6 +70,10 @@ export default createWorker<StandaloneEnv>(
         env.GATEHOUSE_CONFIG_TEXT === undefined ? [] : await syncClients(service, made.clients, made.pruneClients)
       if (made.seed) await seedDemo(service, made.clients, made.demoCallback)
       for (const line of lines) (/: removed \(a demo client/.test(line) ? log.warn : log.info)(line)
+      if (env.GATEHOUSE_CONFIG_TEXT === undefined && env.GATEHOUSE_STORE === 'd1') {
+        // As `npm start` on a persistent store: the clients it holds, or how to add some.
+        await describeClients(service, log, made.seed, env.GATEHOUSE_STORE_DESCRIPTION ?? 'local D1 store', false)
+      }
     },
     wrap(service) {
       const { plan: made, metrics } = planned as NonNullable<typeof planned>

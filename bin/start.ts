@@ -20,7 +20,7 @@ import { type Metrics, type TokenService, createMetrics, createTokenService } fr
 import type { Store } from '../src/storage/types.ts'
 import type { Log } from './log.ts'
 import type { Fail, Runtime } from './runtime.ts'
-import { DEMO_CLIENT_IDS, isDemoClient, seedDemo, syncClients } from './seed.ts'
+import { describeClients, seedDemo, syncClients } from './seed.ts'
 import { PATHS, createApp } from './start_app.ts'
 import { listenAll, logStarted, metricsOnly, stopOnSignals } from './start_listen.ts'
 import { type Plan, plan } from './start_plan.ts'
@@ -33,34 +33,6 @@ export { PATHS } from './start_app.ts'
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`
-}
-
-/**
- * Without a file on a persistent store, what the log says about its clients: the demo seed's
- * warning, or how to add clients when there are none, or that demo clients from an earlier
- * `--demo` start are still there (#27 item 13).
- */
-async function describeClients(service: TokenService, log: Log, seeded: boolean, where: string): Promise<void> {
-  if (seeded) {
-    log.warn(
-      `--demo: the demo clients ${DEMO_CLIENT_IDS.join(' and ')} are in the ${where}, with the secrets the README prints; they stay there. For trying it out only: remove them with "gatehouse clients remove ID", or start with --config FILE (which removes them)`,
-    )
-    return
-  }
-  const stored = (await service.clients.list()).filter((client) => client.registration === undefined)
-  const demo = stored.filter(isDemoClient).map((client) => client.clientId)
-  if (demo.length > 0) {
-    log.warn(
-      `demo clients ${demo.join(' and ')} (secrets published in the README) are in the ${where} from an earlier --demo start: remove them with "gatehouse clients remove ID", or start with --config FILE (which removes them)`,
-    )
-  }
-  if (stored.length === 0) {
-    log.warn(
-      `No clients configured: nothing can get a token yet. Add clients with --config FILE (its "clients"), or "gatehouse clients add" (same store variables), or try it out with --demo (seeds the demo clients of the README into the ${where})`,
-    )
-  } else {
-    log.info(`No --config: serving the ${plural(stored.length, 'client')} in the ${where}`)
-  }
 }
 
 interface Opening {

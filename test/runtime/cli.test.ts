@@ -190,6 +190,23 @@ describe('gatehouse command line', () => {
     expect((await gatehouse([])).code).toBe(2)
   })
 
+  it('#28 item 7 migrate --print writes the migrations as SQL and opens no store; --from picks the later ones', async () => {
+    // A PostgreSQL URL nothing listens on: --print must not connect to it.
+    const env = { DATABASE_URL: 'postgres://ops@127.0.0.1:1/test', GATEHOUSE_PG_SCHEMA: 'gh_print' }
+    const sqlite = (await ok(['migrate', '--print', 'sqlite'], env)).stdout
+    expect(sqlite).toMatch(/^CREATE TABLE IF NOT EXISTS gatehouse_clients \(/m)
+    expect(sqlite).toContain('INSERT INTO gatehouse_migrations (version, name) VALUES (1, ')
+    const postgres = (await ok(['migrate', '--print', 'postgres'], env)).stdout
+    expect(postgres).toContain('CREATE SCHEMA IF NOT EXISTS "gh_print";')
+    expect(postgres).toContain('"gh_print".gatehouse_clients')
+    const later = (await ok(['migrate', '--print', 'sqlite', '--from', '2'], env)).stdout
+    expect(later).not.toContain('VALUES (1, ')
+    expect(later).toContain('VALUES (2, ')
+    await fails(['migrate', '--from', '2'], 2, /--from needs --print/)
+    await fails(['migrate', '--print', 'mysql'], 2, /--print must be one of sqlite, postgres/)
+    await fails(['migrate', '--print', 'sqlite', '--from', 'two'], 2, /--from must be a version number/)
+  })
+
   it.each([
     [
       'PostgreSQL',

@@ -36,7 +36,8 @@ export const RUNTIMES: RuntimeRow[] = [
   { name: 'node', command: [bin('tsx'), 'bin/serve_node.ts'] },
   { name: 'bun', command: [bin('bun'), 'run', 'bin/serve_bun.ts'] },
   { name: 'deno', command: [bin('deno'), 'run', '--allow-net', '--allow-env', '--allow-read', 'bin/serve_deno.ts'] },
-  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on the memory store.
+  // #28: workerd (Cloudflare's Workers runtime) through `npm run start:workers`, on its default
+  // store, a local D1 (in the fresh GATEHOUSE_DATA_DIR `launch` gives each process).
   { name: 'workers', command: WORKERS_COMMAND },
 ]
 
@@ -174,11 +175,20 @@ function inherited(): Record<string, string | undefined> {
 /** Spawns `command` in its own process group (so a stop reaches npm, tsx and their children). */
 export function launch(command: string[], env: Record<string, string>, cwd: string = ROOT): Running {
   const [file, ...args] = command as [string, ...string[]]
+  // A persistent store's folder (start:workers keeps its local D1 there by default): a fresh one
+  // per process, removed when it exits, unless the test shares one on purpose.
+  const dataDir = env.GATEHOUSE_DATA_DIR === undefined ? mkdtempSync(join(tmpdir(), 'gatehouse-data-')) : undefined
   const child = spawn(file, args, {
     cwd,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...inherited(), NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1', ...env },
+    env: {
+      ...inherited(),
+      NO_COLOR: '1',
+      DENO_NO_UPDATE_CHECK: '1',
+      ...(dataDir ? { GATEHOUSE_DATA_DIR: dataDir } : {}),
+      ...env,
+    },
   })
   let stdout = ''
   let stderr = ''
@@ -198,6 +208,7 @@ export function launch(command: string[], env: Record<string, string>, cwd: stri
   let finished = false
   void exited.then(() => {
     finished = true
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
   })
   return {
     child,

@@ -68,6 +68,8 @@ describe('#28 item 2 GATEHOUSE_STORE=sqlite', () => {
       }
       const first = await start(['start', '--', '--demo'], env)
       expect(first.server.output().stdout).toContain(`SQLite store in ${join(dataDir, 'gatehouse.db')}`)
+      // #28: Node 22's "SQLite is an experimental feature" warning is not printed at every start.
+      expect(first.server.output().stderr).not.toMatch(/ExperimentalWarning/)
       const issued = await token(first.base)
       expect(issued.status).toBe(200)
       await first.server.stop(15_000)

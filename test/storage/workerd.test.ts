@@ -4,7 +4,8 @@
  * vitest.workerd.config.ts, which needs Node 22 (Miniflare): this file runs that config under Node
  * 22 (GATEHOUSE_NODE22, else .tools/node22, as test/storage/sqlite.test.ts finds it) and asserts
  * that it passed, with each contract run on workerd (not skipped), so a failure there fails here
- * with its output. PostgreSQL needs DATABASE_URL (the machine's server; skipped without).
+ * with its output: D1 (the Worker's own binding) always, PostgreSQL (TCP sockets, nodejs_compat)
+ * with DATABASE_URL (the machine's server; skipped without).
  */
 import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
@@ -42,6 +43,17 @@ describe.runIf(node22)('#28 the storage contract inside workerd (vitest-pool-wor
     expect(status, text).toBe(0)
     expect(text).toMatch(/Test Files\s+\d+ (passed|skipped)/)
     expect(text).not.toMatch(/\d+ failed|Unhandled (Rejection|Error)/)
+  }, 300_000)
+
+  it('#28 item 6 the D1 contract suite passes inside workerd (the store in the Worker’s isolate on its env.DB)', () => {
+    const text = run()
+    expect(text).toMatch(/Tests\s+\d{2,} passed/)
+    expect(text, text).toContain(
+      'D1 store inside workerd > storage contract: d1 in workerd > codes > consume: exactly one of 100 concurrent callers wins, the rest see replayed',
+    )
+    expect(text).toContain(
+      'D1 store inside workerd > storage contract: d1 in workerd > refresh tokens > rotate is atomic: exactly one of 100 concurrent rotations wins and only its next generation exists',
+    )
   }, 300_000)
 
   it.runIf(databaseUrl)(

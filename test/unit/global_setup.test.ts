@@ -12,6 +12,7 @@ describe('the skipped-groups report', () => {
       expect.stringContaining('chromium'),
       expect.stringContaining('examples/nextjs'),
       expect.stringContaining('examples/mcp-server'),
+      expect.stringContaining('examples/cloudflare-worker'), // #28 item 7
     ])
     const all = { DATABASE_URL: 'postgres://x', REDIS_URL: 'redis://x', GATEHOUSE_TEST_NEXTJS: '1' }
     expect(skippedGroups(all, () => true)).toEqual([])

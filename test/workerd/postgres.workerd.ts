@@ -22,12 +22,15 @@ describe.runIf(url)('PostgreSQL store inside workerd', () => {
   const admin = postgres(url as string, { max: 1, onnotice: () => {}, socket: workerdSocket } as postgres.Options<{}>)
   const schema = runSchema('workerd')
   const scopes: RequestScope[] = []
-  const store = (scope: RequestScope | undefined, options: { now?: () => number } = {}) =>
+  const store = (scope: RequestScope | undefined, options: { now?: () => number; url?: string } = {}) =>
     createWorkerPostgresStore({ url: url as string, schema, scope: () => scope, socket: workerdSocket, ...options })
+  /** The URL with an application_name of this run, to count its connections among other tests'. */
+  const named = new URL(url as string)
+  named.searchParams.set('application_name', schema)
   const connections = async (): Promise<number> => {
-    const [row] = await admin.unsafe(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'postgres.js'`,
-    )
+    const [row] = await admin.unsafe(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`, [
+      schema,
+    ])
     return Number(row?.n)
   }
 
@@ -61,7 +64,7 @@ describe.runIf(url)('PostgreSQL store inside workerd', () => {
   it('#28 item 4 each scope (request) has its own connections, made on its first query and closed with it', async () => {
     const before = await connections()
     const [a, b] = [new RequestScope(), new RequestScope()]
-    const [storeA, storeB] = [store(a), store(b)]
+    const [storeA, storeB] = [store(a, { url: named.href }), store(b, { url: named.href })]
     expect(a.open).toBe(0) // nothing until the first query
     const code = codeRecord(Math.floor(Date.now() / 1000))
     await storeA.codes.insert(code)

@@ -75,3 +75,30 @@ export async function pendingSql(client: Pick<Client, 'query'>, dialect: SqlDial
   const done = found?.name == null ? new Set<number>() : await applied(client, dialect)
   return pending(done).map((migration) => migration.version)
 }
+
+/**
+ * The migrations from version `from` on as one SQL script in the dialect, for tools that apply schema
+ * files themselves (`wrangler d1 migrations apply`, a PostgreSQL migration tool). Each migration is
+ * followed by its record in `gatehouse_migrations`, so the store finds nothing pending afterwards;
+ * every statement may run again (`IF NOT EXISTS`, `ON CONFLICT DO NOTHING`), so applying it to a
+ * store that migrated itself first changes nothing. No transaction statements: D1 refuses them
+ * (it runs a migration file as one unit itself); wrap it on PostgreSQL if the tool does not.
+ */
+export function migrationScript(dialect: SqlDialect, from = 1): string {
+  const todo = MIGRATIONS.filter((migration) => migration.version >= from)
+  const versions = todo.length === 0 ? 'none' : `${todo[0]?.version} to ${todo.at(-1)?.version}`
+  const lines = [
+    `-- Gatehouse SQL store (${dialect.name}), migrations ${versions}, each recorded in gatehouse_migrations.`,
+    `-- Printed by \`npx gatehouse migrate --print ${dialect.name}${from === 1 ? '' : ` --from ${from}`}\`: do not edit.`,
+  ]
+  if (dialect.prefix !== '') lines.push(`CREATE SCHEMA IF NOT EXISTS ${dialect.prefix.slice(0, -1)};`)
+  lines.push(`${dialect.migrationsTable()};`)
+  for (const migration of todo) {
+    lines.push('', `-- ${migration.version}: ${migration.name}`)
+    for (const statement of migration.statements) lines.push(`${render(statement, dialect).replace(/\n {6}/g, '\n')};`)
+    lines.push(
+      `INSERT INTO ${dialect.table('migrations')} (version, name) VALUES (${migration.version}, '${migration.name.replaceAll("'", "''")}') ON CONFLICT (version) DO NOTHING;`,
+    )
+  }
+  return `${lines.join('\n')}\n`
+}
