@@ -177,10 +177,10 @@ describe('#28 item 3 the store a Worker’s env chooses', () => {
     )
   })
 
-  it('#28 item 3 the D1 and PostgreSQL stores are not in the Worker yet: opening them fails with that message, never memory', async () => {
+  it('#28 item 3 memory opens as the service default; a D1 choice whose binding is not one fails, never memory', async () => {
     expect(await openWorkerStore({ type: 'memory' })).toBeUndefined()
     await expect(openWorkerStore({ type: 'd1', binding: 'DB', database: {} })).rejects.toThrow(
-      /GATEHOUSE_STORE=d1: the D1 store \(gatehouse\/storage\/d1\) is not in this version yet/,
+      'database must be a D1 binding (env.DB)',
     )
   })
 
