@@ -7,6 +7,12 @@
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers'
 import { defineConfig } from 'vitest/config'
 
+/** DATABASE_URL for a Hyperdrive binding, which Miniflare wants with a password (trust auth ignores it). */
+function hyperdriveUrl(url: string): string {
+  const parsed = new URL(url)
+  if (!parsed.password) parsed.password = 'unused'
+  return parsed.href
+}
 
 export default defineConfig({
   plugins: [
@@ -15,6 +21,8 @@ export default defineConfig({
         compatibilityDate: '2026-08-01', // as bin/serve_workers.ts (COMPATIBILITY_DATE; that module is a script)
         compatibilityFlags: ['nodejs_compat'],
         bindings: { DATABASE_URL: process.env.DATABASE_URL ?? '' },
+        // A local Hyperdrive binding (Miniflare proxies it to the database), as `wrangler dev` has.
+        ...(process.env.DATABASE_URL ? { hyperdrives: { HYPERDRIVE: hyperdriveUrl(process.env.DATABASE_URL) } } : {}),
         d1Databases: ['DB'],
       },
     }),

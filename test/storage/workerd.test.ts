@@ -67,6 +67,9 @@ describe.runIf(node22)('#28 the storage contract inside workerd (vitest-pool-wor
       expect(text).toContain(
         'PostgreSQL store inside workerd > #28 item 4 each scope (request) has its own connections, made on its first query and closed with it',
       )
+      expect(text).toContain(
+        'PostgreSQL store inside workerd through a local Hyperdrive binding > #28 item 4 workerStore’s choice reads env.HYPERDRIVE.connectionString',
+      )
       expect(text).not.toMatch(/✓ .*PostgreSQL store inside workerd .*needs DATABASE_URL/)
     },
     300_000,

@@ -13,6 +13,7 @@ import { workerdSocket } from '../../adapters/workerd_socket.ts'
 import { StoreUnavailableError } from '../../src/errors.ts'
 import { createWorkerPostgresStore } from '../../src/storage/postgres_worker.ts'
 import { RequestScope } from '../../src/storage/request_scope.ts'
+import { chooseWorkerStore, openWorkerStore } from '../../src/worker_store.ts'
 import { codeRecord, describeStorageContract } from '../storage/contract.ts'
 import { TABLES, runSchema } from '../storage/sql_helpers.ts'
 
@@ -94,6 +95,35 @@ describe.runIf(url)('PostgreSQL store inside workerd', () => {
     await expect(down.connect()).rejects.toThrow(/cannot connect to PostgreSQL at 127\.0\.0\.1:1/)
     await expect(down.clients.get('x')).rejects.toBeInstanceOf(StoreUnavailableError)
     expect(Date.now() - started).toBeLessThan(3000)
+    await scope.close()
+  })
+})
+
+describe.runIf(url)('PostgreSQL store inside workerd through a local Hyperdrive binding', () => {
+  it('#28 item 4 workerStore’s choice reads env.HYPERDRIVE.connectionString, and the store works through it (migrated on open)', async () => {
+    const hyperdrive = env.HYPERDRIVE as { connectionString: string }
+    const schema = runSchema('hyperdrive')
+    const choice = chooseWorkerStore({ ...env, GATEHOUSE_PG_SCHEMA: schema })
+    expect(choice).toMatchObject({ type: 'postgres', source: 'Hyperdrive binding HYPERDRIVE', schema })
+    expect((choice as { url: string }).url).toBe(hyperdrive.connectionString)
+    const scope = new RequestScope()
+    const store = await openWorkerStore(choice, {
+      postgres: (chosen) =>
+        createWorkerPostgresStore({
+          url: chosen.url,
+          ...(chosen.schema ? { schema: chosen.schema } : {}),
+          scope: () => scope,
+          socket: workerdSocket,
+        }),
+    })
+    const now = Math.floor(Date.now() / 1000)
+    const code = codeRecord(now)
+    await store?.codes.insert(code)
+    expect((await store?.codes.consume(code.id, now))?.status).toBe('ok')
+    expect((await store?.codes.consume(code.id, now))?.status).toBe('replayed')
+    const admin = postgres(url as string, { max: 1, onnotice: () => {}, socket: workerdSocket } as postgres.Options<{}>)
+    await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await admin.end()
     await scope.close()
   })
 })
