@@ -65,9 +65,22 @@ export interface WorkerPostgresStoreOptions {
 /** Milliseconds the store fails at once after a query or a connection timed out. */
 const FAIL_FAST_MS = 1000
 
+/**
+ * Parameters as postgres.js sends them without the server's array types: a list (the store's
+ * `= ANY($n::text[])`) as an array literal in text, which the statement's cast reads. So a
+ * connection needs no `fetch_types` query first: one round trip less for every request.
+ */
+function parameters(params: unknown[]): postgres.ParameterOrJSON<never>[] {
+  return params.map((value) =>
+    Array.isArray(value)
+      ? `{${value.map((item) => `"${String(item).replace(/["\\]/g, '\\$&')}"`).join(',')}}`
+      : value,
+  ) as postgres.ParameterOrJSON<never>[]
+}
+
 function wrap(sql: postgres.TransactionSql, prepare: boolean): SqlClient {
   return {
-    query: (text, params = []) => sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare }) as never,
+    query: (text, params = []) => sql.unsafe(text, parameters(params), { prepare }) as never,
     transaction: () => Promise.reject(new TypeError('nested transactions are not used by the SQL store')),
     close: async () => {},
   }
@@ -95,6 +108,7 @@ export function createWorkerPostgresStore(
         max: options.max ?? 5,
         connect_timeout: options.connectTimeout ?? 2,
         onnotice: () => {},
+        fetch_types: false, // see parameters()
         prepare,
         ...(options.socket ? ({ socket: options.socket } as object) : {}),
       })
@@ -137,7 +151,7 @@ export function createWorkerPostgresStore(
 
   const client: SqlClient = {
     query: (text, params = []) =>
-      guarded((sql) => sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare })) as never,
+      guarded((sql) => sql.unsafe(text, parameters(params), { prepare })) as never,
     transaction: (fn) => guarded((sql) => sql.begin((tx) => fn(wrap(tx, prepare)))) as never,
     // The connections belong to the events' scopes, which close them.
     close: async () => {},
