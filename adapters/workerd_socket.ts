@@ -121,8 +121,11 @@ export async function workerdSocket(options: SocketOptions): Promise<Socket> {
   socket.raw = raw
   raw.closed.then(
     // Closed by a TLS upgrade (the new stream takes over), or for good.
-    () =>
-      socket.readyState === 'upgrade' ? ((socket.readyState = 'open'), socket.emit('secureConnect')) : socket.close(),
+    () => {
+      if (socket.readyState !== 'upgrade') return socket.close()
+      socket.readyState = 'open'
+      socket.emit('secureConnect')
+    },
     (err: unknown) => socket.fail(err),
   )
   socket.writer = raw.writable.getWriter()

@@ -72,9 +72,7 @@ const FAIL_FAST_MS = 1000
  */
 function parameters(params: unknown[]): postgres.ParameterOrJSON<never>[] {
   return params.map((value) =>
-    Array.isArray(value)
-      ? `{${value.map((item) => `"${String(item).replace(/["\\]/g, '\\$&')}"`).join(',')}}`
-      : value,
+    Array.isArray(value) ? `{${value.map((item) => `"${String(item).replace(/["\\]/g, '\\$&')}"`).join(',')}}` : value,
   ) as postgres.ParameterOrJSON<never>[]
 }
 
@@ -150,8 +148,7 @@ export function createWorkerPostgresStore(
   }
 
   const client: SqlClient = {
-    query: (text, params = []) =>
-      guarded((sql) => sql.unsafe(text, parameters(params), { prepare })) as never,
+    query: (text, params = []) => guarded((sql) => sql.unsafe(text, parameters(params), { prepare })) as never,
     transaction: (fn) => guarded((sql) => sql.begin((tx) => fn(wrap(tx, prepare)))) as never,
     // The connections belong to the events' scopes, which close them.
     close: async () => {},

@@ -20,7 +20,10 @@ import { TABLES, runSchema } from '../storage/sql_helpers.ts'
 const url = typeof env.DATABASE_URL === 'string' && env.DATABASE_URL !== '' ? env.DATABASE_URL : undefined
 
 describe.runIf(url)('PostgreSQL store inside workerd', () => {
-  const admin = postgres(url as string, { max: 1, onnotice: () => {}, socket: workerdSocket } as postgres.Options<{}>)
+  const admin = postgres(
+    url as string,
+    { max: 1, onnotice: () => {}, socket: workerdSocket } as postgres.Options<Record<string, never>>,
+  )
   const schema = runSchema('workerd')
   const scopes: RequestScope[] = []
   const store = (scope: RequestScope | undefined, options: { now?: () => number; url?: string } = {}) =>
@@ -121,7 +124,10 @@ describe.runIf(url)('PostgreSQL store inside workerd through a local Hyperdrive 
     await store?.codes.insert(code)
     expect((await store?.codes.consume(code.id, now))?.status).toBe('ok')
     expect((await store?.codes.consume(code.id, now))?.status).toBe('replayed')
-    const admin = postgres(url as string, { max: 1, onnotice: () => {}, socket: workerdSocket } as postgres.Options<{}>)
+    const admin = postgres(
+      url as string,
+      { max: 1, onnotice: () => {}, socket: workerdSocket } as postgres.Options<Record<string, never>>,
+    )
     await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await admin.end()
     await scope.close()
