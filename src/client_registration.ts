@@ -152,4 +152,7 @@ function checkAuthentication(reg: ParsedClientRegistration): void {
   if (reg.permissions.includes(Permissions.GrantTypes.ClientCredentials) && !confidential) {
     bad('clientSecret: a public client cannot use client_credentials')
   }
+  if (reg.permissions.includes(Permissions.GrantTypes.TokenExchange) && !confidential) {
+    bad('clientSecret: a public client cannot use token exchange')
+  }
 }

@@ -20,6 +20,7 @@ import { SCHEME_NAME, isForbiddenScheme } from './self_registered_redirects.ts'
 import type { Store } from './storage/types.ts'
 import type { Limiter } from './throttle.ts'
 import type { JwsSigner } from './tokens/compact_jws.ts'
+import { TokenExchangeSchema } from './token_exchange/options.ts'
 
 const { limits, throttle, dynamicClientRegistration: dcr } = OPTION_DEFAULTS
 
@@ -386,6 +387,8 @@ export const OptionsSchema = strictObject({
   dpop: v.optional(strictObject({ requireNonce: v.optional(v.boolean(), OPTION_DEFAULTS.dpop.requireNonce) }), {}),
   /** A security profile applied to every client. */
   profile: v.optional(v.picklist(['fapi2-security'])),
+  /** Token exchange (RFC 8693): the host's policy hook `authorize`. */
+  tokenExchange: v.optional(TokenExchangeSchema),
 })
 
 /** The options as parsed: every default filled in. */

@@ -44,6 +44,14 @@ export type GatehouseEvent = EventBase &
   (
     | ({ type: 'token.issued'; grantType: 'client_credentials' | 'authorization_code'; scope: string } & Subjects)
     | ({ type: 'token.refreshed'; scope: string } & Subjects)
+    | ({
+        /** RFC 8693 token exchange: `clientId` exchanged a token of `sub` (grant `grantId`) for `jti`. */
+        type: 'token.exchanged'
+        /** Who acts (the new token's `act.sub`): the actor token's subject, else the exchanging client. */
+        actor: string
+        subjectTokenType: 'access_token' | 'id_token'
+        scope: string
+      } & Subjects)
     | ({ type: 'code.redeemed' } & Subjects)
     | ({ type: 'code.replay_detected' } & Subjects)
     | ({ type: 'refresh_token.reuse_detected' } & Subjects)

@@ -70,6 +70,9 @@ export function metricsObserver(metrics: MetricsHook): (input: EventInput) => vo
       case 'token.refreshed':
         metrics.tokenIssued('refresh_token')
         return
+      case 'token.exchanged':
+        metrics.tokenIssued('token_exchange')
+        return
       case 'client.authentication_failed':
         metrics.clientAuthenticationFailed(input.reason)
         if (input.reason === 'throttled') metrics.throttled('client_authentication')

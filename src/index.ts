@@ -68,6 +68,13 @@ export { Permissions, scopePermission } from './permissions.ts'
 export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './secrets.ts'
 export type { SecretDigest } from './secrets.ts'
 export type { JwsSigner, SignFunction, SignerKey } from './tokens/compact_jws.ts'
+export type {
+  TokenExchangeActor,
+  TokenExchangeDecision,
+  TokenExchangeOptions,
+  TokenExchangeParty,
+  TokenExchangeRequest,
+} from './token_exchange/options.ts'
 export { createMemoryStore } from './storage/memory.ts'
 export type * from './storage/types.ts'
 

@@ -14,6 +14,7 @@ import type { Limiter } from './throttle.ts'
 import type { JwsSigner } from './tokens/compact_jws.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import type { DpopVerifier } from './dpop/proof_key.ts'
+import type { TokenExchangeOptions } from './token_exchange/options.ts'
 
 export type { Logger, PublicJwkSet, SigningAlgorithm, TokenEndpointAuthMethod }
 
@@ -344,6 +345,8 @@ export interface TokenServiceOptions {
    * tokens, private_key_jwt, short-lived codes, PS256/ES256/EdDSA only; see docs/high-security.md).
    */
   profile?: 'fapi2-security'
+  /** Token exchange (RFC 8693): the host's policy hook `authorize` (see src/token_exchange/options.ts). */
+  tokenExchange?: TokenExchangeOptions
 }
 
 /** Settings of the `dpop` option. */

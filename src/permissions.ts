@@ -18,6 +18,8 @@ export const Permissions = {
     AuthorizationCode: 'gt:authorization_code',
     RefreshToken: 'gt:refresh_token',
     ClientCredentials: 'gt:client_credentials',
+    /** RFC 8693 token exchange (OpenIddict's name); confidential clients only. */
+    TokenExchange: 'gt:urn:ietf:params:oauth:grant-type:token-exchange',
   },
   ResponseTypes: {
     Code: 'rst:code',

@@ -52,6 +52,22 @@ export function parseResources(values: readonly string[], client: ClientRecord, 
 }
 
 /**
+ * The `audience` values of a token exchange (RFC 8693 §2.1): logical names, so unlike `resource`
+ * not necessarily URIs, each the audience of a scope the client may request, else invalid_target.
+ * Repeated values collapse; at most `limits.maxScopes`.
+ */
+export function parseAudiences(values: readonly string[], client: ClientRecord, ctx: Context): string[] {
+  const list = [...new Set(values)]
+  if (list.length > ctx.config.limits.maxScopes) {
+    throw new OAuthError('invalid_target', `at most ${ctx.config.limits.maxScopes} audiences may be requested`)
+  }
+  if (!list.every((audience) => isPermittedResource(audience, client, ctx))) {
+    throw new OAuthError('invalid_target', 'audience is not an audience the client may request')
+  }
+  return list
+}
+
+/**
  * The resources of a token request for a grant (authorization code or refresh token, RFC 8707
  * §2.2): the requested ones (`parseResources`), each of which must be a resource of the grant, else
  * invalid_target; none requested: the grant's resources the client is still permitted (its

@@ -28,6 +28,9 @@ function explainRegistrationError(err: Error, registration: Record<string, unkno
     if (line.includes('public client cannot use client_credentials')) {
       return 'gt:client_credentials needs a secret: add --generate-secret or --secret S'
     }
+    if (line.includes('public client cannot use token exchange')) {
+      return 'gt:urn:ietf:params:oauth:grant-type:token-exchange needs a secret: add --generate-secret or --secret S'
+    }
     const match = /^(\w+)(?:\.(\d+))?: (.*)$/.exec(line)
     const flag = match && FIELD_FLAGS[match[1] as string]
     if (!match || !flag) return line
@@ -76,7 +79,8 @@ A generated secret is printed once, on stdout: only its hash is stored.`,
       value: 'P',
       multiple: true,
       required: true,
-      description: 'ept:token, gt:client_credentials, scp:api1, ...',
+      description:
+        'ept:token, gt:client_credentials, gt:urn:ietf:params:oauth:grant-type:token-exchange, scp:api1, ...',
     },
     secret: {
       type: 'string',

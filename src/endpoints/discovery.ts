@@ -31,7 +31,12 @@ export function metadata(ctx: Context): Record<string, unknown> {
     scopes_supported: ctx.scopes.names(),
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
+    grant_types_supported: [
+      'authorization_code',
+      'refresh_token',
+      'client_credentials',
+      'urn:ietf:params:oauth:grant-type:token-exchange',
+    ],
     subject_types_supported: ['public'],
     // Every alg a client may register as its idTokenSignedResponseAlg (the service's default first).
     id_token_signing_alg_values_supported: signingAlgorithms(config),

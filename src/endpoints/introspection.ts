@@ -69,6 +69,8 @@ async function introspectAccessToken(token: string, caller: ClientRecord, ctx: C
       ...(claims.auth_time !== undefined ? { auth_time: claims.auth_time } : {}),
       ...(claims.gty !== undefined ? { gty: claims.gty } : {}),
       ...(claims.cnf ? { cnf: { jkt: claims.cnf.jkt } } : {}),
+      // RFC 8693 §2.1: the actor (and prior actors) of an exchanged token.
+      ...(claims.act !== undefined ? { act: claims.act } : {}),
     },
     jti: claims.jti,
     ...(claims.gid !== undefined ? { grantId: claims.gid } : {}),

@@ -13,19 +13,24 @@ import { OAuthError } from '../errors.ts'
 import { authorizationCode } from '../grants/authorization_code.ts'
 import { clientCredentials } from '../grants/client_credentials.ts'
 import { refreshToken } from '../grants/refresh_token.ts'
+import { tokenExchange } from '../grants/token_exchange.ts'
 import type { Grant } from '../grants/types.ts'
 import { noStoreJson, readForm } from '../http.ts'
 import { Permissions } from '../permissions.ts'
 import { RESOURCE_PARAMETERS } from '../resource_indicators.ts'
 
+/** Parameters that may repeat: `resource` (RFC 8707 §2) and token exchange's `audience` (RFC 8693 §2.1). */
+const MULTI_VALUED: ReadonlySet<string> = new Set([...RESOURCE_PARAMETERS, 'audience'])
+
 /** The grants the token endpoint dispatches to. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
-  [authorizationCode, refreshToken, clientCredentials].map((grant) => [grant.type, grant]),
+  [authorizationCode, refreshToken, clientCredentials, tokenExchange].map((grant) => [grant.type, grant]),
 )
 
 export async function handleToken(request: Request, ctx: Context): Promise<Response> {
-  // RFC 8707 §2: `resource` may repeat; any other repeated parameter is invalid_request.
-  const params = await readForm(request, ctx.config.limits, RESOURCE_PARAMETERS)
+  // RFC 8707 §2, RFC 8693 §2.1: `resource` and `audience` may repeat; any other repeated
+  // parameter is invalid_request.
+  const params = await readForm(request, ctx.config.limits, MULTI_VALUED)
   const grantType = params.get('grant_type')
   if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
   const grant = GRANTS.get(grantType)

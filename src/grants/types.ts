@@ -8,7 +8,11 @@ import type { Context } from '../context.ts'
 import type { DpopProof } from '../dpop/proof.ts'
 import type { Params } from '../http.ts'
 
-export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials'
+export type GrantType =
+  | 'authorization_code'
+  | 'refresh_token'
+  | 'client_credentials'
+  | 'urn:ietf:params:oauth:grant-type:token-exchange'
 
 export interface Grant {
   type: GrantType
@@ -32,4 +36,6 @@ export interface TokenResponse {
   refresh_token?: string
   id_token?: string
   scope?: string
+  /** RFC 8693 §2.2.1: the type of the issued token (token exchange only). */
+  issued_token_type?: string
 }

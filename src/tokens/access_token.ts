@@ -8,6 +8,7 @@ import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
 import type { Keyring, SigningKey } from '../keys/keyring.ts'
 import { signJwt } from './compact_jws.ts'
 import { randomToken } from './opaque.ts'
+import type { TokenExchangeActor } from '../token_exchange/options.ts'
 
 /** Claims of an access token we issue. */
 export interface AccessTokenClaims extends JWTPayload {
@@ -33,7 +34,12 @@ export interface AccessTokenClaims extends JWTPayload {
   gty?: 'client_credentials'
   /** RFC 9449 §6.1: the thumbprint of the DPoP key the token is bound to. */
   cnf?: { jkt: string }
+  /** RFC 8693 §4.1: the actor of a token obtained by token exchange; nested `act`s are prior actors. */
+  act?: TokenActor
 }
+
+/** RFC 8693 §4.1 `act`: who acts (`sub`), and in `act` who acted before. */
+export type TokenActor = TokenExchangeActor
 
 export interface IssueAccessTokenInput {
   issuer: string
@@ -50,6 +56,8 @@ export interface IssueAccessTokenInput {
   client?: boolean
   /** The JWK thumbprint of the DPoP proof's key (RFC 9449 §6.1): adds `cnf.jkt`. */
   jkt?: string
+  /** The actor of an exchanged token (RFC 8693 §4.1): adds `act`. */
+  act?: TokenActor
 }
 
 /** An access token and its claims. */
@@ -81,8 +89,16 @@ export function issueAccessToken(
   if (input.sid !== undefined) claims.sid = input.sid
   if (input.client) claims.gty = 'client_credentials'
   if (input.jkt !== undefined) claims.cnf = { jkt: input.jkt }
+  if (input.act !== undefined) claims.act = input.act
   const token = signJwt(claims, 'at+jwt', key)
   return typeof token === 'string' ? { token, claims } : token.then((signed) => ({ token: signed, claims }))
+}
+
+/** Whether a value is an RFC 8693 §4.1 `act` claim: an object with a string `sub`, nesting the same. */
+function isActor(value: unknown): value is TokenActor {
+  if (typeof value !== 'object' || value === null) return false
+  const { sub, act } = value as { sub?: unknown; act?: unknown }
+  return typeof sub === 'string' && (act === undefined || isActor(act))
 }
 
 /** Whether a string has the shape of a compact JWS (three base64url parts). */
@@ -121,6 +137,7 @@ export async function verifyAccessToken(
     if (typeof payload.scope !== 'string') return undefined
     if (payload.cnf !== undefined && typeof (payload.cnf as { jkt?: unknown } | null)?.jkt !== 'string')
       return undefined
+    if (payload.act !== undefined && !isActor(payload.act)) return undefined
     return payload as AccessTokenClaims
   } catch (err) {
     if (err instanceof errors.JOSEError) return undefined

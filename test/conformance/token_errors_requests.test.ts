@@ -72,7 +72,6 @@ describe('token endpoint: request errors', () => {
     'client_credentials ',
     'urn:ietf:params:oauth:grant-type:jwt-bearer',
     'urn:ietf:params:oauth:grant-type:device_code',
-    'urn:ietf:params:oauth:grant-type:token-exchange',
     'client_credentials"\\\n',
   ])('TOK-06: grant_type=%j → 400 unsupported_grant_type', async (grantType) => {
     await expectError(await service.fetch(form(TOKEN, { grant_type: grantType }, AUTH)), 400, 'unsupported_grant_type')

@@ -185,6 +185,11 @@ describe('gatehouse command line', () => {
     await fails(['clients', 'remove'], 2, /missing ID/)
     await fails(['clients', 'add', '--id', 'x'], 2, /at least one --permission/)
     await fails(['clients', 'add', '--id', 'x', '--permission', 'bogus'], 2, /--permission "bogus": unknown permission/)
+    await fails(
+      ['clients', 'add', '--id', 'x', '--permission', 'gt:urn:ietf:params:oauth:grant-type:token-exchange'],
+      2,
+      /token-exchange needs a secret: add --generate-secret/,
+    )
     await fails(['clients', 'rotate-secret', 'x', '--grace', 'soon'], 2, /--grace must be a number of seconds/)
     await fails(['keys', 'rotate', '--alg', 'HS256'], 2, /--alg must be one of/)
     expect((await gatehouse([])).code).toBe(2)
@@ -220,6 +225,29 @@ describe('gatehouse command line', () => {
   })
 
   describe('with the in-memory store: the configuration file', () => {
+    it('#29 token exchange: clients add knows the token exchange permission', async () => {
+      const path = tempConfig(BASE)
+      const exchange = 'gt:urn:ietf:params:oauth:grant-type:token-exchange'
+      const added = await ok([
+        'clients',
+        'add',
+        '--config',
+        path,
+        '--id',
+        'agent',
+        '--generate-secret',
+        '--permission',
+        'ept:token',
+        '--permission',
+        exchange,
+        '--permission',
+        'scp:api1',
+      ])
+      expect(added.stderr).toMatch(/Added client "agent" \(confidential\)/)
+      const file = JSON.parse(readFileSync(path, 'utf8')) as typeof BASE
+      expect(file.clients.at(-1)).toMatchObject({ clientId: 'agent', permissions: ['ept:token', exchange, 'scp:api1'] })
+    })
+
     it('clients add, list, rotate-secret and remove edit the file; gatehouse serve serves it', async () => {
       const path = tempConfig(BASE)
       const config = ['--config', path]

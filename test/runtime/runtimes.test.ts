@@ -130,6 +130,42 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
     expect(garbage).toEqual({ active: false })
   })
 
+  it('#29 token exchange: an agent exchanges a token for one naming it as actor', async () => {
+    const issued = await oauth.processClientCredentialsResponse(
+      as,
+      service,
+      await oauth.clientCredentialsGrantRequest(as, service, oauth.ClientSecretBasic('rt-service-secret'), {}, options),
+    )
+    const agent: oauth.Client = { client_id: 'rt-agent' }
+    const response = await oauth.genericTokenEndpointRequest(
+      as,
+      agent,
+      oauth.ClientSecretBasic('rt-agent-secret'),
+      'urn:ietf:params:oauth:grant-type:token-exchange',
+      {
+        subject_token: issued.access_token,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+        audience: 'api1',
+      },
+      options,
+    )
+    const exchanged = await oauth.processGenericTokenEndpointResponse(as, agent, response)
+    expect(exchanged).toMatchObject({
+      issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+      scope: 'api1',
+    })
+    expect(exchanged.refresh_token).toBeUndefined()
+    const jwks = createRemoteJWKSet(new URL(as.jwks_uri as string))
+    const { payload } = await jwtVerify(exchanged.access_token, jwks, { typ: 'at+jwt', issuer, audience: 'api1' })
+    expect(payload).toMatchObject({ sub: 'rt-service', client_id: 'rt-agent', act: { sub: 'rt-agent' } })
+    const introspected = await oauth.processIntrospectionResponse(
+      as,
+      resourceServer,
+      await oauth.introspectionRequest(as, resourceServer, resourceServerAuth, exchanged.access_token, options),
+    )
+    expect(introspected).toMatchObject({ active: true, sub: 'rt-service', act: { sub: 'rt-agent' } })
+  })
+
   it('authorization code flow through the sign-in page, then refresh, userinfo, revocation and logout', async () => {
     const jar = new CookieJar()
     const verifier = oauth.generateRandomCodeVerifier()

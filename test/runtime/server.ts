@@ -79,6 +79,12 @@ export const CONFIG = {
     },
     /** A resource server: introspects tokens whose audience is `api1`. */
     { clientId: 'api1', clientSecret: 'api1-secret', permissions: ['ept:introspection'] },
+    /** An agent that exchanges tokens (RFC 8693, #29). */
+    {
+      clientId: 'rt-agent',
+      clientSecret: 'rt-agent-secret',
+      permissions: ['ept:token', 'gt:urn:ietf:params:oauth:grant-type:token-exchange', 'scp:api1'],
+    },
     /** Service clients restricted to source networks: loopback (the tests' own) and elsewhere. */
     {
       clientId: 'rt-loopback',

@@ -224,6 +224,7 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
         'test/conformance/permissions_at_use.test.ts',
         'test/conformance/dynamic_registration_caps.test.ts',
         'test/conformance/request_hygiene.test.ts',
+        'test/conformance/token_exchange_stores.test.ts',
       ]
       // Memory and SQLite only: PostgreSQL and Redis ran them already under this Node.
       const { DATABASE_URL: _d, REDIS_URL: _r, ...env } = process.env

@@ -321,7 +321,7 @@ describe('#27 item 13 configuration mistakes are named plainly', () => {
       parseClientRegistration({ clientId: 'a', clientSecret: 's', permissions: ['ept:token', 'gt:client_credential'] }),
     )
     expect(text).toContain(
-      'permissions.1: unknown permission `gt:client_credential` (did you mean `gt:client_credentials`?): the grant type permissions are gt:authorization_code, gt:refresh_token, gt:client_credentials',
+      'permissions.1: unknown permission `gt:client_credential` (did you mean `gt:client_credentials`?): the grant type permissions are gt:authorization_code, gt:refresh_token, gt:client_credentials, gt:urn:ietf:params:oauth:grant-type:token-exchange',
     )
     expect(message(() => parseClientRegistration({ clientId: 'a', permissions: ['bogus'] }))).toContain(
       'permissions.0: unknown permission `bogus`: expected ept:*, gt:*, rst:code or scp:<scope>',
