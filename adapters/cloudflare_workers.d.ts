@@ -7,3 +7,8 @@ declare module 'cloudflare:workers' {
   /** Keeps the current invocation alive until `promise` settles. */
   export function waitUntil(promise: Promise<unknown>): void
 }
+
+/** The one `cloudflare:sockets` API adapters/workerd_socket.ts uses. */
+declare module 'cloudflare:sockets' {
+  export function connect(address: string, options?: { secureTransport?: 'off' | 'on' | 'starttls' }): unknown
+}

@@ -50,18 +50,38 @@ if (file && demo) {
   fail('--demo (GATEHOUSE_DEMO) seeds the demo clients when no configuration file is given; the file lists the clients')
 }
 
-type LocalStore = { type: 'memory' | 'd1'; describe: string; persist?: string }
+type LocalStore = {
+  type: 'memory' | 'd1' | 'postgres'
+  describe: string
+  persist?: string
+  bindings?: Record<string, string>
+}
+
+/**
+ * #28 item 4: PostgreSQL (GATEHOUSE_STORE=postgres, or DATABASE_URL without GATEHOUSE_STORE), as
+ * `npm start` reads it: DATABASE_URL and GATEHOUSE_PG_SCHEMA go to the Worker as bindings, and it
+ * connects over workerd's TCP sockets (nodejs_compat), a client per request.
+ */
+function choosePostgres(kind: string | undefined): LocalStore | undefined {
+  const url = runtime.env('DATABASE_URL') || undefined
+  if (kind !== 'postgres' && (kind !== undefined || url === undefined)) return undefined
+  if (url === undefined) return fail('GATEHOUSE_STORE=postgres needs DATABASE_URL')
+  const where = URL.canParse(url) ? new URL(url) : fail('DATABASE_URL is not a URL (postgres://user@host:5432/db)')
+  const schema = runtime.env('GATEHOUSE_PG_SCHEMA') || undefined
+  return {
+    type: 'postgres',
+    describe: `PostgreSQL store at ${where.hostname}:${where.port || 5432}${where.pathname} (schema ${schema ?? 'public'}, a client per request)`,
+    bindings: { DATABASE_URL: url, ...(schema ? { GATEHOUSE_PG_SCHEMA: schema } : {}) },
+  }
+}
 
 /** The store of the local Worker, from the environment (as `npm start` reads it), checked here. */
 function chooseStore(): LocalStore {
   const kind = runtime.env('GATEHOUSE_STORE') || undefined
-  if (kind === 'postgres' || (kind === undefined && runtime.env('DATABASE_URL'))) {
-    fail(
-      'DATABASE_URL: the PostgreSQL store does not run inside Workers in this version yet; unset it (or GATEHOUSE_STORE=d1 or memory) for start:workers',
-    )
-  }
+  const postgres = choosePostgres(kind)
+  if (postgres) return postgres
   if (kind !== undefined && kind !== 'memory' && kind !== 'd1') {
-    fail(`GATEHOUSE_STORE must be d1 or memory for start:workers, got ${JSON.stringify(kind)}`)
+    fail(`GATEHOUSE_STORE must be d1, memory or postgres for start:workers, got ${JSON.stringify(kind)}`)
   }
   if (file?.store !== undefined && file.store.type !== 'memory') {
     fail(`the configuration file's store (${file.store.type}) is not available on workerd: remove "store" from it`)
@@ -92,7 +112,7 @@ const bundle = await build({
   target: 'es2022',
   mainFields: ['module', 'main'],
   conditions: ['workerd', 'worker', 'browser'],
-  external: ['cloudflare:*'],
+  external: ['cloudflare:*', 'node:*'], // node:*: workerd's nodejs_compat (postgres.js)
   logLevel: 'silent',
 }).catch((err: Error) => fail(`bundling the Worker failed: ${err.message}`))
 
@@ -103,6 +123,7 @@ const bindings: Record<string, string> = {
   LOG_FORMAT: settings.LOG_FORMAT,
   METRICS: settings.METRICS,
   ...(seed ? { GATEHOUSE_SEED: '1' } : {}),
+  ...store.bindings, // #28 item 4: DATABASE_URL, GATEHOUSE_PG_SCHEMA
   ...(file && configPath
     ? { GATEHOUSE_CONFIG_TEXT: await readFile(configPath, 'utf8'), GATEHOUSE_CONFIG_PATH: configPath }
     : {}),
@@ -125,6 +146,8 @@ const miniflare = new Miniflare(
         name: 'gatehouse',
         modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]?.text ?? '' }],
         compatibilityDate: COMPATIBILITY_DATE,
+        // #28 item 4: postgres.js over TCP sockets, and the request scope (AsyncLocalStorage).
+        compatibilityFlags: ['nodejs_compat'],
         bindings,
         ...(store.type === 'd1' ? { d1Databases: { DB: 'gatehouse' } } : {}),
       },

@@ -4,7 +4,8 @@
  * launcher has read the flags, environment and configuration file in Node and passes them here as
  * bindings: the file's text, the issuer, whether to seed the demo, the store's variables.
  */
-import { createWorker, workerStore } from '../adapters/workers.ts'
+// The PostgreSQL-capable adapter (#28 item 4): the launcher runs workerd with nodejs_compat.
+import { createWorker, workerStore } from '../adapters/workers_postgres.ts'
 import { parseConfigFile } from '../src/config_file.ts'
 import { type Metrics, createMetrics } from '../src/index.ts'
 import { createLog } from './log.ts'

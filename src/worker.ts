@@ -38,6 +38,12 @@ export interface WorkerOptions<Env> {
   address?: (request: Request) => string | undefined
   /** Where the isolate's errors go (a failed build, a failed prune). Default `console.error`. */
   onError?: (message: string, err: unknown) => void
+  /**
+   * Runs each event (a request, a scheduled run; the service's build included) inside a scope of
+   * its own: what the event's store connections hang on, closed through `ctx.waitUntil` once it
+   * is done (adapters/workers_postgres.ts: PostgreSQL, whose sockets cannot cross requests).
+   */
+  scope?: <T>(ctx: WorkerContext, run: () => Promise<T>) => Promise<T>
 }
 
 /** What `createWorkerHandlers` returns: `export default` it from the Worker's module. */
@@ -109,26 +115,33 @@ export function createWorkerHandlers<Env>(
     return built
   }
 
+  const scoped = <T>(ctx: WorkerContext, run: () => Promise<T>): Promise<T> =>
+    options.scope ? options.scope(ctx, run) : run()
+
+  async function fetch(request: Request, env: Env): Promise<Response> {
+    let handle: WorkerFetch
+    try {
+      handle = (await build(env)).handle
+    } catch (err) {
+      onError('the service could not start', err)
+      return UNAVAILABLE()
+    }
+    const address = options.address?.(request)
+    return handle(request, address === undefined ? {} : { address })
+  }
+
+  async function scheduled(env: Env): Promise<void> {
+    const { service } = await build(env)
+    try {
+      if (!(await pruneExpired(service.store))) onError('the store has no prune: nothing was pruned', undefined)
+    } catch (err) {
+      onError('pruning the store failed', err)
+      throw err
+    }
+  }
+
   return {
-    async fetch(request, env) {
-      let handle: WorkerFetch
-      try {
-        handle = (await build(env)).handle
-      } catch (err) {
-        onError('the service could not start', err)
-        return UNAVAILABLE()
-      }
-      const address = options.address?.(request)
-      return handle(request, address === undefined ? {} : { address })
-    },
-    async scheduled(_controller, env) {
-      const { service } = await build(env)
-      try {
-        if (!(await pruneExpired(service.store))) onError('the store has no prune: nothing was pruned', undefined)
-      } catch (err) {
-        onError('pruning the store failed', err)
-        throw err
-      }
-    },
+    fetch: (request, env, ctx) => scoped(ctx, () => fetch(request, env)),
+    scheduled: (_controller, env, ctx) => scoped(ctx, () => scheduled(env)),
   }
 }

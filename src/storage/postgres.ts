@@ -14,6 +14,7 @@ import type postgres from 'postgres'
 import { importOptional } from '../optional_import.ts'
 import { StoreUnavailableError } from '../errors.ts'
 import { createDeadlines } from './deadline.ts'
+import { isUnavailable } from './postgres_errors.ts'
 import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
 
 const { default: connectPostgres } = await importOptional(
@@ -45,26 +46,6 @@ export interface PostgresStoreOptions {
    */
   prepare?: boolean
   now?: () => number
-}
-
-/** SQLSTATE classes that mean the database, not the query, failed. */
-function isUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; errno?: string }
-  const code = String(e?.code ?? '')
-  if (/^(08|53|57|58)/.test(code)) return true // connection, resources, operator intervention, system
-  return [
-    'ECONNREFUSED',
-    'ECONNRESET',
-    'ETIMEDOUT',
-    'EPIPE',
-    'ENOTFOUND',
-    'CONNECTION_CLOSED',
-    'CONNECTION_ENDED',
-    'CONNECTION_DESTROYED',
-    'CONNECT_TIMEOUT',
-    'QUERY_TIMEOUT',
-    'UNREACHABLE',
-  ].includes(code)
 }
 
 function wrap(sql: postgres.Sql | postgres.TransactionSql, prepare: boolean): SqlClient {

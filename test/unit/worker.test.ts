@@ -161,23 +161,54 @@ describe('#28 item 3 the store a Worker’s env chooses', () => {
       binding: 'AUTH',
     })
     const postgres = chooseWorkerStore({ DATABASE_URL: 'postgres://user:pw@db.example:6543/auth' })
-    expect(postgres).toEqual({ type: 'postgres', url: 'postgres://user:pw@db.example:6543/auth' })
-    expect(describeWorkerStore(postgres)).toBe('PostgreSQL store at db.example:6543/auth') // no credentials
+    expect(postgres).toEqual({
+      type: 'postgres',
+      url: 'postgres://user:pw@db.example:6543/auth',
+      source: 'DATABASE_URL',
+    })
+    expect(describeWorkerStore(postgres)).toBe(
+      'PostgreSQL store at db.example:6543/auth (schema public, a client per request)',
+    ) // no credentials
     expect(() => chooseWorkerStore({ GATEHOUSE_STORE: 'postgres' })).toThrow(
-      'GATEHOUSE_STORE=postgres needs DATABASE_URL',
+      'GATEHOUSE_STORE=postgres needs a Hyperdrive binding (HYPERDRIVE) or DATABASE_URL',
     )
     expect(() => chooseWorkerStore({ GATEHOUSE_STORE: 'redis' })).toThrow(
       'GATEHOUSE_STORE must be memory, d1 or postgres on Workers, got "redis"',
     )
   })
 
-  it('#28 item 3 the D1 and PostgreSQL stores are not in the Worker yet: opening them fails with that message, never memory', async () => {
+  it('#28 item 3 memory opens as the service default; a D1 choice whose binding is not one fails, never memory', async () => {
     expect(await openWorkerStore({ type: 'memory' })).toBeUndefined()
     await expect(openWorkerStore({ type: 'd1', binding: 'DB', database: {} })).rejects.toThrow(
-      /GATEHOUSE_STORE=d1: the D1 store \(gatehouse\/storage\/d1\) is not in this version yet/,
+      'database must be a D1 binding (env.DB)',
     )
-    await expect(openWorkerStore({ type: 'postgres', url: 'postgres://db/x' })).rejects.toThrow(
-      /the PostgreSQL store does not run inside Workers in this version yet/,
+  })
+
+  it('#28 item 4 PostgreSQL from a Hyperdrive binding (HYPERDRIVE or GATEHOUSE_HYPERDRIVE_BINDING) before DATABASE_URL, with GATEHOUSE_PG_SCHEMA', async () => {
+    const hyperdrive = { connectionString: 'postgres://user:pw@hyperdrive.local:5432/auth' }
+    const chosen = chooseWorkerStore({
+      HYPERDRIVE: hyperdrive,
+      DATABASE_URL: 'postgres://db/x',
+      GATEHOUSE_PG_SCHEMA: 'gh',
+    })
+    expect(chosen).toEqual({
+      type: 'postgres',
+      url: hyperdrive.connectionString,
+      schema: 'gh',
+      source: 'Hyperdrive binding HYPERDRIVE',
+    })
+    expect(describeWorkerStore(chosen)).toBe(
+      'PostgreSQL store through Hyperdrive binding HYPERDRIVE (schema gh, a client per request)',
+    )
+    expect(
+      chooseWorkerStore({ GATEHOUSE_STORE: 'postgres', GATEHOUSE_HYPERDRIVE_BINDING: 'AUTH_DB', AUTH_DB: hyperdrive }),
+    ).toMatchObject({ url: hyperdrive.connectionString, source: 'Hyperdrive binding AUTH_DB' })
+    expect(() => chooseWorkerStore({ GATEHOUSE_HYPERDRIVE_BINDING: 'AUTH_DB' })).toThrow(
+      'GATEHOUSE_HYPERDRIVE_BINDING=AUTH_DB needs a Hyperdrive binding of that name',
+    )
+    // adapters/workers.ts brings no PostgreSQL driver (it needs nodejs_compat): the message names the module that does.
+    await expect(openWorkerStore({ type: 'postgres', url: 'postgres://db/x', source: 'DATABASE_URL' })).rejects.toThrow(
+      'DATABASE_URL: PostgreSQL from a Worker needs createWorker and workerStore from gatehouse/adapters/workers-postgres',
     )
   })
 })

@@ -50,6 +50,11 @@ export interface SqlStoreOptions {
   pruneEvery?: number
   /** Classifies driver errors: true when the database could not be reached. */
   isUnavailable?: (err: unknown) => boolean
+  /**
+   * The scope concurrent lookups may share a query within (default: all of them): a Worker's
+   * request, whose connections cannot serve another request (storage/postgres_worker.ts).
+   */
+  batchScope?: () => object | undefined
 }
 
 /** A Store over SQL, plus the schema operations. */
@@ -96,7 +101,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
 
   // Revocation checks run on every introspection and refresh: concurrent ones, of access tokens
   // and of families alike, share one query (introspection asks both for one token).
-  const revoked = membershipBatch(async (keys) => {
+  const queryRevoked = async (keys: string[]): Promise<string[]> => {
     const jtis: string[] = []
     const familyIds: string[] = []
     for (const key of keys) (key.startsWith('a:') ? jtis : familyIds).push(key.slice(2))
@@ -107,7 +112,18 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       [dialect.list(jtis), dialect.list(familyIds), now()],
     )
     return rows.map((row) => row.key)
-  })
+  }
+  const everyone = {}
+  const batches = new WeakMap<object, (key: string) => Promise<boolean>>()
+  const revoked = (key: string): Promise<boolean> => {
+    const scope = options.batchScope?.() ?? everyone
+    let batch = batches.get(scope)
+    if (!batch) {
+      batch = membershipBatch(queryRevoked)
+      batches.set(scope, batch)
+    }
+    return batch(key)
+  }
 
   function wrote(): void {
     if (++writes >= pruneEvery) {
