@@ -173,7 +173,15 @@ try {
 }
 // The service is built on the isolate's first request: make it now, so that a bad file or
 // store shows at start, as with `npm start`.
-const first = await miniflare.dispatchFetch(new URL('/healthz', url)).catch((err: Error) => err)
+// A build that failed answers 503 and is tried again by the next request: a few tries, since
+// instances starting together on one local D1 can meet each other's writes (SQLITE_BUSY).
+let first: Awaited<ReturnType<typeof miniflare.dispatchFetch>> | Error = new Error('not tried')
+for (let attempt = 0; attempt < 8; attempt++) {
+  if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250 * attempt))
+  first = await miniflare.dispatchFetch(new URL('/healthz', url)).catch((err: Error) => err)
+  if (first instanceof Error || first.status !== 503) break
+  await first.arrayBuffer()
+}
 if (first instanceof Error || first.status !== 200) {
   await miniflare.dispose().catch(() => {})
   fail(`the Worker did not start: ${first instanceof Error ? first.message : `${first.status} ${await first.text()}`}`)
