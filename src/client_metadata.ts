@@ -5,8 +5,9 @@
  * name form or one the host allows; never a fragment: RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
  * `private_key_jwt` client (`jwks` of public signature keys, or an https `jwks_uri`, never both);
  * `id_token_signed_response_alg` (OpenID Connect Registration §2),
- * `require_pushed_authorization_requests` (RFC 9126 §6) and `dpop_bound_access_tokens`
- * (RFC 9449 §5.2). `grant_types` and `scope` are cut to what the service allows; error
+ * `require_pushed_authorization_requests` (RFC 9126 §6), `dpop_bound_access_tokens`
+ * (RFC 9449 §5.2), `backchannel_logout_uri` and `backchannel_logout_session_required`
+ * (Back-Channel Logout 1.0 §2.2: https on a public host, as `jwks_uri`). `grant_types` and `scope` are cut to what the service allows; error
  * descriptions name the field, never its value.
  */
 import { publicSignatureKeys } from './client_auth/client_jwks.ts'
@@ -111,25 +112,44 @@ function parseJwks(value: unknown): PublicJwkSet {
   return { keys: keys as PublicJwkSet['keys'] }
 }
 
-/** `jwks_uri`: https, no user info nor fragment, not a literal private or local host (checked again at fetch time). */
-function parseJwksUri(value: unknown): string {
+/**
+ * `jwks_uri`, `backchannel_logout_uri`: https, no user info nor fragment, not a literal private or
+ * local host (checked again at fetch time).
+ */
+function parsePublicHttpsUri(value: unknown, field = 'jwks_uri'): string {
   if (typeof value !== 'string' || value.length > MAX_URI || UNSAFE_TEXT.test(value) || value.includes('#')) {
-    throw badMetadata(`jwks_uri must be an https URL of at most ${MAX_URI} characters`)
+    throw badMetadata(`${field} must be an https URL of at most ${MAX_URI} characters without a fragment`)
   }
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    throw badMetadata('jwks_uri must be an absolute URL')
+    throw badMetadata(`${field} must be an absolute URL`)
   }
   if (url.protocol !== 'https:' || url.username !== '' || url.password !== '') {
-    throw badMetadata('jwks_uri must be an https URL without user information')
+    throw badMetadata(`${field} must be an https URL without user information`)
   }
   const host = url.hostname.toLowerCase().replace(/\.$/, '')
   if (isPublicAddress(host) === false || host === 'localhost' || host.endsWith('.localhost')) {
-    throw badMetadata('jwks_uri must not be on a private or local address')
+    throw badMetadata(`${field} must not be on a private or local address`)
   }
   return value
+}
+
+/** Back-Channel Logout 1.0 §2.2: `backchannel_logout_uri` and `backchannel_logout_session_required`. */
+function parseBackchannelLogout(
+  input: Record<string, unknown>,
+): Pick<RegisteredClientMetadata, 'backchannel_logout_uri' | 'backchannel_logout_session_required'> {
+  const required = input.backchannel_logout_session_required
+  if (required !== undefined && typeof required !== 'boolean') {
+    throw badMetadata('backchannel_logout_session_required must be a boolean')
+  }
+  if (input.backchannel_logout_uri === undefined) return {}
+  return {
+    backchannel_logout_uri: parsePublicHttpsUri(input.backchannel_logout_uri, 'backchannel_logout_uri'),
+    // §2.2: if omitted, the default value is false.
+    backchannel_logout_session_required: required === true,
+  }
 }
 
 /** The keys of a private_key_jwt client: exactly one of `jwks` and `jwks_uri` (RFC 7591 §2). */
@@ -144,7 +164,7 @@ function parseKeys(
   // Only private_key_jwt reads the client's keys: for any other method they are not kept.
   if (method !== 'private_key_jwt') return {}
   if (input.jwks !== undefined) return { jwks: parseJwks(input.jwks) }
-  if (input.jwks_uri !== undefined) return { jwks_uri: parseJwksUri(input.jwks_uri) }
+  if (input.jwks_uri !== undefined) return { jwks_uri: parsePublicHttpsUri(input.jwks_uri) }
   throw badMetadata('private_key_jwt needs jwks or jwks_uri')
 }
 
@@ -247,6 +267,7 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
     scope,
     ...parseKeys(input, method),
     ...parseSecurityMetadata(input, policy),
+    ...parseBackchannelLogout(input),
   }
   if (input.client_name !== undefined) {
     const name = input.client_name
@@ -282,6 +303,8 @@ const METADATA_FIELDS = [
   'idTokenSignedResponseAlg',
   'requirePushedAuthorizationRequests',
   'requireDpop',
+  'backchannelLogoutUri',
+  'backchannelLogoutSessionRequired',
 ] as const
 
 type MetadataFields = (typeof METADATA_FIELDS)[number]
@@ -330,5 +353,7 @@ export function clientFields(
       : {}),
     ...(metadata.require_pushed_authorization_requests === true ? { requirePushedAuthorizationRequests: true } : {}),
     ...(metadata.dpop_bound_access_tokens === true ? { requireDpop: true } : {}),
+    ...(metadata.backchannel_logout_uri !== undefined ? { backchannelLogoutUri: metadata.backchannel_logout_uri } : {}),
+    ...(metadata.backchannel_logout_session_required === true ? { backchannelLogoutSessionRequired: true } : {}),
   }
 }

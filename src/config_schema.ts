@@ -7,6 +7,7 @@
 import type { DpopVerifier } from './dpop/proof_key.ts'
 import { SIGNING_ALGS } from './keys/algorithms.ts'
 import type { AccountProvider, Logger, SigningAlgorithm } from './options.ts'
+import { BackchannelLogoutSchema } from './interaction/backchannel_options.ts'
 import * as v from 'valibot'
 import { OPTION_DEFAULTS } from './config_defaults.ts'
 import type { EventHook } from './event_types.ts'
@@ -386,6 +387,8 @@ export const OptionsSchema = strictObject({
   dpop: v.optional(strictObject({ requireNonce: v.optional(v.boolean(), OPTION_DEFAULTS.dpop.requireNonce) }), {}),
   /** A security profile applied to every client. */
   profile: v.optional(v.picklist(['fapi2-security'])),
+  /** Delivery of back-channel logout tokens. */
+  backchannelLogout: BackchannelLogoutSchema,
 })
 
 /** The options as parsed: every default filled in. */
