@@ -8,6 +8,8 @@
 import { SignJWT, UnsecuredJWT, decodeJwt, generateKeyPair, importJWK } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
+import { parseConfigFile } from '../../src/config_file.ts'
+import { createTokenService } from '../../src/index.ts'
 import { InvalidLogoutTokenError, createResourceServer } from '../../src/resource_server.ts'
 import { Browser, type Page } from '../helpers/browser.ts'
 import { authorizationUrl, signIn } from '../helpers/flow.ts'
@@ -51,6 +53,22 @@ describe('#30 back-channel logout: discovery and registration', () => {
     })
     expect(client.backchannelLogoutUri).toBe('http://127.0.0.1:4000/logout')
     expect(client.backchannelLogoutSessionRequired).toBeUndefined()
+    // The configuration file's clients take the same keys.
+    const file = parseConfigFile(
+      JSON.stringify({
+        clients: [
+          { clientId: 'filed', permissions: [], backchannelLogoutUri: WEB_BC, backchannelLogoutSessionRequired: true },
+        ],
+      }),
+    )
+    expect(file.clients[0]).toMatchObject({ backchannelLogoutUri: WEB_BC, backchannelLogoutSessionRequired: true })
+    expect(() =>
+      parseConfigFile(JSON.stringify({ clients: [{ clientId: 'f', permissions: [], backchannelLogoutUri: 'x' }] })),
+    ).toThrow(/backchannelLogoutUri/)
+    // The option is validated too.
+    expect(() => createTokenService({ issuer: ISSUER, backchannelLogout: { timeout: 60 } })).toThrow(
+      /backchannelLogout.timeout/,
+    )
     for (const uri of ['http://rp.example.test/logout', 'https://rp.example.test/logout#x', 'not a url']) {
       await expect(
         ctx.service.clients.ensure({ clientId: 'bad', permissions: [], backchannelLogoutUri: uri }),
