@@ -5,6 +5,7 @@
  * name form or one the host allows; never a fragment: RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
  * `private_key_jwt` client (`jwks` of public signature keys, or an https `jwks_uri`, never both);
  * `id_token_signed_response_alg` (OpenID Connect Registration §2),
+ * `post_logout_redirect_uris` (RP-Initiated Logout §3.1, by the rule of redirect URIs),
  * `require_pushed_authorization_requests` (RFC 9126 §6), `dpop_bound_access_tokens`
  * (RFC 9449 §5.2), `backchannel_logout_uri` and `backchannel_logout_session_required`
  * (Back-Channel Logout 1.0 §2.2: https on a public host, as `jwks_uri`). `grant_types` and `scope` are cut to what the service allows; error
@@ -134,6 +135,23 @@ function parsePublicHttpsUri(value: unknown, field = 'jwks_uri'): string {
     throw badMetadata(`${field} must not be on a private or local address`)
   }
   return value
+}
+
+/**
+ * RP-Initiated Logout 1.0 §3.1 `post_logout_redirect_uris`: by the rule of `redirect_uris` (a
+ * redirect there always waits for a page naming the host: src/endpoints/logout.ts).
+ */
+function parsePostLogoutRedirectUris(input: Record<string, unknown>, policy: RegistrationPolicy): string[] | undefined {
+  const value = input.post_logout_redirect_uris
+  if (value === undefined) return undefined
+  if (!Array.isArray(value) || value.length > MAX_REDIRECT_URIS) {
+    throw badMetadata(`post_logout_redirect_uris must be an array of at most ${MAX_REDIRECT_URIS} URIs`)
+  }
+  try {
+    return [...new Set(value.map((uri) => checkRedirectUri(uri, policy.redirectSchemes)))]
+  } catch {
+    throw badMetadata('post_logout_redirect_uris must hold URIs allowed as redirect_uris')
+  }
 }
 
 /** Back-Channel Logout 1.0 §2.2: `backchannel_logout_uri` and `backchannel_logout_session_required`. */
@@ -269,6 +287,8 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
     ...parseSecurityMetadata(input, policy),
     ...parseBackchannelLogout(input),
   }
+  const postLogout = parsePostLogoutRedirectUris(input, policy)
+  if (postLogout !== undefined) metadata.post_logout_redirect_uris = postLogout
   if (input.client_name !== undefined) {
     const name = input.client_name
     if (typeof name !== 'string' || name.trim() === '' || name.length > 200 || UNSAFE_TEXT.test(name)) {
@@ -283,13 +303,16 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
 
 /**
  * The permissions of a self-registered client: the authorization and token endpoints, revocation,
- * a `gt:` per grant type, `rst:code` with the code flow, and a `scp:` per scope.
+ * logout when it registered `post_logout_redirect_uris`, a `gt:` per grant type, `rst:code` with
+ * the code flow, and a `scp:` per scope.
  */
 export function permissionsOf(metadata: ClientMetadata): string[] {
   const permissions: string[] = [Permissions.Endpoints.Token, Permissions.Endpoints.Revocation]
   if (metadata.grant_types.includes('authorization_code')) {
     permissions.push(Permissions.Endpoints.Authorization, Permissions.ResponseTypes.Code)
   }
+  // As for a metadata document's client: RP-Initiated Logout with registered return URIs.
+  if (metadata.post_logout_redirect_uris?.length) permissions.push(Permissions.Endpoints.Logout)
   for (const grant of metadata.grant_types) permissions.push(`gt:${grant}`)
   for (const scope of (metadata.scope ?? '').split(' ')) if (scope !== '') permissions.push(scopePermission(scope))
   return permissions
@@ -339,7 +362,7 @@ export function clientFields(
     displayName: metadata.client_name ?? clientId,
     permissions: permissionsOf(metadata),
     redirectUris: metadata.redirect_uris,
-    postLogoutRedirectUris: [],
+    postLogoutRedirectUris: metadata.post_logout_redirect_uris ?? [],
     consentType: 'explicit' as const,
     allowPlainPkce: false,
     requirePkce: true,

@@ -124,6 +124,8 @@ export interface ClientMetadata {
   scope?: string
   client_uri?: string
   logo_uri?: string
+  /** RP-Initiated Logout 1.0 §3.1: where the end-user may be sent after logout (exact match). */
+  post_logout_redirect_uris?: string[]
   /** Back-Channel Logout 1.0 §2.2: where logout tokens go. */
   backchannel_logout_uri?: string
   /** Back-Channel Logout 1.0 §2.2: logout tokens must carry `sid` (default false). */

@@ -112,6 +112,10 @@ describe('#30 back-channel logout: discovery and registration', () => {
       { backchannel_logout_uri: 'https://[::1]/bcl' },
       { backchannel_logout_uri: 'https://tool.example.test/bcl#frag' },
       { backchannel_logout_uri: 'https://tool.example.test/bcl', backchannel_logout_session_required: 'yes' },
+      // post_logout_redirect_uris (the suite's dynamic variant registers them) follow redirect_uris' rule.
+      { post_logout_redirect_uris: ['javascript:alert(1)'] },
+      { post_logout_redirect_uris: ['http://tool.example.test/bye'] },
+      { post_logout_redirect_uris: 'https://tool.example.test/bye' },
     ]) {
       const refused = await register(body)
       expect(refused.status).toBe(400)

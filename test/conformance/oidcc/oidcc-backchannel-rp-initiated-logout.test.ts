@@ -16,13 +16,86 @@
  *   (CheckPostLogoutState, CheckForUnexpectedParametersInPostLogoutRedirect)
  * - then prompt=none must fail: the end-user is logged out
  * With dynamic registration the module also registers `backchannel_logout_uri` and
- * `backchannel_logout_session_required: true` (AddBackchannelLogout…ToDynamicRegistrationRequest).
+ * `backchannel_logout_session_required: true` (AddBackchannelLogout…ToDynamicRegistrationRequest)
+ * and its post_logout_redirect_uris: both variants run here, static (`web`) then dynamic.
  */
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
 import { describe, expect, it } from 'vitest'
-import { signIn } from '../../helpers/flow.ts'
+import * as oauth from 'oauth4webapi'
+import type { Page } from '../../helpers/browser.ts'
+import { authorizationUrl, redeemCallback, signIn } from '../../helpers/flow.ts'
 import { ISSUER, PLRU } from '../../helpers/service.ts'
 import { LOGOUT_EVENT, WEB_BC, backchannelSetup, isSignedIn, rpLogout, until } from './backchannel_harness.ts'
+
+const BASE = 'https://rp.example.test/test/a/gatehouse'
+
+/**
+ * The dynamic-client variant: registration with backchannel_logout_uri, session required and
+ * post_logout_redirect_uris; sign-in and consent; logout (a self-registered client's return URI
+ * waits for the page naming its host, which the suite's browser confirms); the same checks.
+ */
+async function dynamicVariant(ctx: Awaited<ReturnType<typeof backchannelSetup>>): Promise<void> {
+  const registered = await ctx.service.fetch(
+    new Request(ctx.as.registration_endpoint as string, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        redirect_uris: [`${BASE}/callback`],
+        post_logout_redirect_uris: [`${BASE}/post_logout_redirect`],
+        backchannel_logout_uri: `${BASE}/backchannel_logout`,
+        backchannel_logout_session_required: true,
+        token_endpoint_auth_method: 'client_secret_basic',
+      }),
+    }),
+    { address: '203.0.113.5' },
+  )
+  expect(registered.status).toBe(201)
+  const info = await registered.json()
+  expect(info).toMatchObject({
+    backchannel_logout_uri: `${BASE}/backchannel_logout`,
+    backchannel_logout_session_required: true,
+    post_logout_redirect_uris: [`${BASE}/post_logout_redirect`],
+  })
+  const client: oauth.Client = { client_id: info.client_id }
+  const request = await authorizationUrl(ctx.as, {
+    clientId: info.client_id,
+    redirectUri: `${BASE}/callback`,
+    scope: 'openid',
+  })
+  const first = await ctx.browser.navigate(request.url.href)
+  const consent = await ctx.browser.signIn(first.page as Page, 'alice', 'alice-password')
+  const callback = (await ctx.browser.submit(consent.page as Page, { decision: 'allow' })).callback as URL
+  const { response } = await redeemCallback(ctx, callback, request, {
+    client,
+    auth: oauth.ClientSecretBasic(info.client_secret),
+    redirectUri: `${BASE}/callback`,
+  })
+  const result = await oauth.processAuthorizationCodeResponse(ctx.as, client, response, {
+    expectedNonce: request.nonce as string,
+  })
+  const idToken = decodeJwt(result.id_token as string)
+
+  const logout = new URL(ctx.as.end_session_endpoint as string)
+  logout.search = new URLSearchParams({
+    id_token_hint: result.id_token as string,
+    post_logout_redirect_uri: `${BASE}/post_logout_redirect`,
+    state: 'dyn',
+  }).toString()
+  const confirm = await ctx.browser.navigate(logout.href)
+  const back = (await ctx.browser.submit(confirm.page as Page, { decision: 'yes' })).callback as URL
+  expect(back.href).toBe(`${BASE}/post_logout_redirect?state=dyn`)
+  await until(() => ctx.receiver.deliveries.some((d) => d.url === `${BASE}/backchannel_logout`))
+  const token = ctx.receiver.deliveries.find((d) => d.url === `${BASE}/backchannel_logout`)?.body.get('logout_token')
+  const jwks = await (await ctx.service.fetch(new Request(ctx.as.jwks_uri as string))).json()
+  const { payload } = await jwtVerify(token as string, createLocalJWKSet(jwks), {
+    issuer: ISSUER,
+    audience: info.client_id,
+    currentDate: new Date(ctx.clock.now() * 1000),
+  })
+  expect(payload).toMatchObject({ sub: idToken.sub, sid: idToken.sid, events: { [LOGOUT_EVENT]: {} } })
+  expect(payload).not.toHaveProperty('nonce')
+  expect(await isSignedIn(ctx)).toBe(false)
+}
 
 describe('#30 oidcc-backchannel-rp-initiated-logout (client_secret_basic)', () => {
   it('#30 oidcc-backchannel-rp-initiated-logout: a valid logout token reaches backchannel_logout_uri, the browser returns with state, prompt=none then fails', async () => {
@@ -63,23 +136,7 @@ describe('#30 oidcc-backchannel-rp-initiated-logout (client_secret_basic)', () =
 
     expect(await isSignedIn(ctx)).toBe(false)
 
-    // With dynamic registration, the module's registration request is accepted as sent.
-    const registered = await ctx.service.fetch(
-      new Request(ctx.as.registration_endpoint as string, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          redirect_uris: ['https://suite.example.test/test/a/gatehouse/callback'],
-          backchannel_logout_uri: 'https://suite.example.test/test/a/gatehouse/backchannel_logout',
-          backchannel_logout_session_required: true,
-        }),
-      }),
-      { address: '203.0.113.5' },
-    )
-    expect(registered.status).toBe(201)
-    expect(await registered.json()).toMatchObject({
-      backchannel_logout_uri: 'https://suite.example.test/test/a/gatehouse/backchannel_logout',
-      backchannel_logout_session_required: true,
-    })
+    // client_registration=dynamic_client: the module registers its URIs itself, then runs the same flow.
+    await dynamicVariant(ctx)
   })
 })
