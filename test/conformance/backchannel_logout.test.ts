@@ -5,6 +5,8 @@
  * §2.6 (RP validation: verifyLogoutToken), §2.7–2.8 (200/204, retries); C12 LO-14 (logout ends
  * the session); Core §2 (`sid` in ID tokens).
  */
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { SignJWT, UnsecuredJWT, decodeJwt, generateKeyPair, importJWK } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
@@ -333,6 +335,84 @@ describe('#30 back-channel logout: the logout token and its delivery', () => {
       attempts: 1,
       reason: 'address_refused',
     })
+  })
+})
+
+describe('#30 back-channel logout: over real HTTP and from metadata documents', () => {
+  it("#30 back-channel logout: a host client's loopback http URI gets the POST through the global fetch (node:http receiver)", async () => {
+    const received: Array<{ method?: string; type?: string; body: string }> = []
+    const server = createServer((req, res) => {
+      let body = ''
+      req.setEncoding('utf8')
+      req.on('data', (chunk: string) => {
+        body += chunk
+      })
+      req.on('end', () => {
+        received.push({ method: req.method, type: req.headers['content-type'], body })
+        res.writeHead(200, { 'cache-control': 'no-store' }).end()
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const { port } = server.address() as AddressInfo
+      // No fetch double: the service's own outbound fetch.
+      const ctx = await backchannelSetup({ backchannelLogout: { retryDelays: [], timeout: 5 } })
+      await ctx.service.clients.update('web', { backchannelLogoutUri: `http://127.0.0.1:${port}/bcl?rp=1` })
+      const { result } = await signIn(ctx)
+      await rpLogout(ctx, result.id_token as string)
+      await until(() => ctx.deliveryEvents().length === 1)
+      expect(ctx.deliveryEvents()[0]).toMatchObject({ type: 'logout.delivered', clientId: 'web', status: 200 })
+      expect(received).toHaveLength(1)
+      expect(received[0]).toMatchObject({ method: 'POST', type: 'application/x-www-form-urlencoded' })
+      const token = new URLSearchParams(received[0]?.body).get('logout_token') as string
+      expect((await verifiedLogoutToken(ctx, token, 'web')).claims.sid).toBe(decodeJwt(result.id_token as string).sid)
+    } finally {
+      server.close()
+    }
+  })
+
+  it("#30 back-channel logout: a client ID metadata document's backchannel_logout_uri is used; a private one makes the document unusable", async () => {
+    const DOCUMENT = 'https://tool.example.test/oauth/client.json'
+    const document: Record<string, unknown> = {
+      client_id: DOCUMENT,
+      client_name: 'Tool',
+      redirect_uris: ['https://rp.example.test/tool-cb'],
+      token_endpoint_auth_method: 'none',
+      backchannel_logout_uri: 'https://tool.example.test/bcl',
+      backchannel_logout_session_required: true,
+    }
+    const ctx = await backchannelSetup({
+      clientIdMetadataDocuments: {
+        scopes: ['openid'],
+        fetch: async (url) => (url === DOCUMENT ? Response.json(document) : new Response('no', { status: 404 })),
+      },
+    })
+    const { web } = await signInToBoth(ctx)
+    const request = await authorizationUrl(ctx.as, {
+      clientId: DOCUMENT,
+      redirectUri: 'https://rp.example.test/tool-cb',
+      scope: 'openid',
+    })
+    const consent = (await ctx.browser.navigate(request.url.href)).page as Page
+    expect((await ctx.browser.submit(consent, { decision: 'allow' })).callback?.searchParams.has('code')).toBe(true)
+    await rpLogout(ctx, web)
+    await until(() => ctx.deliveryEvents().length === 3)
+    expect(decodeJwt(tokenOf(ctx, 'https://tool.example.test/bcl'))).toMatchObject({ aud: DOCUMENT, sub: 'user-1' })
+
+    const refused = await backchannelSetup({
+      clientIdMetadataDocuments: {
+        scopes: ['openid'],
+        fetch: async () => Response.json({ ...document, backchannel_logout_uri: 'https://192.168.1.2/bcl' }),
+      },
+    })
+    const bad = await authorizationUrl(refused.as, {
+      clientId: DOCUMENT,
+      redirectUri: 'https://rp.example.test/tool-cb',
+      scope: 'openid',
+    })
+    const page = (await refused.browser.navigate(bad.url.href)).page as Page
+    expect(page.status).toBe(400)
+    expect(page.html).toContain('backchannel_logout_uri')
   })
 })
 
