@@ -9,7 +9,7 @@ import type { Config } from './config.ts'
 import { type Context, endpointUrls } from './context.ts'
 import { createHandler } from './handler.ts'
 import { toPending, completeInteraction } from './interaction/flow.ts'
-import { endRequestSession } from './endpoints/logout.ts'
+import { endRequestSession, endSubjectSessions } from './endpoints/logout.ts'
 import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
 import { createKeyring } from './keys/keyring.ts'
 import type { KeyRecord, Store } from './storage/types.ts'
@@ -249,6 +249,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     },
     sessions: {
       end: (request: Request) => endRequestSession(request, ctx),
+      endAll: (sub: string) => endSubjectSessions(sub, ctx),
     },
     keys: {
       jwks: () => keyring.jwks(),
@@ -350,6 +351,13 @@ export interface TokenService {
      * return new Response('Signed out', { headers: { 'set-cookie': setCookie } })
      */
     end(request: Request): Promise<{ ended: boolean; sub?: string; sid?: string; setCookie: string }>
+    /**
+     * Ends every live session of the end-user `sub` (after a password change or a lock-out), each
+     * as `end` does, back-channel logout included. Resolves how many sessions it ended.
+     * @example
+     * await service.sessions.endAll('user-1')
+     */
+    endAll(sub: string): Promise<number>
   }
   /** Signing keys. */
   readonly keys: {

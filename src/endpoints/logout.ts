@@ -77,6 +77,22 @@ export async function endRequestSession(
   }
 }
 
+/**
+ * The host's `service.sessions.endAll(sub)`: ends every live session of an end-user (after a
+ * password change, a lock-out), each as RP-Initiated Logout does. Resolves how many it ended.
+ */
+export async function endSubjectSessions(sub: string, ctx: Context): Promise<number> {
+  if (typeof sub !== 'string' || sub === '') throw new TypeError('sub: must be a non-empty string')
+  const list = ctx.store.sessions.listBySub
+  if (!list) throw new TypeError('sessions.endAll needs a store with sessions.listBySub (every built-in store has it)')
+  const sessions = await list.call(ctx.store.sessions, sub)
+  for (const session of sessions) {
+    await endSession(session, ctx)
+    ctx.emit(undefined, { type: 'session.ended', sub: session.sub, sid: session.sid })
+  }
+  return sessions.length
+}
+
 /** Ends the session (if any) and answers with a redirect or the signed-out page. */
 async function signOut(
   session: SessionRecord | undefined,

@@ -59,6 +59,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   const codes = new PackedRecordMap<CodeRecord>(packed)
   const refreshTokens = new PackedRecordMap<RefreshTokenRecord>(packed)
   const sessions = new PackedRecordMap<SessionRecord>(packed)
+  const sessionIndex = subjectIndex(sessions)
   const interactions = new PackedRecordMap<InteractionRecord>(packed)
   const families = new PackedRecordMap<{ expiresAt: number }>(packed)
   const accessTokens = new PackedRecordMap<{ expiresAt: number }>(packed)
@@ -128,13 +129,21 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
     },
     sessions: {
       async put(record) {
+        const previous = sessions.get(record.id)
+        if (previous && previous.sub !== record.sub) sessionIndex.remove(previous.sub, record.id)
         sessions.set(record.id, record)
+        sessionIndex.add(record.sub, record.id)
       },
       async get(id) {
         return sessions.get(id)
       },
       async delete(id) {
+        const previous = sessions.get(id)
+        if (previous) sessionIndex.remove(previous.sub, id)
         sessions.delete(id)
+      },
+      async listBySub(sub) {
+        return sessionIndex.list(sub)
       },
     },
     interactions: {
@@ -235,6 +244,41 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         replays,
       ]
       for (const map of maps) map.sweep()
+    },
+  }
+}
+
+/**
+ * Session ids by `sub` beside the packed map (which cannot be iterated). Ids of sessions that
+ * expired are dropped when their end-user's sessions are listed, and all of them every 1,000 adds.
+ */
+function subjectIndex(sessions: PackedRecordMap<SessionRecord>) {
+  const bySub = new Map<string, Set<string>>()
+  let adds = 0
+  const live = (sub: string, ids: Set<string>): SessionRecord[] => {
+    const found: SessionRecord[] = []
+    for (const id of ids) {
+      const record = sessions.get(id)
+      if (record?.sub === sub) found.push(record)
+      else ids.delete(id)
+    }
+    if (ids.size === 0) bySub.delete(sub)
+    return found
+  }
+  return {
+    add(sub: string, id: string): void {
+      const ids = bySub.get(sub) ?? new Set<string>()
+      bySub.set(sub, ids.add(id))
+      if (++adds % 1000 === 0) for (const [other, set] of bySub) live(other, set)
+    },
+    remove(sub: string, id: string): void {
+      const ids = bySub.get(sub)
+      ids?.delete(id)
+      if (ids?.size === 0) bySub.delete(sub)
+    },
+    list(sub: string): SessionRecord[] {
+      const ids = bySub.get(sub)
+      return ids ? live(sub, ids) : []
     },
   }
 }

@@ -324,6 +324,13 @@ export interface Store {
     put(record: SessionRecord): Promise<void>
     get(id: string): Promise<SessionRecord | undefined>
     delete(id: string): Promise<void>
+    /**
+     * The live (unexpired) sessions of an end-user, for `service.sessions.endAll(sub)`. Optional
+     * for stores of your own (every built-in store has it): without it `endAll` throws. Memory and
+     * Redis keep an index by `sub`; SQL stores read the records' `sub` (a scan of the sessions
+     * table: an administrative call, not a request path).
+     */
+    listBySub?(sub: string): Promise<SessionRecord[]>
   }
   interactions: {
     put(record: InteractionRecord): Promise<void>

@@ -286,6 +286,28 @@ describe('#30 back-channel logout: the logout token and its delivery', () => {
     expect((await ctx.service.sessions.end(request)).ended).toBe(false)
   })
 
+  it('#30 back-channel logout: service.sessions.endAll(sub) ends every session of that end-user, in every browser, and only theirs', async () => {
+    const ctx = await backchannelSetup()
+    const first = await signInToBoth(ctx)
+    const secondBrowser = { ...ctx, browser: new Browser(ctx.service.fetch) }
+    const second = await signIn(secondBrowser)
+    const bobBrowser = { ...ctx, browser: new Browser(ctx.service.fetch) }
+    await signIn(bobBrowser, { credentials: { username: 'bob', password: 'bob-password' } })
+    expect(await ctx.service.sessions.endAll('user-1')).toBe(2)
+    // Three tokens: web and web2 of the first session, web of the second; none for bob's.
+    await until(() => ctx.deliveryEvents().length === 3)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const sids = ctx.receiver.deliveries.map((d) => decodeJwt(d.body.get('logout_token') as string).sid).sort()
+    const one = decodeJwt(first.web).sid as string
+    const two = decodeJwt(second.result.id_token as string).sid as string
+    expect(sids).toEqual([one, one, two].sort())
+    expect(ctx.events.filter((e) => e.type === 'session.ended')).toHaveLength(2)
+    expect(await isSignedIn(ctx)).toBe(false)
+    expect(await isSignedIn(secondBrowser)).toBe(false)
+    expect(await isSignedIn(bobBrowser)).toBe(true)
+    expect(await ctx.service.sessions.endAll('user-1')).toBe(0)
+  })
+
   it('#30 back-channel logout: another end-user signing in in the same browser ends the previous session: its clients get tokens', async () => {
     const ctx = await backchannelSetup()
     const { web } = await signInToBoth(ctx)
