@@ -129,10 +129,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
     },
     sessions: {
       async put(record) {
-        const previous = sessions.get(record.id)
-        if (previous && previous.sub !== record.sub) sessionIndex.remove(previous.sub, record.id)
+        // The service rewrites a session for its own end-user: only a new id is looked up.
+        if (!sessionIndex.has(record.sub, record.id)) {
+          const previous = sessions.get(record.id)
+          if (previous) sessionIndex.remove(previous.sub, record.id)
+          sessionIndex.add(record.sub, record.id)
+        }
         sessions.set(record.id, record)
-        sessionIndex.add(record.sub, record.id)
       },
       async get(id) {
         return sessions.get(id)
@@ -249,27 +252,28 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
 }
 
 /**
- * Session ids by `sub` beside the packed map (which cannot be iterated). Ids of sessions that
- * expired are dropped when their end-user's sessions are listed, and all of them every 1,000 adds.
+ * Session ids by `sub` beside the packed map (which cannot be iterated). Ids of ended or expired
+ * sessions are dropped when their end-user's sessions are listed, and all of them once the adds
+ * since the last sweep reach the number of sessions (at least 1,000): amortized O(1) per add.
  */
 function subjectIndex(sessions: PackedRecordMap<SessionRecord>) {
   const bySub = new Map<string, Set<string>>()
   let adds = 0
-  const live = (sub: string, ids: Set<string>): SessionRecord[] => {
-    const found: SessionRecord[] = []
-    for (const id of ids) {
-      const record = sessions.get(id)
-      if (record?.sub === sub) found.push(record)
-      else ids.delete(id)
+  function sweep(): void {
+    adds = 0
+    for (const [sub, ids] of bySub) {
+      for (const id of ids) if (!sessions.has(id)) ids.delete(id)
+      if (ids.size === 0) bySub.delete(sub)
     }
-    if (ids.size === 0) bySub.delete(sub)
-    return found
   }
   return {
     add(sub: string, id: string): void {
       const ids = bySub.get(sub) ?? new Set<string>()
       bySub.set(sub, ids.add(id))
-      if (++adds % 1000 === 0) for (const [other, set] of bySub) live(other, set)
+      if (++adds >= Math.max(1000, sessions.size)) sweep()
+    },
+    has(sub: string, id: string): boolean {
+      return bySub.get(sub)?.has(id) ?? false
     },
     remove(sub: string, id: string): void {
       const ids = bySub.get(sub)
@@ -278,7 +282,14 @@ function subjectIndex(sessions: PackedRecordMap<SessionRecord>) {
     },
     list(sub: string): SessionRecord[] {
       const ids = bySub.get(sub)
-      return ids ? live(sub, ids) : []
+      const found: SessionRecord[] = []
+      for (const id of ids ?? []) {
+        const record = sessions.get(id)
+        if (record?.sub === sub) found.push(record)
+        else ids?.delete(id)
+      }
+      if (ids?.size === 0) bySub.delete(sub)
+      return found
     },
   }
 }
