@@ -2,7 +2,8 @@
  * #30, Back-Channel Logout OP plan (`oidcc-backchannel-rp-initiated-logout-certification-test-plan`,
  * OIDCCBackchannelRpInitiatedLogoutTestPlan), module
  * `oidcc-backchannel-logout-discovery-endpoint-verification`
- * (OIDCCBackchannelLogoutDiscoveryEndpointVerification, suite commit c6ef557): every endpoint is
+ * (OIDCCBackchannelLogoutDiscoveryEndpointVerification; suite source: openid-certification/conformance-suite,
+ * src/main/java/net/openid/conformance/openid/, read at commits a288bed and c3aa7e2): every endpoint is
  * https (CheckDiscEndpointAllEndpointsAreHttps), `backchannel_logout_supported` is true
  * (CheckDiscEndpointBackchannelLogoutSupported, OIDCBCL-2.1), `backchannel_logout_session_supported`
  * is true (CheckDiscEndpointBackchannelLogoutSessionSupported: certification requires `sid`), and

@@ -1,7 +1,7 @@
 /**
  * #30, Back-Channel Logout OP plan (`oidcc-backchannel-rp-initiated-logout-certification-test-plan`,
  * OIDCCBackchannelRpInitiatedLogoutTestPlan), module `oidcc-backchannel-rp-initiated-logout`
- * (OIDCCBackChannelRpInitiatedLogout, suite commit c6ef557; variants server_metadata=discovery,
+ * (OIDCCBackChannelRpInitiatedLogout; suite source read at commits a288bed and c3aa7e2; variants server_metadata=discovery,
  * client_secret_basic, response_mode=default). A normal code flow, then the browser goes to
  * end_session_endpoint with id_token_hint, post_logout_redirect_uri and state. Asserted, as the
  * module does:
