@@ -173,6 +173,8 @@ export function fileClientInfo(client: ConfigFile['clients'][number]) {
     ...(client.requirePushedAuthorizationRequests ? { requirePushedAuthorizationRequests: true } : {}),
     ...(client.requireDpop ? { requireDpop: true } : {}),
     ...(client.idTokenSignedResponseAlg ? { idTokenSignedResponseAlg: client.idTokenSignedResponseAlg } : {}),
+    ...(client.backchannelLogoutUri ? { backchannelLogoutUri: client.backchannelLogoutUri } : {}),
+    ...(client.backchannelLogoutSessionRequired ? { backchannelLogoutSessionRequired: true } : {}),
     secrets:
       secret === undefined
         ? []

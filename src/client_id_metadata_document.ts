@@ -317,6 +317,7 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
       requirePkce: true,
       lifetimes: {},
       ...(keyed ? { tokenEndpointAuthMethod: 'private_key_jwt' as const, jwksUri: doc.jwks_uri } : {}),
+      ...backchannelFields(doc),
       registration: {
         kind: 'metadata_document',
         documentUrl: clientId,
@@ -328,6 +329,12 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
           response_types: ['code'],
           ...(doc.client_name !== undefined ? { client_name: doc.client_name } : {}),
           scope: scopes.join(' '),
+          ...(doc.backchannel_logout_uri !== undefined
+            ? {
+                backchannel_logout_uri: doc.backchannel_logout_uri,
+                backchannel_logout_session_required: doc.backchannel_logout_session_required === true,
+              }
+            : {}),
         },
       },
       createdAt: at,
@@ -361,5 +368,17 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
       loading.then(done, done)
       return loading
     },
+  }
+}
+
+/** A document's Back-Channel Logout 1.0 members as client record fields. */
+function backchannelFields(doc: {
+  backchannel_logout_uri?: string | undefined
+  backchannel_logout_session_required?: boolean | undefined
+}): Pick<ClientRecord, 'backchannelLogoutUri' | 'backchannelLogoutSessionRequired'> {
+  if (doc.backchannel_logout_uri === undefined) return {}
+  return {
+    backchannelLogoutUri: doc.backchannel_logout_uri,
+    ...(doc.backchannel_logout_session_required === true ? { backchannelLogoutSessionRequired: true } : {}),
   }
 }

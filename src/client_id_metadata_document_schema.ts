@@ -5,9 +5,11 @@
  * `post_logout_redirect_uris` by the rule of dynamic registration (https, loopback http, a
  * private-use scheme in reverse domain name form or one of the option's `redirectSchemes`:
  * RFC 8252 §7, src/self_registered_redirects.ts), a `client_name` without control or bidi override
- * characters, no secret.
+ * characters, no secret; `backchannel_logout_uri` (Back-Channel Logout 1.0 §2.2) https without a
+ * fragment on a host that is not a literal private or local address (checked again at delivery).
  */
 import * as v from 'valibot'
+import { isPublicAddress } from './networks.ts'
 import { isSafeText, isSelfRegisteredRedirectUri } from './self_registered_redirects.ts'
 
 /** Redirect URIs by the rule of dynamic registration (RFC 8252 §7), with the host's extra schemes. */
@@ -47,6 +49,16 @@ export const documentSchema = (schemes: ReadonlySet<string>) =>
     // secret, draft §4.1): absent is read as none. private_key_jwt needs jwks_uri (MCP allows it).
     token_endpoint_auth_method: v.optional(v.picklist(['none', 'private_key_jwt'])),
     jwks_uri: v.optional(v.pipe(v.string(), v.maxLength(2048), v.startsWith('https://'), v.url(), v.check(isSafeText))),
+    backchannel_logout_uri: v.optional(
+      v.pipe(
+        v.string(),
+        v.maxLength(2048),
+        v.startsWith('https://'),
+        v.url(),
+        v.check((uri) => isSafeText(uri) && !uri.includes('#') && isPublicHttpsHost(uri)),
+      ),
+    ),
+    backchannel_logout_session_required: v.optional(v.boolean()),
     grant_types: v.optional(v.pipe(v.array(v.picklist(['authorization_code', 'refresh_token'])), v.maxLength(2))),
     response_types: v.optional(v.array(v.literal('code'))),
     scope: v.optional(v.pipe(v.string(), v.maxLength(4096))),
@@ -54,3 +66,11 @@ export const documentSchema = (schemes: ReadonlySet<string>) =>
     client_secret: v.optional(v.never()),
     client_secret_expires_at: v.optional(v.never()),
   })
+
+/** Whether an https URL's host is not a literal private or local address nor a `localhost` name. */
+function isPublicHttpsHost(uri: string): boolean {
+  const url = new URL(uri)
+  const host = url.hostname.toLowerCase().replace(/\.$/, '')
+  if (url.username !== '' || url.password !== '') return false
+  return isPublicAddress(host) !== false && host !== 'localhost' && !host.endsWith('.localhost')
+}

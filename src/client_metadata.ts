@@ -5,8 +5,10 @@
  * name form or one the host allows; never a fragment: RFC 8252 §7, RFC 9700 §2.6), grant and response types, scope, name and URLs; the keys of a
  * `private_key_jwt` client (`jwks` of public signature keys, or an https `jwks_uri`, never both);
  * `id_token_signed_response_alg` (OpenID Connect Registration §2),
- * `require_pushed_authorization_requests` (RFC 9126 §6) and `dpop_bound_access_tokens`
- * (RFC 9449 §5.2). `grant_types` and `scope` are cut to what the service allows; error
+ * `post_logout_redirect_uris` (RP-Initiated Logout §3.1, by the rule of redirect URIs),
+ * `require_pushed_authorization_requests` (RFC 9126 §6), `dpop_bound_access_tokens`
+ * (RFC 9449 §5.2), `backchannel_logout_uri` and `backchannel_logout_session_required`
+ * (Back-Channel Logout 1.0 §2.2: https on a public host, as `jwks_uri`). `grant_types` and `scope` are cut to what the service allows; error
  * descriptions name the field, never its value.
  */
 import { publicSignatureKeys } from './client_auth/client_jwks.ts'
@@ -111,25 +113,61 @@ function parseJwks(value: unknown): PublicJwkSet {
   return { keys: keys as PublicJwkSet['keys'] }
 }
 
-/** `jwks_uri`: https, no user info nor fragment, not a literal private or local host (checked again at fetch time). */
-function parseJwksUri(value: unknown): string {
+/**
+ * `jwks_uri`, `backchannel_logout_uri`: https, no user info nor fragment, not a literal private or
+ * local host (checked again at fetch time).
+ */
+function parsePublicHttpsUri(value: unknown, field = 'jwks_uri'): string {
   if (typeof value !== 'string' || value.length > MAX_URI || UNSAFE_TEXT.test(value) || value.includes('#')) {
-    throw badMetadata(`jwks_uri must be an https URL of at most ${MAX_URI} characters`)
+    throw badMetadata(`${field} must be an https URL of at most ${MAX_URI} characters without a fragment`)
   }
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    throw badMetadata('jwks_uri must be an absolute URL')
+    throw badMetadata(`${field} must be an absolute URL`)
   }
   if (url.protocol !== 'https:' || url.username !== '' || url.password !== '') {
-    throw badMetadata('jwks_uri must be an https URL without user information')
+    throw badMetadata(`${field} must be an https URL without user information`)
   }
   const host = url.hostname.toLowerCase().replace(/\.$/, '')
   if (isPublicAddress(host) === false || host === 'localhost' || host.endsWith('.localhost')) {
-    throw badMetadata('jwks_uri must not be on a private or local address')
+    throw badMetadata(`${field} must not be on a private or local address`)
   }
   return value
+}
+
+/**
+ * RP-Initiated Logout 1.0 §3.1 `post_logout_redirect_uris`: by the rule of `redirect_uris` (a
+ * redirect there always waits for a page naming the host: src/endpoints/logout.ts).
+ */
+function parsePostLogoutRedirectUris(input: Record<string, unknown>, policy: RegistrationPolicy): string[] | undefined {
+  const value = input.post_logout_redirect_uris
+  if (value === undefined) return undefined
+  if (!Array.isArray(value) || value.length > MAX_REDIRECT_URIS) {
+    throw badMetadata(`post_logout_redirect_uris must be an array of at most ${MAX_REDIRECT_URIS} URIs`)
+  }
+  try {
+    return [...new Set(value.map((uri) => checkRedirectUri(uri, policy.redirectSchemes)))]
+  } catch {
+    throw badMetadata('post_logout_redirect_uris must hold URIs allowed as redirect_uris')
+  }
+}
+
+/** Back-Channel Logout 1.0 §2.2: `backchannel_logout_uri` and `backchannel_logout_session_required`. */
+function parseBackchannelLogout(
+  input: Record<string, unknown>,
+): Pick<RegisteredClientMetadata, 'backchannel_logout_uri' | 'backchannel_logout_session_required'> {
+  const required = input.backchannel_logout_session_required
+  if (required !== undefined && typeof required !== 'boolean') {
+    throw badMetadata('backchannel_logout_session_required must be a boolean')
+  }
+  if (input.backchannel_logout_uri === undefined) return {}
+  return {
+    backchannel_logout_uri: parsePublicHttpsUri(input.backchannel_logout_uri, 'backchannel_logout_uri'),
+    // §2.2: if omitted, the default value is false.
+    backchannel_logout_session_required: required === true,
+  }
 }
 
 /** The keys of a private_key_jwt client: exactly one of `jwks` and `jwks_uri` (RFC 7591 §2). */
@@ -144,7 +182,7 @@ function parseKeys(
   // Only private_key_jwt reads the client's keys: for any other method they are not kept.
   if (method !== 'private_key_jwt') return {}
   if (input.jwks !== undefined) return { jwks: parseJwks(input.jwks) }
-  if (input.jwks_uri !== undefined) return { jwks_uri: parseJwksUri(input.jwks_uri) }
+  if (input.jwks_uri !== undefined) return { jwks_uri: parsePublicHttpsUri(input.jwks_uri) }
   throw badMetadata('private_key_jwt needs jwks or jwks_uri')
 }
 
@@ -247,7 +285,10 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
     scope,
     ...parseKeys(input, method),
     ...parseSecurityMetadata(input, policy),
+    ...parseBackchannelLogout(input),
   }
+  const postLogout = parsePostLogoutRedirectUris(input, policy)
+  if (postLogout !== undefined) metadata.post_logout_redirect_uris = postLogout
   if (input.client_name !== undefined) {
     const name = input.client_name
     if (typeof name !== 'string' || name.trim() === '' || name.length > 200 || UNSAFE_TEXT.test(name)) {
@@ -262,13 +303,16 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
 
 /**
  * The permissions of a self-registered client: the authorization and token endpoints, revocation,
- * a `gt:` per grant type, `rst:code` with the code flow, and a `scp:` per scope.
+ * logout when it registered `post_logout_redirect_uris`, a `gt:` per grant type, `rst:code` with
+ * the code flow, and a `scp:` per scope.
  */
 export function permissionsOf(metadata: ClientMetadata): string[] {
   const permissions: string[] = [Permissions.Endpoints.Token, Permissions.Endpoints.Revocation]
   if (metadata.grant_types.includes('authorization_code')) {
     permissions.push(Permissions.Endpoints.Authorization, Permissions.ResponseTypes.Code)
   }
+  // As for a metadata document's client: RP-Initiated Logout with registered return URIs.
+  if (metadata.post_logout_redirect_uris?.length) permissions.push(Permissions.Endpoints.Logout)
   for (const grant of metadata.grant_types) permissions.push(`gt:${grant}`)
   for (const scope of (metadata.scope ?? '').split(' ')) if (scope !== '') permissions.push(scopePermission(scope))
   return permissions
@@ -282,6 +326,8 @@ const METADATA_FIELDS = [
   'idTokenSignedResponseAlg',
   'requirePushedAuthorizationRequests',
   'requireDpop',
+  'backchannelLogoutUri',
+  'backchannelLogoutSessionRequired',
 ] as const
 
 type MetadataFields = (typeof METADATA_FIELDS)[number]
@@ -316,7 +362,7 @@ export function clientFields(
     displayName: metadata.client_name ?? clientId,
     permissions: permissionsOf(metadata),
     redirectUris: metadata.redirect_uris,
-    postLogoutRedirectUris: [],
+    postLogoutRedirectUris: metadata.post_logout_redirect_uris ?? [],
     consentType: 'explicit' as const,
     allowPlainPkce: false,
     requirePkce: true,
@@ -330,5 +376,7 @@ export function clientFields(
       : {}),
     ...(metadata.require_pushed_authorization_requests === true ? { requirePushedAuthorizationRequests: true } : {}),
     ...(metadata.dpop_bound_access_tokens === true ? { requireDpop: true } : {}),
+    ...(metadata.backchannel_logout_uri !== undefined ? { backchannelLogoutUri: metadata.backchannel_logout_uri } : {}),
+    ...(metadata.backchannel_logout_session_required === true ? { backchannelLogoutSessionRequired: true } : {}),
   }
 }

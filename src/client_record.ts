@@ -36,6 +36,10 @@ export interface ClientInfo {
   requireDpop?: boolean
   /** The alg of its ID tokens (absent: the service's). */
   idTokenSignedResponseAlg?: SigningAlgorithm
+  /** Where logout tokens go (OpenID Connect Back-Channel Logout 1.0). */
+  backchannelLogoutUri?: string
+  /** Its logout tokens must carry `sid`. */
+  backchannelLogoutSessionRequired?: boolean
   /** Set when the client registered itself (RFC 7591, or a client id metadata document). */
   registration?: {
     kind: 'dynamic' | 'metadata_document'
@@ -128,6 +132,8 @@ export function toClientInfo(record: ClientRecord): ClientInfo {
     ...(record.requirePushedAuthorizationRequests ? { requirePushedAuthorizationRequests: true } : {}),
     ...(record.requireDpop ? { requireDpop: true } : {}),
     ...(record.idTokenSignedResponseAlg ? { idTokenSignedResponseAlg: record.idTokenSignedResponseAlg } : {}),
+    ...(record.backchannelLogoutUri ? { backchannelLogoutUri: record.backchannelLogoutUri } : {}),
+    ...(record.backchannelLogoutSessionRequired ? { backchannelLogoutSessionRequired: true } : {}),
     ...(record.registration
       ? {
           registration: {

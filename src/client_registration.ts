@@ -93,6 +93,10 @@ export const ClientRegistrationSchema = strictObject({
   requireDpop: v.optional(v.boolean()),
   /** The alg of the client's ID tokens. */
   idTokenSignedResponseAlg: v.optional(v.picklist(SIGNING_ALGS)),
+  /** Back-Channel Logout 1.0 §2.2: where logout tokens go (https, or http on a loopback host; no fragment). */
+  backchannelLogoutUri: v.optional(v.pipe(redirectUri, v.maxLength(2048))),
+  /** The logout token must carry `sid`. */
+  backchannelLogoutSessionRequired: v.optional(v.boolean()),
   /** Per-client lifetimes in seconds overriding the service defaults. */
   lifetimes: v.optional(
     strictObject({
@@ -143,10 +147,14 @@ function checkAuthentication(reg: ParsedClientRegistration): void {
   } else if ((method === 'client_secret_basic' || method === 'client_secret_post') && reg.clientSecret === undefined) {
     bad(`clientSecret: ${method} needs a secret`)
   }
-  if (reg.jwksUri !== undefined) {
-    const url = new URL(reg.jwksUri)
+  for (const [field, uri] of [
+    ['jwksUri', reg.jwksUri],
+    ['backchannelLogoutUri', reg.backchannelLogoutUri],
+  ] as const) {
+    if (uri === undefined) continue
+    const url = new URL(uri)
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname)))
-      bad(`jwksUri: ${reg.jwksUri} must use https (http only for loopback hosts)`)
+      bad(`${field}: ${uri} must use https (http only for loopback hosts)`)
   }
   const confidential = reg.clientSecret !== undefined || method === 'private_key_jwt'
   if (reg.permissions.includes(Permissions.GrantTypes.ClientCredentials) && !confidential) {

@@ -75,6 +75,8 @@ function securityFields(reg: ParsedClientRegistration): Partial<ClientRecord> {
   if (reg.requirePushedAuthorizationRequests) fields.requirePushedAuthorizationRequests = true
   if (reg.requireDpop) fields.requireDpop = true
   if (reg.idTokenSignedResponseAlg !== undefined) fields.idTokenSignedResponseAlg = reg.idTokenSignedResponseAlg
+  if (reg.backchannelLogoutUri !== undefined) fields.backchannelLogoutUri = reg.backchannelLogoutUri
+  if (reg.backchannelLogoutSessionRequired) fields.backchannelLogoutSessionRequired = true
   return fields
 }
 
@@ -132,6 +134,8 @@ async function merge(w: ClientWrites, existing: ClientRecord, changes: ClientCha
     requirePushedAuthorizationRequests: existing.requirePushedAuthorizationRequests,
     requireDpop: existing.requireDpop,
     idTokenSignedResponseAlg: existing.idTokenSignedResponseAlg,
+    backchannelLogoutUri: existing.backchannelLogoutUri,
+    backchannelLogoutSessionRequired: existing.backchannelLogoutSessionRequired,
   }
   for (const [name, value] of Object.entries(changes)) {
     // The id is the key: an untyped caller's `clientId` in changes must not retarget the update.

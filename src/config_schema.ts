@@ -7,6 +7,7 @@
 import type { DpopVerifier } from './dpop/proof_key.ts'
 import { SIGNING_ALGS } from './keys/algorithms.ts'
 import type { AccountProvider, Logger, SigningAlgorithm } from './options.ts'
+import { BackchannelLogoutSchema } from './interaction/backchannel_options.ts'
 import * as v from 'valibot'
 import { OPTION_DEFAULTS } from './config_defaults.ts'
 import type { EventHook } from './event_types.ts'
@@ -389,6 +390,8 @@ export const OptionsSchema = strictObject({
   profile: v.optional(v.picklist(['fapi2-security'])),
   /** Token exchange (RFC 8693): the host's policy hook `authorize`. */
   tokenExchange: v.optional(TokenExchangeSchema),
+  /** Delivery of back-channel logout tokens. */
+  backchannelLogout: BackchannelLogoutSchema,
 })
 
 /** The options as parsed: every default filled in. */

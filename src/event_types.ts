@@ -80,6 +80,29 @@ export type GatehouseEvent = EventBase &
         reason: 'invalid_credentials' | 'throttled'
       }
     | { type: 'session.ended'; sub: string; sid: string; clientId?: string }
+    | {
+        /**
+         * A back-channel logout token (OpenID Connect Back-Channel Logout 1.0) reached the
+         * client's `backchannelLogoutUri` (`delivered`: it answered 200 or 204), or every attempt
+         * failed (`failed`).
+         */
+        type: 'logout.delivered' | 'logout.delivery_failed'
+        clientId: string
+        sub: string
+        sid: string
+        /** The logout token's `jti`. */
+        jti: string
+        /** POSTs made (1 + retries). */
+        attempts: number
+        /** The last HTTP status answered, if any. */
+        status?: number
+        /**
+         * Why it failed: `status` (an answer other than 200/204), `timeout`, `network` (no answer),
+         * `redirect` (redirects are not followed), `address_refused` (a self-registered client's
+         * URI on a private or local address, or not https), `signing` (the token could not be made).
+         */
+        reason?: 'status' | 'timeout' | 'network' | 'redirect' | 'address_refused' | 'signing'
+      }
     | { type: 'key.rotated'; kids: string[]; algorithms: string[] }
     | {
         /** A client registered itself (RFC 7591). */

@@ -9,6 +9,7 @@ import type { Config } from './config.ts'
 import { type Context, endpointUrls } from './context.ts'
 import { createHandler } from './handler.ts'
 import { toPending, completeInteraction } from './interaction/flow.ts'
+import { endRequestSession, endSubjectSessions } from './endpoints/logout.ts'
 import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
 import { createKeyring } from './keys/keyring.ts'
 import type { KeyRecord, Store } from './storage/types.ts'
@@ -47,6 +48,7 @@ export type {
   Theme,
   TokenServiceOptions,
   UserConfig,
+  BackchannelLogoutOptions,
 } from './options.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
 export type { EventHook, GatehouseEvent, GatehouseEventType } from './events.ts'
@@ -252,6 +254,10 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
         return completeInteraction(uid, result, request, ctx)
       },
     },
+    sessions: {
+      end: (request: Request) => endRequestSession(request, ctx),
+      endAll: (sub: string) => endSubjectSessions(sub, ctx),
+    },
     keys: {
       jwks: () => keyring.jwks(),
       async list(): Promise<KeyInfo[]> {
@@ -339,6 +345,26 @@ export interface TokenService {
      * redirect to the client with the code (or the error), setting the session cookie.
      */
     complete(uid: string, result: InteractionResult, request?: Request): Promise<Response>
+  }
+  /** Browser sessions (single sign-on). */
+  readonly sessions: {
+    /**
+     * Ends the session of the browser that sent `request` (the host's own sign-out page), as
+     * RP-Initiated Logout does: its grants without `offline_access` are revoked and its clients
+     * get back-channel logout tokens (in the background). Put `setCookie` on the response: it
+     * clears the session cookie.
+     * @example
+     * const { setCookie } = await service.sessions.end(request)
+     * return new Response('Signed out', { headers: { 'set-cookie': setCookie } })
+     */
+    end(request: Request): Promise<{ ended: boolean; sub?: string; sid?: string; setCookie: string }>
+    /**
+     * Ends every live session of the end-user `sub` (after a password change or a lock-out), each
+     * as `end` does, back-channel logout included. Resolves how many sessions it ended.
+     * @example
+     * await service.sessions.endAll('user-1')
+     */
+    endAll(sub: string): Promise<number>
   }
   /** Signing keys. */
   readonly keys: {

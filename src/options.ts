@@ -15,8 +15,9 @@ import type { JwsSigner } from './tokens/compact_jws.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import type { DpopVerifier } from './dpop/proof_key.ts'
 import type { TokenExchangeOptions } from './token_exchange/options.ts'
+import type { BackchannelLogoutOptions } from './interaction/backchannel_options.ts'
 
-export type { Logger, PublicJwkSet, SigningAlgorithm, TokenEndpointAuthMethod }
+export type { BackchannelLogoutOptions, Logger, PublicJwkSet, SigningAlgorithm, TokenEndpointAuthMethod }
 
 /** Account lookup: the host's user directory. */
 export interface AccountProvider {
@@ -64,6 +65,13 @@ export interface ClientRegistration {
   requireDpop?: boolean
   /** The alg of this client's ID tokens: one the service signs with (discovery lists them). */
   idTokenSignedResponseAlg?: SigningAlgorithm
+  /**
+   * Where the service POSTs a logout token when a session the client took part in ends (OpenID
+   * Connect Back-Channel Logout 1.0): https, or http on a loopback host.
+   */
+  backchannelLogoutUri?: string
+  /** The logout token must carry `sid` (it always does). Default false. */
+  backchannelLogoutSessionRequired?: boolean
 }
 
 /** A built-in user of the embedded sign-in page; other members are claims (`email`, `name`, …). */
@@ -347,6 +355,8 @@ export interface TokenServiceOptions {
   profile?: 'fapi2-security'
   /** Token exchange (RFC 8693): the host's policy hook `authorize` (see src/token_exchange/options.ts). */
   tokenExchange?: TokenExchangeOptions
+  /** Delivery of back-channel logout tokens (OpenID Connect Back-Channel Logout 1.0; docs/logout.md). */
+  backchannelLogout?: BackchannelLogoutOptions
 }
 
 /** Settings of the `dpop` option. */

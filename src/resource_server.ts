@@ -29,6 +29,12 @@ import { type ProtectedResourceMetadata, createMetadataEndpoints } from './resou
 import { type ResourceServerOptions, parseResourceServerOptions } from './resource_server_options.ts'
 import { protect } from './resource_server_protect.ts'
 import {
+  type LogoutTokenClaims,
+  type VerifyLogoutTokenOptions,
+  InvalidLogoutTokenError,
+  createLogoutTokenVerifier,
+} from './resource_server_logout.ts'
+import {
   type AuthenticatedRequest,
   type VerifyOptions,
   type VerifyResult,
@@ -46,7 +52,8 @@ export type {
 } from './resource_server_options.ts'
 export type { AuthenticatedRequest, RefusedRequest, VerifyOptions, VerifyResult } from './resource_server_verify.ts'
 export type { AccessTokenClaims } from './tokens/access_token.ts'
-export { IssuerUnavailableError }
+export type { LogoutTokenClaims, VerifyLogoutTokenOptions } from './resource_server_logout.ts'
+export { InvalidLogoutTokenError, IssuerUnavailableError }
 
 /**
  * Creates a verifier for the access tokens of one issuer, for one API.
@@ -109,6 +116,7 @@ export function createResourceServer(options: ResourceServerOptions): ResourceSe
     metadataResponse: endpoints.metadataResponse,
     metadataHandler: endpoints.metadataHandler,
     verify,
+    verifyLogoutToken: createLogoutTokenVerifier(settings, issuerAccess),
     protect: (handler, protectOptions = {}) => protect(verify, endpoints, handler, protectOptions),
   }
 }
@@ -155,6 +163,19 @@ export interface ResourceServer {
    * @see https://www.rfc-editor.org/rfc/rfc9449#section-7
    */
   verify(input: Request | string, options?: VerifyOptions): Promise<VerifyResult>
+  /**
+   * For a relying party of this issuer: verifies a back-channel logout token (OpenID Connect
+   * Back-Channel Logout 1.0 §2.6) POSTed to its `backchannel_logout_uri` and returns its claims
+   * (`sub`, `sid`: end that local session). Rejects with {@link InvalidLogoutTokenError} (answer
+   * 400) or `IssuerUnavailableError` (answer 5xx: the issuer retries).
+   * @see https://openid.net/specs/openid-connect-backchannel-1_0.html#Validation
+   * @example
+   * const rp = createResourceServer({ issuer: 'https://id.example.com', audience: 'my-app' })
+   * const form = await request.formData()
+   * const claims = await rp.verifyLogoutToken(String(form.get('logout_token')), { clientId: 'my-app' })
+   * await sessions.endWhere({ sid: claims.sid })
+   */
+  verifyLogoutToken(token: string, options: VerifyLogoutTokenOptions): Promise<LogoutTokenClaims>
   /**
    * Wraps a handler: it runs only for requests with a good token carrying `scopes`; others get
    * the RFC 6750 error response. With `resource`, a request for {@link ResourceServer.metadataPath}

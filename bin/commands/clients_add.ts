@@ -20,6 +20,7 @@ const FIELD_FLAGS: Record<string, string> = {
   redirectUris: '--redirect-uri',
   postLogoutRedirectUris: '--post-logout-redirect-uri',
   allowedNetworks: '--network',
+  backchannelLogoutUri: '--backchannel-logout-uri',
 }
 
 function explainRegistrationError(err: Error, registration: Record<string, unknown>): string {
@@ -101,6 +102,15 @@ A generated secret is printed once, on stdout: only its hash is stored.`,
       multiple: true,
       description: 'post-logout redirect URI',
     },
+    'backchannel-logout-uri': {
+      type: 'string',
+      value: 'U',
+      description: 'where logout tokens go when a session it took part in ends (Back-Channel Logout)',
+    },
+    'backchannel-logout-session-required': {
+      type: 'boolean',
+      description: 'its logout tokens must carry sid (they always do)',
+    },
     network: {
       type: 'string',
       value: 'CIDR',
@@ -129,6 +139,10 @@ Example:
         ? { postLogoutRedirectUris: list('post-logout-redirect-uri') }
         : {}),
       ...(list('network').length > 0 ? { allowedNetworks: list('network') } : {}),
+      ...(values['backchannel-logout-uri'] !== undefined
+        ? { backchannelLogoutUri: values['backchannel-logout-uri'] }
+        : {}),
+      ...(values['backchannel-logout-session-required'] ? { backchannelLogoutSessionRequired: true } : {}),
     } satisfies ClientRegistration
     try {
       parseClientRegistration(registration)

@@ -25,6 +25,9 @@ export function metadata(ctx: Context): Record<string, unknown> {
     userinfo_endpoint: urls.userinfo,
     jwks_uri: urls.jwks,
     end_session_endpoint: urls.logout,
+    // OpenID Connect Back-Channel Logout 1.0 §2.1: logout tokens, always with sid.
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
     revocation_endpoint: urls.revocation,
     introspection_endpoint: urls.introspection,
     ...(config.dynamicClientRegistration ? { registration_endpoint: urls.registration } : {}),

@@ -14,8 +14,9 @@
  *   names the client and the target host; without a session the page only offers to continue
  *   (RFC 9700 §4.11.2, open redirector; #27 item 3)
  * Ending the session deletes it from the store, revokes the grants made in it without
- * `offline_access` (their refresh and access tokens) and clears the cookie; a logout without a
- * session is not an error (§4).
+ * `offline_access` (their refresh and access tokens), sends back-channel logout tokens to its
+ * clients in the background (src/interaction/backchannel_logout.ts) and clears the cookie; a
+ * logout without a session is not an error (§4).
  */
 import { hostOf, isSelfRegistered } from '../client_record.ts'
 import type { Context } from '../context.ts'
@@ -37,6 +38,61 @@ async function readParams(request: Request, ctx: Context): Promise<Map<string, s
   return parseParams(new URL(request.url).search.slice(1), ctx.config.limits.maxParameterLength)
 }
 
+/** Ends a browser session: the store, its grants, back-channel logout, the `session.ended` event. */
+async function endBrowserSession(
+  session: SessionRecord,
+  ctx: Context,
+  request: Request,
+  clientId?: string,
+): Promise<void> {
+  await endSession(session, ctx, metaOf(request))
+  ctx.emit(metaOf(request), {
+    type: 'session.ended',
+    sub: session.sub,
+    sid: session.sid,
+    ...(clientId !== undefined ? { clientId } : {}),
+  })
+}
+
+/** The `Set-Cookie` value that clears the session cookie. */
+function clearedSessionCookie(ctx: Context): string {
+  return setCookie(ctx, ctx.config.cookieName, 'deleted-session-cookie', 0)
+}
+
+/**
+ * The host's sign-out (`service.sessions.end(request)`): ends the session of the browser that sent
+ * `request`, as RP-Initiated Logout does (grants revoked, back-channel logout tokens sent), and
+ * gives the `Set-Cookie` value that clears its cookie.
+ */
+export async function endRequestSession(
+  request: Request,
+  ctx: Context,
+): Promise<{ ended: boolean; sub?: string; sid?: string; setCookie: string }> {
+  const { session } = await loadSession(request, ctx)
+  if (session) await endBrowserSession(session, ctx, request)
+  return {
+    ended: session !== undefined,
+    ...(session ? { sub: session.sub, sid: session.sid } : {}),
+    setCookie: clearedSessionCookie(ctx),
+  }
+}
+
+/**
+ * The host's `service.sessions.endAll(sub)`: ends every live session of an end-user (after a
+ * password change, a lock-out), each as RP-Initiated Logout does. Resolves how many it ended.
+ */
+export async function endSubjectSessions(sub: string, ctx: Context): Promise<number> {
+  if (typeof sub !== 'string' || sub === '') throw new TypeError('sub: must be a non-empty string')
+  const list = ctx.store.sessions.listBySub
+  if (!list) throw new TypeError('sessions.endAll needs a store with sessions.listBySub (every built-in store has it)')
+  const sessions = await list.call(ctx.store.sessions, sub)
+  for (const session of sessions) {
+    await endSession(session, ctx)
+    ctx.emit(undefined, { type: 'session.ended', sub: session.sub, sid: session.sid })
+  }
+  return sessions.length
+}
+
 /** Ends the session (if any) and answers with a redirect or the signed-out page. */
 async function signOut(
   session: SessionRecord | undefined,
@@ -45,16 +101,8 @@ async function signOut(
   request: Request,
   clientId?: string,
 ): Promise<Response> {
-  if (session) {
-    await endSession(session, ctx)
-    ctx.emit(metaOf(request), {
-      type: 'session.ended',
-      sub: session.sub,
-      sid: session.sid,
-      ...(clientId !== undefined ? { clientId } : {}),
-    })
-  }
-  const headers = new Headers({ 'set-cookie': setCookie(ctx, ctx.config.cookieName, 'deleted-session-cookie', 0) })
+  if (session) await endBrowserSession(session, ctx, request, clientId)
+  const headers = new Headers({ 'set-cookie': clearedSessionCookie(ctx) })
   return target !== undefined ? redirect(target, headers) : signedOutPage(ctx.config.theme, { headers })
 }
 

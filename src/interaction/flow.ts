@@ -12,6 +12,8 @@ import { errorPage } from '../pages.ts'
 import { codeTtl } from '../profile.ts'
 import type { ClientRecord, CodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken } from '../tokens/opaque.ts'
+import type { RequestMeta } from '../events.ts'
+import { startBackchannelLogout } from './backchannel_logout.ts'
 import type { InteractionResult, LoginResult, PendingInteraction } from './types.ts'
 
 /** A validated authorization request. */
@@ -51,12 +53,15 @@ export const SESSION_GRANTS_MAX = 200
 
 /**
  * Ends a session: deletes it and revokes the grants started in it without `offline_access`
- * (their codes, refresh tokens and access tokens), as node-oidc-provider and OpenIddict do.
+ * (their codes, refresh tokens and access tokens), as node-oidc-provider and OpenIddict do, then
+ * starts the back-channel logout of its clients (in the background: see
+ * src/interaction/backchannel_logout.ts). `meta` is the request's, for the delivery events.
  */
-export async function endSession(session: SessionRecord, ctx: Context): Promise<void> {
+export async function endSession(session: SessionRecord, ctx: Context, meta?: RequestMeta): Promise<void> {
   await ctx.store.sessions.delete(session.id)
   const until = ctx.now() + ctx.config.refreshTokenFamilyTtl
   for (const familyId of session.grants ?? []) await ctx.store.revocations.revokeFamily(familyId, until)
+  startBackchannelLogout(session, ctx, meta)
 }
 
 /** The session of the browser that sent `request`, if it has a live one. */

@@ -59,6 +59,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   const codes = new PackedRecordMap<CodeRecord>(packed)
   const refreshTokens = new PackedRecordMap<RefreshTokenRecord>(packed)
   const sessions = new PackedRecordMap<SessionRecord>(packed)
+  const sessionIndex = subjectIndex(sessions)
   const interactions = new PackedRecordMap<InteractionRecord>(packed)
   const families = new PackedRecordMap<{ expiresAt: number }>(packed)
   const accessTokens = new PackedRecordMap<{ expiresAt: number }>(packed)
@@ -128,13 +129,24 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
     },
     sessions: {
       async put(record) {
+        // The service rewrites a session for its own end-user: only a new id is looked up.
+        if (!sessionIndex.has(record.sub, record.id)) {
+          const previous = sessions.get(record.id)
+          if (previous) sessionIndex.remove(previous.sub, record.id)
+          sessionIndex.add(record.sub, record.id)
+        }
         sessions.set(record.id, record)
       },
       async get(id) {
         return sessions.get(id)
       },
       async delete(id) {
+        const previous = sessions.get(id)
+        if (previous) sessionIndex.remove(previous.sub, id)
         sessions.delete(id)
+      },
+      async listBySub(sub) {
+        return sessionIndex.list(sub)
       },
     },
     interactions: {
@@ -235,6 +247,49 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         replays,
       ]
       for (const map of maps) map.sweep()
+    },
+  }
+}
+
+/**
+ * Session ids by `sub` beside the packed map (which cannot be iterated). Ids of ended or expired
+ * sessions are dropped when their end-user's sessions are listed, and all of them once the adds
+ * since the last sweep reach the number of sessions (at least 1,000): amortized O(1) per add.
+ */
+function subjectIndex(sessions: PackedRecordMap<SessionRecord>) {
+  const bySub = new Map<string, Set<string>>()
+  let adds = 0
+  function sweep(): void {
+    adds = 0
+    for (const [sub, ids] of bySub) {
+      for (const id of ids) if (!sessions.has(id)) ids.delete(id)
+      if (ids.size === 0) bySub.delete(sub)
+    }
+  }
+  return {
+    add(sub: string, id: string): void {
+      const ids = bySub.get(sub) ?? new Set<string>()
+      bySub.set(sub, ids.add(id))
+      if (++adds >= Math.max(1000, sessions.size)) sweep()
+    },
+    has(sub: string, id: string): boolean {
+      return bySub.get(sub)?.has(id) ?? false
+    },
+    remove(sub: string, id: string): void {
+      const ids = bySub.get(sub)
+      ids?.delete(id)
+      if (ids?.size === 0) bySub.delete(sub)
+    },
+    list(sub: string): SessionRecord[] {
+      const ids = bySub.get(sub)
+      const found: SessionRecord[] = []
+      for (const id of ids ?? []) {
+        const record = sessions.get(id)
+        if (record?.sub === sub) found.push(record)
+        else ids?.delete(id)
+      }
+      if (ids?.size === 0) bySub.delete(sub)
+      return found
     },
   }
 }

@@ -265,14 +265,33 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         ),
     },
     sessions: {
+      // Beside each session, its id in the set of its end-user's (`sessions-of:<sub>`), which lives
+      // as long as the newest session put; ids of ended sessions are dropped when listed.
       put: (record) =>
-        run(
-          'sessions.put',
-          async () =>
-            void (await redis.set(k('session', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt))),
-        ),
+        run('sessions.put', async () => {
+          const index = k('sessions-of', record.sub)
+          await redis
+            .multi()
+            .set(k('session', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt))
+            .sadd(index, record.id)
+            .expire(index, ttl(record.expiresAt))
+            .exec()
+        }),
       get: (id) => run('sessions.get', () => getJson<SessionRecord>(k('session', id))),
       delete: (id) => run('sessions.delete', async () => void (await redis.del(k('session', id)))),
+      listBySub: (sub) =>
+        run('sessions.listBySub', async () => {
+          const index = k('sessions-of', sub)
+          const ids = await redis.smembers(index)
+          if (ids.length === 0) return []
+          const records = (await redis.mget(ids.map((id) => k('session', id)))).map((value) =>
+            value === null ? undefined : (JSON.parse(value) as SessionRecord),
+          )
+          const live = (r: SessionRecord | undefined): r is SessionRecord => r?.sub === sub && r.expiresAt > now()
+          const stale = ids.filter((_, i) => !live(records[i]))
+          if (stale.length > 0) await redis.srem(index, ...stale)
+          return records.filter(live)
+        }),
     },
     interactions: {
       put: (record) =>

@@ -72,6 +72,13 @@ export interface ClientRecord {
   requirePushedAuthorizationRequests?: boolean
   /** Access tokens must be DPoP-bound (RFC 9449): token requests without a DPoP proof are refused. */
   requireDpop?: boolean
+  /**
+   * Where the service POSTs a logout token when a session the client took part in ends (OpenID
+   * Connect Back-Channel Logout 1.0 §2.2 `backchannel_logout_uri`).
+   */
+  backchannelLogoutUri?: string
+  /** The logout token must carry `sid` (Back-Channel Logout §2.2 `backchannel_logout_session_required`). */
+  backchannelLogoutSessionRequired?: boolean
   /** Per-client lifetimes (seconds) overriding the service defaults. */
   lifetimes: {
     accessToken?: number
@@ -117,6 +124,12 @@ export interface ClientMetadata {
   scope?: string
   client_uri?: string
   logo_uri?: string
+  /** RP-Initiated Logout 1.0 §3.1: where the end-user may be sent after logout (exact match). */
+  post_logout_redirect_uris?: string[]
+  /** Back-Channel Logout 1.0 §2.2: where logout tokens go. */
+  backchannel_logout_uri?: string
+  /** Back-Channel Logout 1.0 §2.2: logout tokens must carry `sid` (default false). */
+  backchannel_logout_session_required?: boolean
 }
 
 /** An authorization code, stored under the SHA-256 of its value. */
@@ -311,6 +324,13 @@ export interface Store {
     put(record: SessionRecord): Promise<void>
     get(id: string): Promise<SessionRecord | undefined>
     delete(id: string): Promise<void>
+    /**
+     * The live (unexpired) sessions of an end-user, for `service.sessions.endAll(sub)`. Optional
+     * for stores of your own (every built-in store has it): without it `endAll` throws. Memory and
+     * Redis keep an index by `sub`; SQL stores read the records' `sub` (a scan of the sessions
+     * table: an administrative call, not a request path).
+     */
+    listBySub?(sub: string): Promise<SessionRecord[]>
   }
   interactions: {
     put(record: InteractionRecord): Promise<void>

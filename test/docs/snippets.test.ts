@@ -227,6 +227,7 @@ describe('#27 item 13: the snippets of README.md and docs/ run as written', () =
       'docs/agents.md': { run: 1 }, // #29: token exchange
       'docs/clients.md': { fragment: 1 },
       'docs/high-security.md': { fragment: 2 },
+      'docs/logout.md': { typecheck: 1 }, // #30: a relying party's back-channel logout endpoint
       'docs/mcp.md': { server: 1 },
       'docs/resource-servers.md': { run: 1, fragment: 1, typecheck: 2 },
       'docs/storage-and-deployment.md': { typecheck: 2, run: 1 }, // #28: the SQLite store (Node ≥ 22.5)

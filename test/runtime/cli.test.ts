@@ -248,6 +248,35 @@ describe('gatehouse command line', () => {
       expect(file.clients.at(-1)).toMatchObject({ clientId: 'agent', permissions: ['ept:token', exchange, 'scp:api1'] })
     })
 
+    it('#30 back-channel logout: clients add --backchannel-logout-uri and --backchannel-logout-session-required go to the file', async () => {
+      const path = tempConfig(BASE)
+      const uri = 'https://app.example.test/backchannel-logout'
+      const flags = ['--id', 'bcl-app', '--backchannel-logout-uri', uri, '--backchannel-logout-session-required']
+      const added = await ok(['clients', 'add', '--config', path, ...flags, '--permission', 'ept:authorization'])
+      expect(JSON.parse(readFileSync(path, 'utf8')).clients.at(-1)).toMatchObject({
+        clientId: 'bcl-app',
+        backchannelLogoutUri: uri,
+        backchannelLogoutSessionRequired: true,
+      })
+      expect(added.stderr).toMatch(/Added client "bcl-app"/)
+      await fails(
+        [
+          'clients',
+          'add',
+          '--config',
+          path,
+          '--id',
+          'x',
+          '--permission',
+          'ept:authorization',
+          '--backchannel-logout-uri',
+          'http://app.example.test/bcl',
+        ],
+        2,
+        /backchannel-logout-uri|backchannelLogoutUri/,
+      )
+    })
+
     it('clients add, list, rotate-secret and remove edit the file; gatehouse serve serves it', async () => {
       const path = tempConfig(BASE)
       const config = ['--config', path]

@@ -689,6 +689,25 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect(await store.sessions.get(uniqueId('session'))).toBeUndefined()
       })
 
+      test('#30 listBySub: the live sessions of one end-user, without ended, expired or re-assigned ones', async () => {
+        const list = store.sessions.listBySub?.bind(store.sessions)
+        if (!list) throw new Error('every built-in store lists sessions by sub')
+        const sub = uniqueId('sub')
+        const ids = async (who: string) => (await list(who)).map((record) => record.id).sort()
+        const a = sessionRecord(now, { sub })
+        const b = sessionRecord(now, { sub, expiresAt: now + 100 })
+        const moved = sessionRecord(now, { sub })
+        await Promise.all([a, b, moved, sessionRecord(now)].map((record) => store.sessions.put(record)))
+        expect(await ids(sub)).toEqual([a.id, b.id, moved.id].sort())
+        expect((await list(sub)).find((record) => record.id === a.id)).toEqual(a)
+        await store.sessions.put({ ...moved, sub: uniqueId('other') })
+        await store.sessions.delete(a.id)
+        expect(await ids(sub)).toEqual([b.id])
+        advance(100)
+        expect(await ids(sub)).toEqual([])
+        expect(await list(uniqueId('nobody'))).toEqual([])
+      })
+
       test('an expired session is gone', async () => {
         const record = sessionRecord(now, { expiresAt: now + 100 })
         await store.sessions.put(record)

@@ -271,6 +271,14 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         run('sessions.delete', async () => {
           await client.query(`DELETE FROM ${t('sessions')} WHERE id = $1`, [id])
         }),
+      listBySub: (sub) =>
+        run('sessions.listBySub', async () => {
+          const rows = await client.query<Row>(
+            `SELECT record FROM ${t('sessions')} WHERE ${dialect.jsonText('record', 'sub')} = ${dialect.text('$1')} AND expires_at > $2`,
+            [sub, now()],
+          )
+          return rows.map((row) => parse<SessionRecord>(row.record))
+        }),
     },
     interactions: {
       put: (record) => run('interactions.put', () => putExpiring('interactions', record)),
