@@ -52,6 +52,20 @@ export const UserSchema = v.looseObject({
   given_name: v.optional(v.string()),
   family_name: v.optional(v.string()),
   name: v.optional(v.string()),
+  /** OpenID Connect Core §5.1.1, released by the `address` scope. */
+  address: v.optional(
+    strictObject({
+      formatted: v.optional(v.string()),
+      street_address: v.optional(v.string()),
+      locality: v.optional(v.string()),
+      region: v.optional(v.string()),
+      postal_code: v.optional(v.string()),
+      country: v.optional(v.string()),
+    }),
+  ),
+  /** Released by the `phone` scope (Core §5.4). */
+  phone_number: v.optional(v.string()),
+  phone_number_verified: v.optional(v.boolean()),
 })
 
 /** A scope the service knows. API scopes put their audience into access tokens. */

@@ -17,10 +17,23 @@ import type { DpopVerifier } from './dpop/proof_key.ts'
 
 export type { Logger, PublicJwkSet, SigningAlgorithm, TokenEndpointAuthMethod }
 
+/** What an account lookup is for: the claims that may be released from its answer. */
+export interface AccountRequest {
+  /** Where the claims go: the UserInfo response or an ID token. */
+  use: 'userinfo' | 'id_token'
+  /** The granted scopes of the token: their claims are released (OpenID Connect Core §5.4). */
+  scopes: string[]
+  /** Claim names the `claims` request parameter asked for here and the end-user approved (Core §5.5). */
+  claims: string[]
+}
+
 /** Account lookup: the host's user directory. */
 export interface AccountProvider {
-  /** Claims of the subject (must include `sub`), or undefined when it does not exist (any more). */
-  findAccount(sub: string): Promise<Record<string, unknown> | undefined>
+  /**
+   * Claims of the subject (must include `sub`), or undefined when it does not exist (any more).
+   * `request` says which claims may be released (a lookup may return more; the rest is dropped).
+   */
+  findAccount(sub: string, request?: AccountRequest): Promise<Record<string, unknown> | undefined>
 }
 
 /** A client as the host registers it (`service.clients.ensure`, the configuration file's `clients`). */
@@ -76,7 +89,22 @@ export interface UserConfig {
   given_name?: string
   family_name?: string
   name?: string
+  /** Core §5.1.1: the postal address, released by the `address` scope. */
+  address?: AddressClaim
+  /** Core §5.1: released by the `phone` scope. */
+  phone_number?: string
+  phone_number_verified?: boolean
   [claim: string]: unknown
+}
+
+/** OpenID Connect Core §5.1.1: the `address` claim. */
+export interface AddressClaim {
+  formatted?: string
+  street_address?: string
+  locality?: string
+  region?: string
+  postal_code?: string
+  country?: string
 }
 
 /** A scope beyond the built-in ones: its name, or its name with the API audience and claims it releases. */

@@ -33,6 +33,11 @@ export interface AccessTokenClaims extends JWTPayload {
   gty?: 'client_credentials'
   /** RFC 9449 §6.1: the thumbprint of the DPoP key the token is bound to. */
   cnf?: { jkt: string }
+  /**
+   * The claims the grant's claims request (OpenID Connect Core §5.5) asks userinfo for, beyond
+   * those of `scope` (private to this service: its userinfo endpoint reads them).
+   */
+  uic?: string[]
 }
 
 export interface IssueAccessTokenInput {
@@ -50,6 +55,8 @@ export interface IssueAccessTokenInput {
   client?: boolean
   /** The JWK thumbprint of the DPoP proof's key (RFC 9449 §6.1): adds `cnf.jkt`. */
   jkt?: string
+  /** Claims requested for userinfo with the claims parameter: adds `uic`. */
+  userinfoClaims?: string[]
 }
 
 /** An access token and its claims. */
@@ -81,6 +88,7 @@ export function issueAccessToken(
   if (input.sid !== undefined) claims.sid = input.sid
   if (input.client) claims.gty = 'client_credentials'
   if (input.jkt !== undefined) claims.cnf = { jkt: input.jkt }
+  if (input.userinfoClaims?.length) claims.uic = input.userinfoClaims
   const token = signJwt(claims, 'at+jwt', key)
   return typeof token === 'string' ? { token, claims } : token.then((signed) => ({ token: signed, claims }))
 }
