@@ -76,7 +76,8 @@ A generated secret is printed once, on stdout: only its hash is stored.`,
       value: 'P',
       multiple: true,
       required: true,
-      description: 'ept:token, gt:client_credentials, scp:api1, ...',
+      description:
+        'ept:token, gt:client_credentials, scp:api1, ...\n(scopes: scp:openid, scp:profile, scp:email, scp:address, scp:phone, configured ones)',
     },
     secret: {
       type: 'string',
