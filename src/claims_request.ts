@@ -38,6 +38,18 @@ const MemberSchema = v.optional(
 /** Core §5.5: a JSON object with optional `userinfo` and `id_token` members; others are ignored. */
 const ClaimsParameterSchema = v.looseObject({ userinfo: MemberSchema, id_token: MemberSchema })
 
+/** An array where the claims request has objects (valibot's object and record schemas take arrays). */
+function hasArrayForObject(json: unknown): boolean {
+  if (Array.isArray(json)) return true
+  if (json === null || typeof json !== 'object') return false
+  for (const member of ['userinfo', 'id_token']) {
+    const requests = (json as Record<string, unknown>)[member]
+    if (Array.isArray(requests)) return true
+    if (requests !== null && typeof requests === 'object' && Object.values(requests).some(Array.isArray)) return true
+  }
+  return false
+}
+
 /**
  * Parses the `claims` parameter (Core §5.5): JSON that is not an object of `userinfo` / `id_token`
  * claim requests is invalid_request. Returns undefined when nothing is requested.
@@ -53,7 +65,8 @@ export function parseClaimsParameter(value: string | undefined): RequestedClaims
     throw new OAuthError('invalid_request', 'claims is not valid JSON')
   }
   const result = v.safeParse(ClaimsParameterSchema, json)
-  if (!result.success) throw new OAuthError('invalid_request', 'claims is not a valid claims request object')
+  if (!result.success || hasArrayForObject(json))
+    throw new OAuthError('invalid_request', 'claims is not a valid claims request object')
   const requested: RequestedClaims = {}
   const userinfo = Object.keys(result.output.userinfo ?? {})
   const idToken = Object.keys(result.output.id_token ?? {})
