@@ -12,28 +12,18 @@ import type { SecretDigest } from './secrets.ts'
 import type { PublicJwkSet, Store, TokenEndpointAuthMethod } from './storage/types.ts'
 import type { Limiter } from './throttle.ts'
 import type { JwsSigner } from './tokens/compact_jws.ts'
+import type { AccountProvider, AccountRequest, AddressClaim } from './accounts.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import type { DpopVerifier } from './dpop/proof_key.ts'
 
-export type { Logger, PublicJwkSet, SigningAlgorithm, TokenEndpointAuthMethod }
-
-/** What an account lookup is for: the claims that may be released from its answer. */
-export interface AccountRequest {
-  /** Where the claims go: the UserInfo response or an ID token. */
-  use: 'userinfo' | 'id_token'
-  /** The granted scopes of the token: their claims are released (OpenID Connect Core §5.4). */
-  scopes: string[]
-  /** Claim names the `claims` request parameter asked for here and the end-user approved (Core §5.5). */
-  claims: string[]
-}
-
-/** Account lookup: the host's user directory. */
-export interface AccountProvider {
-  /**
-   * Claims of the subject (must include `sub`), or undefined when it does not exist (any more).
-   * `request` says which claims may be released (a lookup may return more; the rest is dropped).
-   */
-  findAccount(sub: string, request?: AccountRequest): Promise<Record<string, unknown> | undefined>
+export type {
+  AccountProvider,
+  AccountRequest,
+  AddressClaim,
+  Logger,
+  PublicJwkSet,
+  SigningAlgorithm,
+  TokenEndpointAuthMethod,
 }
 
 /** A client as the host registers it (`service.clients.ensure`, the configuration file's `clients`). */
@@ -95,16 +85,6 @@ export interface UserConfig {
   phone_number?: string
   phone_number_verified?: boolean
   [claim: string]: unknown
-}
-
-/** OpenID Connect Core §5.1.1: the `address` claim. */
-export interface AddressClaim {
-  formatted?: string
-  street_address?: string
-  locality?: string
-  region?: string
-  postal_code?: string
-  country?: string
 }
 
 /** A scope beyond the built-in ones: its name, or its name with the API audience and claims it releases. */
