@@ -38,6 +38,8 @@ export const DEMO: Pick<ConfigFile, 'clients' | 'users'> = {
         'scp:openid',
         'scp:profile',
         'scp:email',
+        'scp:address',
+        'scp:phone',
         'scp:api1',
       ],
       redirectUris: ['http://localhost:8080/callback'],

@@ -15,6 +15,7 @@ import type { InteractionHook } from './interaction/types.ts'
 import { HealthSchema } from './ops/health_options.ts'
 import type { MetricsHook } from './ops/metrics.ts'
 import { ThemeSchema } from './pages.ts'
+import { AddressSchema } from './accounts.ts'
 import { strictObject } from './schema_issues.ts'
 import type { SecretDigest } from './secrets.ts'
 import { SCHEME_NAME, isForbiddenScheme } from './self_registered_redirects.ts'
@@ -54,6 +55,11 @@ export const UserSchema = v.looseObject({
   given_name: v.optional(v.string()),
   family_name: v.optional(v.string()),
   name: v.optional(v.string()),
+  /** OpenID Connect Core §5.1.1, released by the `address` scope. */
+  address: v.optional(AddressSchema),
+  /** Released by the `phone` scope (Core §5.4). */
+  phone_number: v.optional(v.string()),
+  phone_number_verified: v.optional(v.boolean()),
 })
 
 /** A scope the service knows. API scopes put their audience into access tokens. */

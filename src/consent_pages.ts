@@ -15,6 +15,8 @@ export interface ConsentPageInput {
   csrf: string
   clientName: string
   scopes: string[]
+  /** Claims requested on their own (OpenID Connect Core §5.5) that Allow releases too. */
+  claims?: string[]
   /** Set for a client that registered itself (see `selfRegistrationNotice` in src/client_record.ts). */
   selfRegistered?: SelfRegisteredNotice
 }
@@ -48,10 +50,15 @@ const SCOPE_TEXT: Record<string, string> = {
   openid: 'Know who you are',
   profile: 'See your name and basic profile',
   email: 'See your email address',
+  address: 'See your postal address',
+  phone: 'See your phone number',
   offline_access: 'Stay signed in to the application when you are not using it',
 }
 
-/** The consent form: it lists every scope that Allow grants, and Allow grants exactly those. The approving button comes first. */
+/**
+ * The consent form: it lists every scope and claim that Allow grants, and Allow grants exactly
+ * those. The approving button comes first.
+ */
 export function consentPage(theme: Theme, input: ConsentPageInput): Response {
   const t = textsOf(theme)
   const items = input.scopes
@@ -61,10 +68,16 @@ export function consentPage(theme: Theme, input: ConsentPageInput): Response {
       return `<li data-scope="${e(scope)}">${CHECK_ICON}<span>${label}</span></li>`
     })
     .join('')
+  const claims = (input.claims ?? [])
+    .map(
+      (claim) =>
+        `<li data-claim="${e(claim)}">${CHECK_ICON}<span>${e('See your')} <code>${e(claim)}</code></span></li>`,
+    )
+    .join('')
   return page(
     theme,
     t.consentTitle,
-    `${input.selfRegistered ? noticeOf(t, input.clientName, input.selfRegistered) : ''}<p id="consent-intro">${withClient(t.consentIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="consent-intro">${items}</ul>
+    `${input.selfRegistered ? noticeOf(t, input.clientName, input.selfRegistered) : ''}<p id="consent-intro">${withClient(t.consentIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="consent-intro">${items}${claims}</ul>
 <form method="post" action="${e(input.action)}">${hidden({ uid: input.uid, csrf: input.csrf, action: 'consent' })}
 <div class="actions"><button class="primary" type="submit" name="decision" value="allow" autofocus>${e(t.allowButton)}</button>
 <button class="secondary" type="submit" name="decision" value="deny">${e(t.denyButton)}</button></div></form>`,

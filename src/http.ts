@@ -197,6 +197,7 @@ export function mediaType(contentType: string): string {
 const KNOWN_PARAMETERS: ReadonlySet<string> = new Set([
   'access_token',
   'acr_values',
+  'acr_values',
   'action',
   'assertion',
   'audience',

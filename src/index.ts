@@ -38,6 +38,8 @@ export interface RequestInfo {
 export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clients.ts'
 export type {
   AccountProvider,
+  AccountRequest,
+  AddressClaim,
   AttemptLimitOptions,
   ClientIdMetadataDocumentsOptions,
   ClientRegistration,

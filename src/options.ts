@@ -12,17 +12,21 @@ import type { SecretDigest } from './secrets.ts'
 import type { PublicJwkSet, Store, TokenEndpointAuthMethod } from './storage/types.ts'
 import type { Limiter } from './throttle.ts'
 import type { JwsSigner } from './tokens/compact_jws.ts'
+import type { AccountProvider, AccountRequest, AddressClaim } from './accounts.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import type { DpopVerifier } from './dpop/proof_key.ts'
 import type { TokenExchangeOptions } from './token_exchange/options.ts'
 import type { BackchannelLogoutOptions } from './interaction/backchannel_options.ts'
 
-export type { BackchannelLogoutOptions, Logger, PublicJwkSet, SigningAlgorithm, TokenEndpointAuthMethod }
-
-/** Account lookup: the host's user directory. */
-export interface AccountProvider {
-  /** Claims of the subject (must include `sub`), or undefined when it does not exist (any more). */
-  findAccount(sub: string): Promise<Record<string, unknown> | undefined>
+export type {
+  AccountProvider,
+  AccountRequest,
+  AddressClaim,
+  BackchannelLogoutOptions,
+  Logger,
+  PublicJwkSet,
+  SigningAlgorithm,
+  TokenEndpointAuthMethod,
 }
 
 /** A client as the host registers it (`service.clients.ensure`, the configuration file's `clients`). */
@@ -85,6 +89,11 @@ export interface UserConfig {
   given_name?: string
   family_name?: string
   name?: string
+  /** Core §5.1.1: the postal address, released by the `address` scope. */
+  address?: AddressClaim
+  /** Core §5.1: released by the `phone` scope. */
+  phone_number?: string
+  phone_number_verified?: boolean
   [claim: string]: unknown
 }
 

@@ -49,6 +49,16 @@ export function codeTtl(client: ClientRecord, config: Pick<Config, 'profile' | '
 }
 
 /**
+ * Whether the profile admits a response mode. FAPI 2.0 returns the authorization response by the
+ * query redirect with `iss` (RFC 9207), and its conformance plans test that (or JARM) only:
+ * `form_post` is refused under `fapi2-security`, whose clients must not depend on a mode a FAPI
+ * deployment does not offer.
+ */
+export function allowsResponseMode(mode: string, config: Pick<Config, 'profile'>): boolean {
+  return mode === 'query' || (mode === 'form_post' && !isFapi2(config))
+}
+
+/**
  * Why the profile refuses this client, or undefined: FAPI 2.0 §5.3.2.1 admits only confidential
  * clients, authenticating with private_key_jwt (or mTLS, which Gatehouse does not offer).
  */

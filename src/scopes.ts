@@ -40,7 +40,15 @@ export interface ScopeDefinition {
 }
 
 /** The scopes every service knows. */
-export const DEFAULT_SCOPES: readonly ScopeConfig[] = ['openid', 'profile', 'email', 'offline_access', 'api1']
+export const DEFAULT_SCOPES: readonly ScopeConfig[] = [
+  'openid',
+  'profile',
+  'email',
+  'address',
+  'phone',
+  'offline_access',
+  'api1',
+]
 
 /** Builds the scope table from the defaults plus configured scopes. */
 export function createScopeRegistry(configured: readonly ScopeConfig[]) {

@@ -81,7 +81,7 @@ A generated secret is printed once, on stdout: only its hash is stored.`,
       multiple: true,
       required: true,
       description:
-        'ept:token, gt:client_credentials, gt:urn:ietf:params:oauth:grant-type:token-exchange, scp:api1, ...',
+        'ept:token, gt:client_credentials, gt:urn:ietf:params:oauth:grant-type:token-exchange, scp:api1, ...\n(scopes: scp:openid, scp:profile, scp:email, scp:address, scp:phone, configured ones)',
     },
     secret: {
       type: 'string',

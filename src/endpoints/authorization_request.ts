@@ -8,24 +8,36 @@
  * 3. client permissions, the profile admits it      → unauthorized_client
  *    the request was pushed if it must be (RFC 9126 §4) → invalid_request
  * 4. request / request_uri                          → request_not_supported / request_uri_not_supported
- * 5. response_type = code, response_mode query      → invalid_request / unsupported_response_type
+ * 5. response_type = code, response_mode query or form_post (not form_post where the profile
+ *    forbids it)                                    → invalid_request / unsupported_response_type
  * 6. repeated parameters                            → invalid_request
  * 7. resource (RFC 8707 §2): absolute, no fragment, the audience of a permitted scope → invalid_target;
  *    scope: known and permitted                     → invalid_scope
  * 8. PKCE (RFC 7636 §4.3, §4.4.1)                   → invalid_request
  * 9. prompt, max_age, id_token_hint                 → invalid_request
  * 10. dpop_jkt (RFC 9449 §10): a thumbprint, the key of the pushed request's proof → invalid_request
+ * 11. claims (Core §5.5): JSON of the claims request, login_hint, ui_locales, claims_locales,
+ *     display, acr_values (Core §3.1.2.1)             → invalid_request
  * Until client and redirect_uri are verified (1–2) errors are OAuthErrors, which the authorization
  * endpoint shows as a page (RFC 6749 §4.1.2.1); from 3 on they are {@link Refusal}s for the
- * verified redirect_uri. The PAR endpoint answers both as JSON (RFC 9126 §2.3).
+ * verified redirect_uri, answered in the request's response_mode when it is a valid one (Form Post
+ * Response Mode §2: errors too). The PAR endpoint answers both as JSON (RFC 9126 §2.3).
  */
+import type { ResponseMode } from '../authorization_response.ts'
+import { parseClaimsParameter, parseDisplay } from '../claims_request.ts'
 import { isConfidential } from '../client_record.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { type Params, checkParameter, parameterName } from '../http.ts'
 import type { AuthorizationRequest } from '../interaction/flow.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
-import { allowsPlainPkce, profileRefusal, requiresPkce, requiresPushedRequests } from '../profile.ts'
+import {
+  allowsPlainPkce,
+  allowsResponseMode,
+  profileRefusal,
+  requiresPkce,
+  requiresPushedRequests,
+} from '../profile.ts'
 import {
   RESOURCE_PARAMETERS,
   defaultScopesForResources,
@@ -89,6 +101,11 @@ export interface VerifiedClient {
   redirectUri: string
   /** The request's `state`, unless repeated: error redirects carry it. */
   state: string | undefined
+  /**
+   * The response mode errors are answered in: `form_post` when the request asks for it (once)
+   * and the profile admits it, else `query` (an unknown or refused mode is reported by query).
+   */
+  responseMode: ResponseMode
 }
 
 /** What the caller knows of the request beyond its parameters. */
@@ -133,7 +150,11 @@ export async function verifyClientAndRedirect(
     throw notVerified('invalid_request', 'redirect_uri is not registered for this client')
   }
   const state = raw.repeated.has('state') ? undefined : p.get('state')
-  return { clientId, client, redirectUri, state }
+  const formPost =
+    !raw.repeated.has('response_mode') &&
+    p.get('response_mode') === 'form_post' &&
+    allowsResponseMode('form_post', ctx.config)
+  return { clientId, client, redirectUri, state, responseMode: formPost ? 'form_post' : 'query' }
 }
 
 /** Checks 3–10 on a request of a verified client and redirect_uri; throws a {@link Refusal}. */
@@ -143,14 +164,15 @@ export async function parseAuthorizationRequest(
   ctx: Context,
   origin: RequestOrigin,
 ): Promise<AuthorizationRequest> {
-  const { clientId, client, redirectUri, state } = verified
+  const { clientId, client, redirectUri, state, responseMode } = verified
   const p = raw.values
   checkClient(client, ctx, origin)
-  checkRequestForm(raw)
+  checkRequestForm(raw, ctx)
   const { scopes, resources } = grantedScopes(raw, client, ctx)
   const { codeChallenge, challengeMethod } = checkPkce(p, client, ctx)
   const { prompt, maxAge, hintSub } = await checkPromptAndHints(p, ctx)
   const dpopJkt = checkDpopJkt(p.get('dpop_jkt'), origin.dpopJkt)
+  const extras = checkOpenIdParameters(p)
   return {
     clientId,
     redirectUri,
@@ -160,8 +182,8 @@ export async function parseAuthorizationRequest(
     ...(p.get('nonce') !== undefined ? { nonce: p.get('nonce') as string } : {}),
     ...(codeChallenge !== undefined ? { codeChallenge, codeChallengeMethod: challengeMethod } : {}),
     ...(maxAge !== undefined ? { maxAge } : {}),
-    ...(p.get('login_hint') !== undefined ? { loginHint: p.get('login_hint') as string } : {}),
-    ...(p.get('ui_locales') !== undefined ? { uiLocales: p.get('ui_locales') as string } : {}),
+    ...(responseMode !== 'query' ? { responseMode } : {}),
+    ...extras,
     ...(hintSub !== undefined ? { idTokenHintSub: hintSub } : {}),
     ...(resources.length > 0 ? { resources } : {}),
     ...(dpopJkt !== undefined ? { dpopJkt } : {}),
@@ -188,8 +210,8 @@ function checkClient(client: ClientRecord, ctx: Context, origin: RequestOrigin):
     throw new Refusal('invalid_request', 'pushed authorization requests are required (use the PAR endpoint)')
 }
 
-/** 4–6: no request objects, response_type code in query mode, no repeated parameter. */
-function checkRequestForm(raw: RawParams): void {
+/** 4–6: no request objects, response_type code in query or form_post mode, no repeated parameter. */
+function checkRequestForm(raw: RawParams, ctx: Context): void {
   const p = raw.values
   // 4: request objects are not supported, and saying so beats ignoring them (Core §6).
   if (p.has('request')) throw new Refusal('request_not_supported', 'the request parameter is not supported')
@@ -198,9 +220,12 @@ function checkRequestForm(raw: RawParams): void {
   const responseType = p.get('response_type')
   if (responseType === undefined) throw new Refusal('invalid_request', 'response_type is required')
   if (responseType !== 'code') throw new Refusal('unsupported_response_type', 'only response_type code is supported')
+  // Multiple Response Type Encoding Practices §2.1: an unsupported response_mode is an error.
   const responseMode = p.get('response_mode')
-  if (responseMode !== undefined && responseMode !== 'query')
-    throw new Refusal('invalid_request', 'only response_mode query is supported')
+  if (responseMode !== undefined && responseMode !== 'query' && responseMode !== 'form_post')
+    throw new Refusal('invalid_request', 'response_mode must be query or form_post')
+  if (responseMode !== undefined && !allowsResponseMode(responseMode, ctx.config))
+    throw new Refusal('invalid_request', `response_mode ${responseMode} is not allowed by the profile; use query`)
   // 6: RFC 6749 §3.1, parameters must not be included more than once.
   if (raw.repeated.size > 0)
     throw new Refusal('invalid_request', `${parameterName([...raw.repeated][0] ?? '')} is repeated`)
@@ -309,4 +334,31 @@ function checkDpopJkt(param: string | undefined, proofJkt: string | undefined): 
     throw new Refusal('invalid_request', 'dpop_jkt does not match the key of the DPoP proof')
   }
   return proofJkt ?? param
+}
+
+/**
+ * 11: the OpenID Connect request parameters passed on to the sign-in (Core §3.1.2.1): login_hint,
+ * ui_locales, claims_locales, display (page, popup, touch, wap), acr_values; and the claims
+ * request (§5.5), whose JSON must parse (else invalid_request).
+ */
+function checkOpenIdParameters(p: Map<string, string>): Partial<AuthorizationRequest> {
+  const extras: Partial<AuthorizationRequest> = {}
+  try {
+    const claims = parseClaimsParameter(p.get('claims'))
+    if (claims !== undefined) extras.claims = claims
+    const display = parseDisplay(p.get('display'))
+    if (display !== undefined) extras.display = display
+  } catch (err) {
+    if (err instanceof OAuthError) throw new Refusal(err.code, err.message)
+    throw err
+  }
+  const loginHint = p.get('login_hint')
+  if (loginHint !== undefined) extras.loginHint = loginHint
+  const uiLocales = p.get('ui_locales')
+  if (uiLocales !== undefined) extras.uiLocales = uiLocales
+  const claimsLocales = p.get('claims_locales')
+  if (claimsLocales !== undefined) extras.claimsLocales = claimsLocales
+  const acrValues = p.get('acr_values')
+  if (acrValues !== undefined) extras.acrValues = acrValues
+  return extras
 }

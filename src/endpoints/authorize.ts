@@ -18,7 +18,13 @@ import { isSelfRegistered } from '../client_record.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { formPairs, mediaType, notAForm, readText } from '../http.ts'
-import { type AuthorizationRequest, startInteraction, issueCodeRedirect, loadSession } from '../interaction/flow.ts'
+import {
+  type AuthorizationRequest,
+  claimsNeedingConsent,
+  issueCodeRedirect,
+  loadSession,
+  startInteraction,
+} from '../interaction/flow.ts'
 import { errorPage } from '../pages.ts'
 import { metaOf } from '../request_meta.ts'
 import type { ClientRecord } from '../storage/types.ts'
@@ -136,7 +142,9 @@ async function continueWithSession(
   const needsConsent =
     isSelfRegistered(client) ||
     (client.consentType === 'explicit' &&
-      (prompt.includes('consent') || !granted.every((scope) => session?.consents[clientId]?.includes(scope))))
+      (prompt.includes('consent') ||
+        !granted.every((scope) => session?.consents[clientId]?.includes(scope)) ||
+        !claimsNeedingConsent(authRequest, ctx).every((claim) => session?.claimConsents?.[clientId]?.includes(claim))))
 
   if (prompt.includes('none')) {
     if (needsLogin) return fail('login_required', 'the end-user is not signed in')

@@ -8,7 +8,8 @@ import { json } from '../http.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
 import { ASSERTION_ALGORITHMS } from '../client_auth/client_assertion.ts'
 import { dpopAlgorithms } from '../dpop/request.ts'
-import { FAPI2_ALGORITHMS, isFapi2 } from '../profile.ts'
+import { FAPI2_ALGORITHMS, allowsResponseMode, isFapi2 } from '../profile.ts'
+import { RESPONSE_MODES } from '../authorization_response.ts'
 
 const SECRET_METHODS = ['client_secret_basic', 'client_secret_post']
 
@@ -33,7 +34,8 @@ export function metadata(ctx: Context): Record<string, unknown> {
     ...(config.dynamicClientRegistration ? { registration_endpoint: urls.registration } : {}),
     scopes_supported: ctx.scopes.names(),
     response_types_supported: ['code'],
-    response_modes_supported: ['query'],
+    // Form Post Response Mode §2 (not under a profile that refuses it).
+    response_modes_supported: RESPONSE_MODES.filter((mode) => allowsResponseMode(mode, config)),
     grant_types_supported: [
       'authorization_code',
       'refresh_token',
@@ -58,7 +60,8 @@ export function metadata(ctx: Context): Record<string, unknown> {
     // RFC 9449 §5.1: the algs a DPoP proof may be signed with.
     dpop_signing_alg_values_supported: dpopAlgs,
     claims_supported: ctx.scopes.allClaims(),
-    claims_parameter_supported: false,
+    // OpenID Connect Core §5.5.
+    claims_parameter_supported: true,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
     prompt_values_supported: ['none', 'login', 'consent'],

@@ -12,7 +12,12 @@ import type { Context } from '../context.ts'
 import { browserCookieName, readCookie } from '../cookies.ts'
 import { OAuthError } from '../errors.ts'
 import { parseParams, readForm } from '../http.ts'
-import { type AuthorizationRequest, completeInteraction, loadSession } from '../interaction/flow.ts'
+import {
+  type AuthorizationRequest,
+  claimsNeedingConsent,
+  completeInteraction,
+  loadSession,
+} from '../interaction/flow.ts'
 import { consentPage } from '../consent_pages.ts'
 import { errorPage, loginPage } from '../pages.ts'
 import { metaOf } from '../request_meta.ts'
@@ -35,8 +40,13 @@ async function needsConsent(record: InteractionRecord, request: Request, ctx: Co
   if (client?.consentType !== 'explicit') return false
   if (req.prompt.includes('consent')) return true
   const { session } = await loadSession(request, ctx)
-  const given = session && record.login && session.sub === record.login.sub ? session.consents[req.clientId] : undefined
-  return !req.scopes.every((scope) => given?.includes(scope))
+  const same = session && record.login && session.sub === record.login.sub ? session : undefined
+  const given = same?.consents[req.clientId]
+  const givenClaims = same?.claimConsents?.[req.clientId]
+  return (
+    !req.scopes.every((scope) => given?.includes(scope)) ||
+    !claimsNeedingConsent(req, ctx).every((claim) => givenClaims?.includes(claim))
+  )
 }
 
 async function render(
@@ -59,6 +69,7 @@ async function render(
     return consentPage(ctx.config.theme, {
       ...common,
       scopes: req.scopes,
+      claims: claimsNeedingConsent(req, ctx),
       ...(notice ? { selfRegistered: notice } : {}),
     })
   }
@@ -115,9 +126,11 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
 
   if (form.get('action') === 'consent') {
     if (!record.login || decision !== 'allow') return render(record, ctx)
-    // Exactly the scopes the page listed (render() shows every scope of the stored request).
-    const scopes = (record.request as unknown as AuthorizationRequest).scopes
-    return completeInteraction(record.id, { login: record.login, consent: { scopes } }, request, ctx)
+    // Exactly the scopes and claims the page listed (render() shows every scope of the stored
+    // request and every claim it asks for that no scope releases).
+    const req = record.request as unknown as AuthorizationRequest
+    const consent = { scopes: req.scopes, claims: claimsNeedingConsent(req, ctx) }
+    return completeInteraction(record.id, { login: record.login, consent }, request, ctx)
   }
 
   const username = form.get('username')

@@ -12,7 +12,7 @@
  * - a token issued for explicit `resource` indicators (RFC 8707) none of which is the issuer: 401
  *   invalid_token (it is for those resource servers, not for the end-user's claims; #27 item 4)
  * - token without `openid`: 403 insufficient_scope
- * - claims released by the token's identity scopes, always with `sub`
+ * - claims released by the token's identity scopes and its claims request (Core §5.5), always with `sub`
  */
 import type { Context } from '../context.ts'
 import { type PresentedToken, checkTokenBinding, dpopChallengeError, readAuthorization } from '../dpop/resource.ts'
@@ -64,7 +64,9 @@ export async function handleUserinfo(request: Request, ctx: Context): Promise<Re
   if (!scopes.includes('openid')) {
     throw tokenError(presented, 'insufficient_scope', 'the access token lacks the openid scope', ctx)
   }
-  const account = await ctx.accounts.findAccount(claims.sub)
+  // Core §5.5: the claims the grant's claims request asked userinfo for (carried by the token).
+  const requested = Array.isArray(claims.uic) ? claims.uic.filter((name) => typeof name === 'string') : []
+  const account = await ctx.accounts.findAccount(claims.sub, { use: 'userinfo', scopes, claims: requested })
   if (!account) throw tokenError(presented, 'invalid_token', 'the end-user no longer exists', ctx)
-  return noStoreJson({ sub: claims.sub, ...scopedClaims(account, scopes, ctx) })
+  return noStoreJson({ sub: claims.sub, ...scopedClaims(account, scopes, ctx, requested) })
 }

@@ -79,7 +79,7 @@ export const authorizationCode: Grant = {
     // alongside the account lookup and the signing, so it adds little to the consume's round trip.
     const revokedCheck = ctx.store.revocations.isFamilyRevoked(record.familyId)
     revokedCheck.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
-    const account = await requireAccount(record.sub, ctx)
+    const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims: record.claims })
     const issuing = issueUserTokens(
       {
         familyId: record.familyId,
@@ -93,6 +93,7 @@ export const authorizationCode: Grant = {
         ...(record.acr !== undefined ? { acr: record.acr } : {}),
         ...(record.amr !== undefined ? { amr: record.amr } : {}),
         ...(record.nonce !== undefined ? { nonce: record.nonce } : {}),
+        ...(record.claims ? { claims: record.claims } : {}),
       },
       client,
       ctx,

@@ -11,6 +11,7 @@ import { OAuthError } from '../errors.ts'
 import { Permissions, scopePermission } from '../permissions.ts'
 import { isConfidential } from '../client_record.ts'
 import type { DpopProof } from '../dpop/proof.ts'
+import type { RequestedClaims } from '../claims_request.ts'
 import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
 import { issueAccessToken } from '../tokens/access_token.ts'
 import { issueIdToken } from '../tokens/id_token.ts'
@@ -37,6 +38,8 @@ export interface UserGrant {
   acr?: string
   amr?: string[]
   nonce?: string
+  /** The approved claims request (Core §5.5): ID token and userinfo release these too. */
+  claims?: RequestedClaims
   /** Absolute end of the refresh token family (epoch s). */
   familyExpiresAt: number
 }
@@ -65,9 +68,20 @@ export function permittedScopes(client: ClientRecord, scopes: readonly string[],
   return kept
 }
 
-/** The account's claims, or invalid_grant when the account no longer exists. */
-export async function requireAccount(sub: string, ctx: Context): Promise<Record<string, unknown>> {
-  const account = await ctx.accounts.findAccount(sub)
+/**
+ * The account's claims, or invalid_grant when the account no longer exists. The host's
+ * `findAccount` learns which claims the ID token may carry (`scopes`, `claims`).
+ */
+export async function requireAccount(
+  sub: string,
+  ctx: Context,
+  request?: { scopes: readonly string[]; claims?: RequestedClaims | undefined },
+): Promise<Record<string, unknown>> {
+  const account = await ctx.accounts.findAccount(sub, {
+    use: 'id_token',
+    scopes: [...(request?.scopes ?? [])],
+    claims: [...(request?.claims?.id_token ?? [])],
+  })
   if (!account) throw new OAuthError('invalid_grant', 'the end-user no longer exists')
   return account
 }
@@ -86,8 +100,16 @@ export function idTokenClaimsOf(config: Config): IdTokenClaims {
  * Picks the claims of `scopes` out of an account: userinfo's answer and, by default, the ID
  * token's end-user claims. Callers pass the scopes of this token (consented, still permitted).
  */
-export function scopedClaims(account: Record<string, unknown>, scopes: readonly string[], ctx: Context) {
+export function scopedClaims(
+  account: Record<string, unknown>,
+  scopes: readonly string[],
+  ctx: Context,
+  requested: readonly string[] = [],
+): Record<string, unknown> {
+  // Claims of the scopes, and those of an approved claims request (Core §5.5) that some scope knows.
   const allowed = ctx.scopes.claims(scopes)
+  const supported = requested.length > 0 ? new Set(ctx.scopes.allClaims()) : undefined
+  for (const name of requested) if (supported?.has(name)) allowed.add(name)
   const claims: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(account)) {
     if (name !== 'sub' && allowed.has(name) && value !== undefined && value !== null) claims[name] = value
@@ -137,6 +159,7 @@ export async function issueUserTokens(
       familyId: grant.familyId,
       authTime: grant.authTime,
       ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
+      ...(grant.claims?.userinfo ? { userinfoClaims: grant.claims.userinfo } : {}),
       // RFC 9449 §6.1: bound to the proof's key.
       ...(options.proof ? { jkt: options.proof.jkt } : {}),
     },
@@ -167,9 +190,13 @@ export async function issueUserTokens(
         ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
         ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
         ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
-        ...(idTokenClaimsOf(ctx.config) === 'scopes'
-          ? { claims: scopedClaims(options.account, grant.tokenScopes, ctx) }
-          : {}),
+        // Core §5.5: claims requested for the ID token are in it whatever `idTokenClaims` says.
+        claims: scopedClaims(
+          options.account,
+          idTokenClaimsOf(ctx.config) === 'scopes' ? grant.tokenScopes : [],
+          ctx,
+          grant.claims?.id_token,
+        ),
       },
       await idTokenKey(client, ctx),
       ctx.sha256,
@@ -194,6 +221,7 @@ export async function issueUserTokens(
     ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
     ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
     ...(grant.resources?.length ? { resources: grant.resources } : {}),
+    ...(grant.claims ? { claims: grant.claims } : {}),
     // RFC 9449 §5: a public client's refresh token is bound to the proof's key; a confidential
     // client's is not (client authentication already constrains it).
     ...(options.proof && !isConfidential(client) ? { dpopJkt: options.proof.jkt } : {}),

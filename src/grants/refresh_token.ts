@@ -110,19 +110,21 @@ async function issueNext(
       throw new OAuthError('invalid_scope', 'scope names a scope the client may no longer use')
   }
   const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
-  const account = await requireAccount(record.sub, ctx)
+  const tokenScopes = scopesForResources(requested.length > 0 ? requested : granted, resources, ctx)
+  const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims: record.claims })
   return issueUserTokens(
     {
       familyId: record.familyId,
       sub: record.sub,
       scopes: granted,
-      tokenScopes: scopesForResources(requested.length > 0 ? requested : granted, resources, ctx),
+      tokenScopes,
       ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
       authTime: record.authTime,
       familyExpiresAt: record.familyExpiresAt,
       ...(record.sid !== undefined ? { sid: record.sid } : {}),
       ...(record.acr !== undefined ? { acr: record.acr } : {}),
       ...(record.amr !== undefined ? { amr: record.amr } : {}),
+      ...(record.claims ? { claims: record.claims } : {}),
     },
     client,
     ctx,

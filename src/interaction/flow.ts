@@ -7,7 +7,8 @@
 import { isSelfRegistered, selfRegistrationNotice } from '../client_record.ts'
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
-import { appendQuery, authorizationError, redirect } from '../authorization_response.ts'
+import { type ResponseMode, authorizationError, authorizationResponse, redirect } from '../authorization_response.ts'
+import { type Display, type RequestedClaims, approvedClaims, requestedClaimNames } from '../claims_request.ts'
 import { errorPage } from '../pages.ts'
 import { codeTtl } from '../profile.ts'
 import type { ClientRecord, CodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
@@ -29,6 +30,16 @@ export interface AuthorizationRequest {
   maxAge?: number
   loginHint?: string
   uiLocales?: string
+  /** Core §3.1.2.1 `claims_locales`, as sent. */
+  claimsLocales?: string
+  /** Core §3.1.2.1 `display`. */
+  display?: Display
+  /** Core §3.1.2.1 `acr_values`, as sent (space-separated). */
+  acrValues?: string
+  /** The claims request (Core §5.5), by claim name. */
+  claims?: RequestedClaims
+  /** `form_post` (Form Post Response Mode §2); absent: query. */
+  responseMode?: ResponseMode
   /** `sub` of a valid id_token_hint. */
   idTokenHintSub?: string
   /** Validated `resource` values (RFC 8707): the code remembers them. */
@@ -103,6 +114,11 @@ export function toPending(
   if (req.loginHint !== undefined) pending.loginHint = req.loginHint
   if (req.maxAge !== undefined) pending.maxAge = req.maxAge
   if (req.uiLocales !== undefined) pending.uiLocales = req.uiLocales
+  if (req.claimsLocales !== undefined) pending.claimsLocales = req.claimsLocales
+  if (req.display !== undefined) pending.display = req.display
+  if (req.acrValues !== undefined) pending.acrValues = req.acrValues.split(' ').filter((value) => value !== '')
+  if (req.claims)
+    pending.claims = { userinfo: [...(req.claims.userinfo ?? [])], idToken: [...(req.claims.id_token ?? [])] }
   if (session) pending.session = { sub: session.sub, authTime: session.authTime }
   const notice = client && selfRegistrationNotice(client, req.redirectUri)
   if (notice) pending.selfRegistered = notice
@@ -221,7 +237,48 @@ export async function completeInteraction(
     return authorizationError(authRequest, client, true, 'access_denied', 'no scope was approved', ctx)
   }
   const { session } = request ? await loadSession(request, ctx) : {}
-  return issueCodeRedirect({ ...authRequest, scopes: consented }, auth, session, ctx, { consented, extraHeaders })
+  // Claims requested on their own (Core §5.5): every one without a consent step, else those named.
+  const consentedClaims =
+    result.consent === undefined ? undefined : consentedClaimNames(authRequest.claims, result.consent.claims)
+  return issueCodeRedirect({ ...authRequest, scopes: consented }, auth, session, ctx, {
+    consented,
+    ...(consentedClaims !== undefined ? { consentedClaims } : {}),
+    extraHeaders,
+  })
+}
+
+/** The requested claims a consent names (none when it names none): only names the request asked for. */
+function consentedClaimNames(
+  requested: RequestedClaims | undefined,
+  consent: readonly unknown[] | undefined,
+): string[] {
+  if (consent === undefined) return []
+  if (!Array.isArray(consent)) throw new TypeError('consent.claims must be an array of claim names')
+  return requestedClaimNames(requested).filter((name) => consent.includes(name))
+}
+
+/**
+ * The claims of a claims request that need the end-user's own consent: supported ones
+ * (discovery `claims_supported`) that no granted scope releases. Others are never released.
+ */
+export function claimsNeedingConsent(authRequest: AuthorizationRequest, ctx: Context): string[] {
+  const byScopes = ctx.scopes.claims(authRequest.scopes)
+  const supported = new Set(ctx.scopes.allClaims())
+  return requestedClaimNames(authRequest.claims).filter((name) => !byScopes.has(name) && supported.has(name))
+}
+
+/** The claims request as released: claims of the granted scopes, and the others consented to. */
+function releasedClaims(
+  authRequest: AuthorizationRequest,
+  consented: readonly string[] | undefined,
+  ctx: Context,
+): RequestedClaims | undefined {
+  const byScopes = ctx.scopes.claims(authRequest.scopes)
+  const own = new Set(claimsNeedingConsent(authRequest, ctx))
+  return approvedClaims(
+    authRequest.claims,
+    (name) => byScopes.has(name) || (own.has(name) && (consented === undefined || consented.includes(name))),
+  )
 }
 
 /**
@@ -237,14 +294,16 @@ export function consentedScopes(requested: readonly string[], consent: readonly 
 
 /**
  * Keeps the session (creates it, or refreshes the authentication of the same end-user) and
- * redirects to the client with code, state and iss (RFC 6749 §4.1.2, RFC 9207).
+ * redirects to the client with code, state and iss (RFC 6749 §4.1.2, RFC 9207), in the request's
+ * response mode. `consentedClaims`: the claims requested on their own that a consent step
+ * approved (absent: no consent step was needed, so all of them).
  */
 export async function issueCodeRedirect(
   authRequest: AuthorizationRequest,
   auth: Authentication,
   current: SessionRecord | undefined,
   ctx: Context,
-  options: { consented?: string[]; extraHeaders?: Headers } = {},
+  options: { consented?: string[]; consentedClaims?: string[]; extraHeaders?: Headers } = {},
 ): Promise<Response> {
   const client = await ctx.clients.get(authRequest.clientId)
   if (!client) return errorPage(ctx.config.theme, 'invalid_client', 'the client is unknown')
@@ -277,6 +336,12 @@ export async function issueCodeRedirect(
     const previous = session.consents[client.clientId] ?? []
     session.consents = { ...session.consents, [client.clientId]: [...new Set([...previous, ...options.consented])] }
   }
+  if (options.consentedClaims?.length) {
+    const previous = session.claimConsents?.[client.clientId] ?? []
+    const merged = [...new Set([...previous, ...options.consentedClaims])]
+    session.claimConsents = { ...session.claimConsents, [client.clientId]: merged }
+  }
+  const claims = releasedClaims(authRequest, options.consentedClaims, ctx)
   const familyId = randomToken(16)
   // A grant without offline_access lives as long as the session (ended by logout).
   if (!authRequest.scopes.includes('offline_access')) {
@@ -309,11 +374,12 @@ export async function issueCodeRedirect(
       : {}),
     ...(authRequest.maxAge !== undefined ? { requireAuthTime: true } : {}),
     ...(authRequest.resources?.length ? { resources: authRequest.resources } : {}),
+    ...(claims ? { claims } : {}),
     ...(authRequest.dpopJkt !== undefined ? { dpopJkt: authRequest.dpopJkt } : {}),
   }
   await ctx.store.codes.insert(record)
   const params = new URLSearchParams({ code })
   if (authRequest.state !== undefined) params.set('state', authRequest.state)
   params.set('iss', ctx.config.issuer)
-  return redirect(appendQuery(authRequest.redirectUri, params), headers)
+  return authorizationResponse(authRequest.redirectUri, params, authRequest.responseMode ?? 'query', ctx, headers)
 }

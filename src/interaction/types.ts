@@ -26,7 +26,15 @@ export type InteractionResult =
        * request; identity scopes such as `openid` and `email` only when listed); an empty list is
        * `access_denied`. Default: every requested scope (the host asked no consent).
        */
-      consent?: { scopes?: string[] }
+      consent?: {
+        scopes?: string[]
+        /**
+         * The claims requested with the `claims` parameter (OpenID Connect Core §5.5, see
+         * `PendingInteraction.claims`) the end-user approved beyond those of the approved scopes.
+         * Default with a `consent`: none; without a `consent`: all of them.
+         */
+        claims?: string[]
+      }
     }
   | {
       /** The request fails and the client is told so. */
@@ -45,9 +53,23 @@ export interface PendingInteraction {
   scopes: string[]
   /** `prompt` values of the request. */
   requestedPrompt: string[]
+  /** Core §3.1.2.1 `login_hint`: prefill the sign-in form's username with it. */
   loginHint?: string
   maxAge?: number
+  /** Core §3.1.2.1 `ui_locales`, as sent (space-separated BCP47 tags, preferred first). */
   uiLocales?: string
+  /** Core §3.1.2.1 `claims_locales`, as sent (space-separated BCP47 tags). */
+  claimsLocales?: string
+  /** Core §3.1.2.1 `display`: how the sign-in should be shown. */
+  display?: 'page' | 'popup' | 'touch' | 'wap'
+  /** Core §3.1.2.1 `acr_values`, in order of preference: a `login.acr` from these is expected. */
+  acrValues?: string[]
+  /**
+   * The claims request (Core §5.5): claim names asked for at userinfo and in the ID token. Those
+   * no approved scope releases need the end-user's consent (`consent.claims`); the host's
+   * `findAccount` must return them for them to be released.
+   */
+  claims?: { userinfo: string[]; idToken: string[] }
   /** The current signed-in end-user, if any (e.g. when re-authentication is forced). */
   session?: { sub: string; authTime: number }
   /**

@@ -3,6 +3,7 @@
  * The storage contract every adapter (memory, PostgreSQL, Redis, …) implements. All state of the
  * service goes through it; one-time use and rotation are atomic here, not in the callers.
  */
+import type { RequestedClaims } from '../claims_request.ts'
 import type { SigningAlgorithm } from '../keys/algorithms.ts'
 
 /**
@@ -158,6 +159,8 @@ export interface CodeRecord {
   requireAuthTime?: boolean
   /** The resources (RFC 8707) of the authorization request; the token request may name a subset. */
   resources?: string[]
+  /** The claims requested with the `claims` parameter (Core §5.5) that the end-user agreed to. */
+  claims?: RequestedClaims
   /**
    * The DPoP key the code is bound to (RFC 9449 §10: `dpop_jkt` at authorization, or the proof
    * of the pushed request): redemption needs a proof made with that key.
@@ -192,6 +195,8 @@ export interface RefreshTokenRecord {
   familyExpiresAt: number
   /** The resources (RFC 8707) of the grant; a refresh may name a subset. */
   resources?: string[]
+  /** The approved claims request of the grant (Core §5.5): refreshed tokens keep releasing them. */
+  claims?: RequestedClaims
   /** A public client's refresh token is bound to its DPoP key (RFC 9449 §5): refreshing needs a proof with it. */
   dpopJkt?: string
   /** Set once by `rotate`. */
@@ -213,6 +218,11 @@ export interface SessionRecord {
   clients: string[]
   /** Scopes the end-user consented to, by client id (explicit-consent clients). */
   consents: Record<string, string[]>
+  /**
+   * Claims the end-user consented to release on their own (requested with the `claims` parameter,
+   * OpenID Connect Core §5.5, beyond those of the granted scopes), by client id.
+   */
+  claimConsents?: Record<string, string[]>
   /**
    * Families (grants) started in this session without `offline_access`: logout revokes them, so
    * their refresh tokens end with the session. The newest `SESSION_GRANTS_MAX` are kept.

@@ -36,6 +36,11 @@ export interface AccessTokenClaims extends JWTPayload {
   cnf?: { jkt: string }
   /** RFC 8693 §4.1: the actor of a token obtained by token exchange; nested `act`s are prior actors. */
   act?: TokenActor
+  /**
+   * The claims the grant's claims request (OpenID Connect Core §5.5) asks userinfo for, beyond
+   * those of `scope` (private to this service: its userinfo endpoint reads them).
+   */
+  uic?: string[]
 }
 
 /** RFC 8693 §4.1 `act`: who acts (`sub`), and in `act` who acted before. */
@@ -58,6 +63,8 @@ export interface IssueAccessTokenInput {
   jkt?: string
   /** The actor of an exchanged token (RFC 8693 §4.1): adds `act`. */
   act?: TokenActor
+  /** Claims requested for userinfo with the claims parameter: adds `uic`. */
+  userinfoClaims?: string[]
 }
 
 /** An access token and its claims. */
@@ -90,6 +97,7 @@ export function issueAccessToken(
   if (input.client) claims.gty = 'client_credentials'
   if (input.jkt !== undefined) claims.cnf = { jkt: input.jkt }
   if (input.act !== undefined) claims.act = input.act
+  if (input.userinfoClaims?.length) claims.uic = input.userinfoClaims
   const token = signJwt(claims, 'at+jwt', key)
   return typeof token === 'string' ? { token, claims } : token.then((signed) => ({ token: signed, claims }))
 }

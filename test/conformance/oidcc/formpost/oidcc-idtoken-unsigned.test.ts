@@ -1,0 +1,11 @@
+/**
+ * `oidcc-idtoken-unsigned` of the Form Post Basic OP plan (`oidcc-formpost-basic-certification-test-plan`): the Basic
+ * plan's module with ResponseMode form_post (#30). The scenario is in `../basic_modules.ts`.
+ */
+import { describe, it } from 'vitest'
+import { runBasicModule } from '../basic_modules.ts'
+import { FORMPOST_PLAN } from '../harness.ts'
+
+describe(`#30 ${FORMPOST_PLAN}`, () => {
+  it('oidcc-idtoken-unsigned (form_post)', () => runBasicModule('oidcc-idtoken-unsigned', 'form_post'), 60_000)
+})

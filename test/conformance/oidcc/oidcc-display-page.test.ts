@@ -1,0 +1,12 @@
+/**
+ * `oidcc-display-page` of the Basic OP plan (`oidcc-basic-certification-test-plan`, client_secret_basic, default
+ * response mode) (#30). The scenario is in `./basic_modules.ts`; `formpost/oidcc-display-page.test.ts` runs it
+ * with form_post.
+ */
+import { describe, it } from 'vitest'
+import { runBasicModule } from './basic_modules.ts'
+import { BASIC_PLAN } from './harness.ts'
+
+describe(`#30 ${BASIC_PLAN}`, () => {
+  it('oidcc-display-page', () => runBasicModule('oidcc-display-page', 'default'), 60_000)
+})

@@ -1,0 +1,16 @@
+/**
+ * `oidcc-ensure-request-with-acr-values-succeeds` of the Basic OP plan (`oidcc-basic-certification-test-plan`, client_secret_basic, default
+ * response mode) (#30). The scenario is in `./basic_modules.ts`; `formpost/oidcc-ensure-request-with-acr-values-succeeds.test.ts` runs it
+ * with form_post.
+ */
+import { describe, it } from 'vitest'
+import { runBasicModule } from './basic_modules.ts'
+import { BASIC_PLAN } from './harness.ts'
+
+describe(`#30 ${BASIC_PLAN}`, () => {
+  it(
+    'oidcc-ensure-request-with-acr-values-succeeds',
+    () => runBasicModule('oidcc-ensure-request-with-acr-values-succeeds', 'default'),
+    60_000,
+  )
+})

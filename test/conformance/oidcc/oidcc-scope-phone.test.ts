@@ -1,0 +1,12 @@
+/**
+ * `oidcc-scope-phone` of the Basic OP plan (`oidcc-basic-certification-test-plan`, client_secret_basic, default
+ * response mode) (#30). The scenario is in `./basic_modules.ts`; `formpost/oidcc-scope-phone.test.ts` runs it
+ * with form_post.
+ */
+import { describe, it } from 'vitest'
+import { runBasicModule } from './basic_modules.ts'
+import { BASIC_PLAN } from './harness.ts'
+
+describe(`#30 ${BASIC_PLAN}`, () => {
+  it('oidcc-scope-phone', () => runBasicModule('oidcc-scope-phone', 'default'), 60_000)
+})
