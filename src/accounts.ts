@@ -1,7 +1,8 @@
 /**
  * @module accounts
  * The host's account lookup (`accounts.findAccount`) and what it is told about a lookup; the
- * shape of the standard `address` claim (OpenID Connect Core §5.1.1) in users and accounts.
+ * shape of the standard `address` claim (OpenID Connect Core §5.1.1) in users and accounts; the
+ * schema of a built-in user of the sign-in page (option and configuration file `users`).
  */
 import * as v from 'valibot'
 import { strictObject } from './schema_issues.ts'
@@ -43,4 +44,27 @@ export const AddressSchema = strictObject({
   region: v.optional(v.string()),
   postal_code: v.optional(v.string()),
   country: v.optional(v.string()),
+})
+
+/** A built-in user for the embedded sign-in page. Extra standard claims are kept as given. */
+export const UserSchema = v.looseObject({
+  sub: v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.maxLength(255),
+    v.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+  ),
+  username: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
+  /** Plain text (hashed on load) or a `pbkdf2-sha256$…` hash. */
+  password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)),
+  email: v.optional(v.string()),
+  email_verified: v.optional(v.boolean()),
+  given_name: v.optional(v.string()),
+  family_name: v.optional(v.string()),
+  name: v.optional(v.string()),
+  /** OpenID Connect Core §5.1.1, released by the `address` scope. */
+  address: v.optional(AddressSchema),
+  /** Released by the `phone` scope (Core §5.4). */
+  phone_number: v.optional(v.string()),
+  phone_number_verified: v.optional(v.boolean()),
 })

@@ -15,7 +15,7 @@ import type { InteractionHook } from './interaction/types.ts'
 import { HealthSchema } from './ops/health_options.ts'
 import type { MetricsHook } from './ops/metrics.ts'
 import { ThemeSchema } from './pages.ts'
-import { AddressSchema } from './accounts.ts'
+import { UserSchema } from './accounts.ts'
 import { strictObject } from './schema_issues.ts'
 import type { SecretDigest } from './secrets.ts'
 import { SCHEME_NAME, isForbiddenScheme } from './self_registered_redirects.ts'
@@ -25,6 +25,8 @@ import type { JwsSigner } from './tokens/compact_jws.ts'
 import { TokenExchangeSchema } from './token_exchange/options.ts'
 
 const { limits, throttle, dynamicClientRegistration: dcr } = OPTION_DEFAULTS
+
+export { UserSchema }
 
 /** Access-token signing algorithms we can generate keys for. */
 export { SIGNING_ALGS }
@@ -38,29 +40,6 @@ export type IdTokenClaims = (typeof ID_TOKEN_CLAIMS)[number]
 const ttl = (fallback: number) =>
   v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(31_536_000 * 10)), fallback)
 const name = v.pipe(v.string(), v.regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be a scope token (RFC 6749 §3.3)'))
-
-/** A built-in user for the embedded sign-in page. Extra standard claims are kept as given. */
-export const UserSchema = v.looseObject({
-  sub: v.pipe(
-    v.string(),
-    v.minLength(1),
-    v.maxLength(255),
-    v.regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
-  ),
-  username: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
-  /** Plain text (hashed on load) or a `pbkdf2-sha256$…` hash. */
-  password: v.pipe(v.string(), v.minLength(1), v.maxLength(1024)),
-  email: v.optional(v.string()),
-  email_verified: v.optional(v.boolean()),
-  given_name: v.optional(v.string()),
-  family_name: v.optional(v.string()),
-  name: v.optional(v.string()),
-  /** OpenID Connect Core §5.1.1, released by the `address` scope. */
-  address: v.optional(AddressSchema),
-  /** Released by the `phone` scope (Core §5.4). */
-  phone_number: v.optional(v.string()),
-  phone_number_verified: v.optional(v.boolean()),
-})
 
 /** A scope the service knows. API scopes put their audience into access tokens. */
 export const ScopeSchema = v.union([

@@ -13,6 +13,7 @@ import type { PublicJwkSet, Store, TokenEndpointAuthMethod } from './storage/typ
 import type { Limiter } from './throttle.ts'
 import type { JwsSigner } from './tokens/compact_jws.ts'
 import type { AccountProvider, AccountRequest, AddressClaim } from './accounts.ts'
+import type { Theme } from './theme.ts'
 import type { SigningAlgorithm } from './keys/algorithms.ts'
 import type { DpopVerifier } from './dpop/proof_key.ts'
 import type { TokenExchangeOptions } from './token_exchange/options.ts'
@@ -26,6 +27,7 @@ export type {
   Logger,
   PublicJwkSet,
   SigningAlgorithm,
+  Theme,
   TokenEndpointAuthMethod,
 }
 
@@ -108,47 +110,6 @@ export interface AttemptLimitOptions {
   perIdentity?: number
   /** Failures from one address, whatever the identity. */
   perAddress?: number
-}
-
-/** Look and words of the built-in pages. */
-export interface Theme {
-  productName?: string
-  logoUrl?: string
-  primaryColor?: string
-  primaryTextColor?: string
-  backgroundColor?: string
-  colorScheme?: 'auto' | 'light' | 'dark'
-  lang?: string
-  dir?: 'auto' | 'ltr' | 'rtl'
-  texts?: {
-    signInTitle?: string
-    signInSubtitle?: string
-    usernameLabel?: string
-    passwordLabel?: string
-    signInButton?: string
-    cancelButton?: string
-    consentTitle?: string
-    consentIntro?: string
-    selfRegisteredNotice?: string
-    metadataDocumentNotice?: string
-    allowButton?: string
-    denyButton?: string
-    signOutTitle?: string
-    signOutQuestion?: string
-    signOutButton?: string
-    staySignedInButton?: string
-    /** Logout confirmation before a self-registered client's post-logout redirect; `{client}`, `{host}`. */
-    logoutRedirectNotice?: string
-    /** The same without a session (the page only offers to continue); `{client}`, `{host}`. */
-    signedOutRedirectNotice?: string
-    continueButton?: string
-    signedOutTitle?: string
-    signedOutMessage?: string
-    errorTitle?: string
-    errorHint?: string
-    notFoundTitle?: string
-    notFoundMessage?: string
-  }
 }
 
 /** Liveness and readiness probes of an embedding host. */
