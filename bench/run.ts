@@ -46,6 +46,7 @@ import {
   summarize,
 } from './report.ts'
 import type { SizeResult, SizeSpec } from './store_size.ts'
+import type { ReloadSpec } from './workers_reload.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
@@ -680,6 +681,8 @@ interface ColdDef extends ColdCell {
   env: Record<string, string>
   needsDist: boolean
   store: 'memory' | 'postgres' | 'd1'
+  /** bench/workers_reload.ts instead of cold_start.ts: new workerd processes under one Miniflare. */
+  reload?: boolean
 }
 const coldServer = [join(root, 'bench/servers/cold_start.mjs')]
 const COLD: ColdDef[] = (
@@ -760,6 +763,20 @@ COLD.push({
   env: { GATEHOUSE_STORE: 'd1', DATABASE_URL: '', REDIS_URL: '', NODE_ENV: 'production' },
   needsDist: false,
   store: 'd1',
+  starts: [],
+  notes: node22.skip ? [node22.skip] : [],
+})
+COLD.push({
+  id: 'cold-workers-d1-reload',
+  label: 'Gatehouse · workerd (Miniflare)',
+  path: 'a new workerd under a running Miniflare (`setOptions()`): workerd start, bundle compiled, the isolate builds the service',
+  storeLabel: 'local D1 holding the keys, client secret hashed with 100,000 PBKDF2 iterations (the Workers limit)',
+  server: 'gatehouse-workers-d1',
+  command: [...node22Command, 'bench/workers_reload.ts'],
+  env: {},
+  needsDist: false,
+  store: 'd1',
+  reload: true,
   starts: [],
   notes: node22.skip ? [node22.skip] : [],
 })
@@ -847,23 +864,39 @@ async function measureCold(cell: ColdDef, workdir: string): Promise<ColdResult> 
     ...shared,
     ...(cell.env.CHEAP_SECRET ? { CLIENT_SECRET_HASH: shared.CHEAP_SECRET_HASH as string } : {}),
   }
+  const body = new URLSearchParams({
+    grant_type: 'client_credentials',
+    scope: API_SCOPE,
+    ...(cell.server === 'oidc-provider' ? { resource: API_RESOURCE } : {}),
+  }).toString()
+  const timeout = settings.coldStarts * 70_000 + 120_000
   if (cell.store === 'd1') {
     // start:workers reads the client from its configuration file, as a deployment's would.
     const dataDir = await mkdtemp(join(workdir, `${cell.id}-`))
     const config = join(dataDir, 'gatehouse.json')
-    writeFileSync(
-      config,
-      JSON.stringify({
-        clients: [
-          {
-            clientId: SERVICE_CLIENT.id,
-            clientSecret: shared.WORKERS_SECRET_HASH,
-            permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
-          },
-        ],
-      }),
-    )
+    const text = JSON.stringify({
+      clients: [
+        {
+          clientId: SERVICE_CLIENT.id,
+          clientSecret: shared.WORKERS_SECRET_HASH,
+          permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+        },
+      ],
+    })
+    writeFileSync(config, text)
     Object.assign(env, { GATEHOUSE_DATA_DIR: dataDir, GATEHOUSE_CONFIG: config })
+    if (cell.reload) {
+      const spec: ReloadSpec = {
+        starts: settings.coldStarts,
+        config: text,
+        dataDir,
+        authorization: basicAuth(SERVICE_CLIENT),
+        body,
+        ...(pinning ? { pinCore: 0 } : {}),
+      }
+      const runner = start(pinned(1, cell.command), { RELOAD_SPEC: JSON.stringify(spec) })
+      return JSON.parse(await waitForLine(runner, 'RESULT', timeout, `cold start ${cell.id}`)) as ColdResult
+    }
   }
   const spec: ColdSpec = {
     command: pinned(0, cell.command),
@@ -873,14 +906,9 @@ async function measureCold(cell: ColdDef, workdir: string): Promise<ColdResult> 
     starts: settings.coldStarts,
     path: cell.server === 'oidc-provider' ? '/token' : '/connect/token',
     authorization: basicAuth(SERVICE_CLIENT),
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      scope: API_SCOPE,
-      ...(cell.server === 'oidc-provider' ? { resource: API_RESOURCE } : {}),
-    }).toString(),
+    body,
   }
   const runner = start(pinned(1, [...node, 'bench/cold_start.ts']), { COLD_SPEC: JSON.stringify(spec) })
-  const timeout = settings.coldStarts * 70_000 + 120_000
   return JSON.parse(await waitForLine(runner, 'RESULT', timeout, `cold start ${cell.id}`)) as ColdResult
 }
 
