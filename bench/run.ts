@@ -13,7 +13,8 @@
  * report's file instead of bench/RESULTS.md, e.g. for a partial run).
  * Environment: BENCH_SECONDS (measured, default 10), BENCH_WARMUP (5), BENCH_ROUNDS (3),
  * BENCH_CONNECTIONS (16), BENCH_STORE_TOKENS (1,000,000), BENCH_COLD_STARTS (5),
- * BENCH_SIGNIN_USERS (8), BENCH_SIZE_COUNTS (100000,1000000), DATABASE_URL, REDIS_URL,
+ * BENCH_SIGNIN_USERS (8), BENCH_SIZE_COUNTS (100000,1000000), BENCH_CODE_RATE (round 1's guess of
+ * the code-redemption rates: the codes pre-created per cell), DATABASE_URL, REDIS_URL,
  * GATEHOUSE_NODE22 (a Node ≥ 22.5 for the workerd and SQLite rows, as .ci/run exports it).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
@@ -72,6 +73,8 @@ const settings = {
   storeTokens: envNumber('BENCH_STORE_TOKENS', quick ? 100_000 : 1_000_000),
   coldStarts: envNumber('BENCH_COLD_STARTS', quick ? 3 : 5),
   signinUsers: envNumber('BENCH_SIGNIN_USERS', 8),
+  /** Round 1's guess of every code-redemption rate (sizes the pre-created codes); default per server. */
+  codeRate: process.env.BENCH_CODE_RATE ? envNumber('BENCH_CODE_RATE', 3000) : undefined,
   sizeCounts: (process.env.BENCH_SIZE_COUNTS
     ? process.env.BENCH_SIZE_COUNTS.split(',').map(Number)
     : [100_000, quick ? 100_000 : 1_000_000]
@@ -543,7 +546,7 @@ function codesNeeded(scenario: ScenarioDef, server: ServerDef): number {
   if (scenario.load !== 'authorization_code') return 0
   // Enough for the whole run at 1.5× the best rate seen (or a generous guess in round 1: the
   // EdDSA cells run at about twice the RSA ones).
-  const guess = server.codeRate ?? (scenario.serverEnv?.ID_TOKEN_ALG === 'EdDSA' ? 7000 : 3000)
+  const guess = settings.codeRate ?? server.codeRate ?? (scenario.serverEnv?.ID_TOKEN_ALG === 'EdDSA' ? 7000 : 3000)
   const rate = seenRate.get(`${scenario.id}/${server.id}`) ?? guess
   return Math.ceil(rate * 1.5 * (settings.warmupSeconds + settings.seconds)) + settings.connections + 10
 }
