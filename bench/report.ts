@@ -309,8 +309,9 @@ export function coldTable(cells: ColdCell[], perRound: number): string {
       ? [
           round(median(totals)),
           `${round(Math.min(...totals))} – ${round(Math.max(...totals))}`,
-          round(median(starts.map((x) => x.ready))),
-          round(median(starts.map((x) => x.total - x.ready))),
+          // No READY line (start:workers): `ready` is NaN, null once through JSON.
+          round(median(starts.map((x) => x.ready ?? Number.NaN))),
+          round(median(starts.map((x) => x.total - (x.ready ?? Number.NaN)))),
           `${mark('imported')} / ${mark('ready')} / ${mark('listening')}`,
           String(starts.length),
         ]

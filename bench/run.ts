@@ -1035,7 +1035,7 @@ try {
               : ''
           log(
             `[${done}/${total} ${Math.round((Date.now() - started) / 1000)}s] round ${round + 1} ${scenario.id} · ${server.id}: ` +
-              `${Math.round(sample.rps)} req/s, p50 ${sample.p50.toFixed(2)} ms, p99 ${sample.p99.toFixed(2)} ms, ` +
+              `${Math.round(sample.rps)} req/s, p50 ${Number(sample.p50).toFixed(2)} ms, p99 ${Number(sample.p99).toFixed(2)} ms, ` +
               `peak RSS ${Math.round(sample.peakRss / 1048576)} MB${busy}${flag}`,
           )
         } catch (err) {
