@@ -277,8 +277,11 @@ async function measure(): Promise<LoadResult> {
     )
     instance.on('response', (_client: unknown, status: number, _bytes: number, responseTime: number) => {
       if (!inWindow()) return
-      if (status < 200 || status >= 300) non2xx++
-      else {
+      if (status < 200 || status >= 300) {
+        non2xx++
+        // By status, for the run's log line (a 503 then 400s: a rotation chain broken by a 503).
+        errorKinds[`HTTP ${status}`] = (errorKinds[`HTTP ${status}`] ?? 0) + 1
+      } else {
         if (recorded === latencies.length) {
           const grown = new Float64Array(recorded * 2)
           grown.set(latencies)
@@ -305,7 +308,7 @@ async function measure(): Promise<LoadResult> {
     p99: percentile(99),
     non2xx,
     errors,
-    ...(errors > 0 ? { errorKinds } : {}),
+    ...(errors > 0 || non2xx > 0 ? { errorKinds } : {}),
     cpuSeconds: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
     ...(codes ? { codesUsed: codes.used(), exhausted: codes.exhausted() } : {}),
     ...(proofSeconds !== undefined ? { proofSeconds } : {}),

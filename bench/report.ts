@@ -227,10 +227,11 @@ export function cpuTable(input: ReportInput, scenarios: string[], servers: strin
       const valid = cell?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0) ?? []
       if (valid.length === 0) continue
       const own = median(valid.map((x) => x.cpu?.server ?? Number.NaN))
+      // NaN: the store lives in the server process (SQLite, D1 in workerd), its CPU in the server's.
       const store = median(valid.map((x) => x.cpu?.store ?? Number.NaN))
       const rps = median(valid.map((x) => x.rps))
       lines.push(
-        `| ${scenario.label} | ${label(server)} | ${int(rps)} | ${int(own)} | ${int(store)} | ${int(own + store)} |`,
+        `| ${scenario.label} | ${label(server)} | ${int(rps)} | ${int(own)} | ${Number.isFinite(store) ? int(store) : 'in the server'} | ${int(own + (Number.isFinite(store) ? store : 0))} |`,
       )
     }
   }
@@ -308,8 +309,9 @@ export function coldTable(cells: ColdCell[], perRound: number): string {
       ? [
           round(median(totals)),
           `${round(Math.min(...totals))} – ${round(Math.max(...totals))}`,
-          round(median(starts.map((x) => x.ready))),
-          round(median(starts.map((x) => x.total - x.ready))),
+          // No READY line (start:workers): `ready` is NaN, null once through JSON.
+          round(median(starts.map((x) => x.ready ?? Number.NaN))),
+          round(median(starts.map((x) => x.total - (x.ready ?? Number.NaN)))),
           `${mark('imported')} / ${mark('ready')} / ${mark('listening')}`,
           String(starts.length),
         ]

@@ -9,17 +9,20 @@
  * and times the first 200), full browser sign-ins (`signin_flow`: bench/signin_load.ts instead of
  * autocannon) and the size of stored records (`store_size`: bench/store_size.ts, once per run).
  *
- * Flags: --quick (smoke run, ~2 min), --only=ID,ID (servers), --scenario=ID,ID.
+ * Flags: --quick (smoke run, ~2 min), --only=ID,ID (servers), --scenario=ID,ID, --out=FILE (the
+ * report's file instead of bench/RESULTS.md, e.g. for a partial run).
  * Environment: BENCH_SECONDS (measured, default 10), BENCH_WARMUP (5), BENCH_ROUNDS (3),
  * BENCH_CONNECTIONS (16), BENCH_STORE_TOKENS (1,000,000), BENCH_COLD_STARTS (5),
- * BENCH_SIGNIN_USERS (8), BENCH_SIZE_COUNTS (100000,1000000), DATABASE_URL, REDIS_URL.
+ * BENCH_SIGNIN_USERS (8), BENCH_SIZE_COUNTS (100000,1000000), BENCH_CODE_RATE (round 1's guess of
+ * the code-redemption rates: the codes pre-created per cell), DATABASE_URL, REDIS_URL,
+ * GATEHOUSE_NODE22 (a Node ≥ 22.5 for the workerd and SQLite rows, as .ci/run exports it).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { availableParallelism, release, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import type { ColdResult, ColdSpec } from './cold_start.ts'
@@ -44,6 +47,7 @@ import {
   summarize,
 } from './report.ts'
 import type { SizeResult, SizeSpec } from './store_size.ts'
+import type { ReloadSpec } from './workers_reload.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
@@ -69,6 +73,8 @@ const settings = {
   storeTokens: envNumber('BENCH_STORE_TOKENS', quick ? 100_000 : 1_000_000),
   coldStarts: envNumber('BENCH_COLD_STARTS', quick ? 3 : 5),
   signinUsers: envNumber('BENCH_SIGNIN_USERS', 8),
+  /** Round 1's guess of every code-redemption rate (sizes the pre-created codes); default per server. */
+  codeRate: process.env.BENCH_CODE_RATE ? envNumber('BENCH_CODE_RATE', 3000) : undefined,
   sizeCounts: (process.env.BENCH_SIZE_COUNTS
     ? process.env.BENCH_SIZE_COUNTS.split(',').map(Number)
     : [100_000, quick ? 100_000 : 1_000_000]
@@ -172,6 +178,12 @@ interface ServerDef {
   scenarios: string[]
   /** Set when the server cannot run here: every row says why. */
   skip?: string
+  /** A fresh, empty GATEHOUSE_DATA_DIR for every server process (SQLite file, local D1). */
+  dataDir?: boolean
+  /** Its store lives in the server process (SQLite, D1 in workerd): no database processes to count. */
+  inProcessStore?: boolean
+  /** Round 1's guess of its code-redemption rate, which sizes the pre-created codes (default 3,000/s). */
+  codeRate?: number
 }
 
 const node = [process.execPath, '--import', 'tsx']
@@ -181,6 +193,30 @@ const USER_FLOWS = ['client_credentials', 'introspection', 'authorization_code',
 const EDDSA_FLOWS = ['client_credentials_eddsa', 'authorization_code_eddsa', 'refresh_token_eddsa']
 /** #21: DPoP-bound client_credentials, beside the plain one. */
 const DPOP_FLOWS = ['client_credentials_dpop']
+
+/** #28 item 8: the workerd + D1 and Node + SQLite rows, beside Node + PostgreSQL. */
+const EMBEDDED_FLOWS = ['client_credentials', 'authorization_code', 'refresh_token']
+
+/**
+ * A Node ≥ 22.5 (Miniflare runs workerd under Node 22+; node:sqlite needs 22.5): GATEHOUSE_NODE22,
+ * as .ci/run exports it, else this Node when it is one.
+ */
+const node22 = ((): { path?: string; skip?: string } => {
+  const candidates = [process.env.GATEHOUSE_NODE22, process.execPath].filter((c): c is string => Boolean(c))
+  for (const path of candidates) {
+    try {
+      const [major = 0, minor = 0] = execFileSync(path, ['-p', 'process.versions.node'], { encoding: 'utf8' })
+        .trim()
+        .split('.')
+        .map(Number)
+      if (major > 22 || (major === 22 && minor >= 5)) return { path }
+    } catch {
+      // not runnable
+    }
+  }
+  return { skip: 'skipped: needs Node ≥ 22.5 (set GATEHOUSE_NODE22)' }
+})()
+const node22Command = [node22.path ?? 'node', '--import', 'tsx']
 
 /** A shared-store row runs only when its server's URL is set. */
 async function storeSkip(_store: string, variable: string): Promise<string | undefined> {
@@ -235,6 +271,31 @@ const SERVERS: ServerDef[] = [
     env: { STORE: 'postgres' },
     scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS.slice(1), 'signin_flow'],
     skip: await storeSkip('createPostgresStore', 'DATABASE_URL'),
+  },
+  {
+    id: 'gatehouse-node-sqlite',
+    label: 'Gatehouse · Node · SQLite',
+    flavor: 'gatehouse',
+    command: [...node22Command, 'bench/servers/gatehouse_node.ts'],
+    env: { STORE: 'sqlite' },
+    dataDir: true,
+    inProcessStore: true,
+    codeRate: 600,
+    scenarios: EMBEDDED_FLOWS,
+    ...(node22.skip ? { skip: node22.skip } : {}),
+  },
+  {
+    // `npm run start:workers` with the bench clients in its configuration file; workerd does the
+    // work (bench/servers/gatehouse_workers.ts reports its pid).
+    id: 'gatehouse-workers-d1',
+    label: 'Gatehouse · workerd · D1',
+    flavor: 'gatehouse',
+    command: [...node22Command, 'bench/servers/gatehouse_workers.ts'],
+    dataDir: true,
+    inProcessStore: true,
+    codeRate: 300,
+    scenarios: EMBEDDED_FLOWS,
+    ...(node22.skip ? { skip: node22.skip } : {}),
   },
   {
     id: 'gatehouse-node-redis',
@@ -420,11 +481,24 @@ function cpuTimes(core: number): { busy: number; total: number } {
   return { busy: busy / CLOCK_TICKS, total: (busy + (idle ?? 0) + (iowait ?? 0)) / CLOCK_TICKS }
 }
 
-/** CPU time of a live process, all threads, seconds (/proc/<pid>/stat utime + stime). */
-function processCpu(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+/**
+ * CPU time of live processes, all threads, seconds (/proc/<pid>/stat utime + stime): the server's
+ * process, or all of them when it is several (workerd under its Miniflare launcher).
+ */
+function processCpu(pids: number[]): number {
+  let total = 0
+  for (const [i, pid] of pids.entries()) {
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    } catch (err) {
+      if (i === 0 || pids.length === 1) throw err
+      continue // a helper process of the server (e.g. esbuild's service) that has exited
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  }
+  return total
 }
 
 /** The store servers' processes, by command name (their CPU is the database's cost). */
@@ -472,7 +546,7 @@ function codesNeeded(scenario: ScenarioDef, server: ServerDef): number {
   if (scenario.load !== 'authorization_code') return 0
   // Enough for the whole run at 1.5× the best rate seen (or a generous guess in round 1: the
   // EdDSA cells run at about twice the RSA ones).
-  const guess = scenario.serverEnv?.ID_TOKEN_ALG === 'EdDSA' ? 7000 : 3000
+  const guess = settings.codeRate ?? server.codeRate ?? (scenario.serverEnv?.ID_TOKEN_ALG === 'EdDSA' ? 7000 : 3000)
   const rate = seenRate.get(`${scenario.id}/${server.id}`) ?? guess
   return Math.ceil(rate * 1.5 * (settings.warmupSeconds + settings.seconds)) + settings.connections + 10
 }
@@ -490,7 +564,9 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
   const port = await freePort()
   const codesFile = join(workdir, `codes-${server.id}-${scenario.id}.txt`)
   const codes = codesNeeded(scenario, server)
+  const dataDir = server.dataDir ? await mkdtemp(join(workdir, `data-${server.id}-`)) : undefined
   const child = start(pinned(0, server.command), {
+    ...(dataDir ? { GATEHOUSE_DATA_DIR: dataDir } : {}),
     ...server.env,
     ...scenario.serverEnv,
     PORT: String(port),
@@ -501,7 +577,9 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
   })
   try {
     const ready = JSON.parse((await waitForLine(child, 'READY', 300_000, server.id)) || '{}') as Record<string, unknown>
+    // The process that does the work (peak RSS), and all of the server's processes (CPU time).
     const pid = typeof ready.pid === 'number' ? ready.pid : (child.pid as number)
+    const pids = Array.isArray(ready.pids) ? (ready.pids as number[]) : [pid]
     const spec: LoadSpec = {
       baseUrl: `http://127.0.0.1:${port}`,
       flavor: server.flavor,
@@ -515,15 +593,15 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
       ...(scenario.load === 'client_credentials_dpop' ? { proofs: proofsNeeded(scenario, server) } : {}),
       ...(scenario.proofAlg ? { proofAlg: scenario.proofAlg } : {}),
     }
-    const cpu = { server: cpuTimes(0), load: cpuTimes(1), serverCpu: processCpu(pid) }
+    const cpu = { server: cpuTimes(0), load: cpuTimes(1), serverCpu: processCpu(pids) }
     // autocannon cannot follow a multi-step flow: the sign-in scenario has its own closed-loop driver.
     const loader = scenario.load === 'signin_flow' ? 'bench/signin_load.ts' : 'bench/load.ts'
     const load = start(pinned(1, [...node, loader]), { LOAD_SPEC: JSON.stringify(spec) })
     // CPU time of the server and the store at the load's marks: the measured window only.
     const marks: { from?: { server: number; store: number }; to?: { server: number; store: number } } = {}
     createInterface({ input: load.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      if (line === 'MEASURING') marks.from = { server: processCpu(pid), store: storeCpu() }
-      if (line === 'MEASURED') marks.to = { server: processCpu(pid), store: storeCpu() }
+      if (line === 'MEASURING') marks.from = { server: processCpu(pids), store: storeCpu() }
+      if (line === 'MEASURED') marks.to = { server: processCpu(pids), store: storeCpu() }
     })
     const timeout = (settings.warmupSeconds + settings.seconds) * 1000 + 120_000
     const result = JSON.parse(await waitForLine(load, 'RESULT', timeout, `load on ${server.id}`)) as LoadResult
@@ -532,12 +610,12 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
       marks.from && marks.to
         ? {
             server: perRequest(marks.to.server - marks.from.server),
-            store: perRequest(marks.to.store - marks.from.store),
+            store: server.inProcessStore ? Number.NaN : perRequest(marks.to.store - marks.from.store),
           }
         : undefined
     const foreign = pinning
       ? {
-          server: foreignShare(cpu.server, cpuTimes(0), processCpu(pid) - cpu.serverCpu),
+          server: foreignShare(cpu.server, cpuTimes(0), processCpu(pids) - cpu.serverCpu),
           load: foreignShare(cpu.load, cpuTimes(1), result.cpuSeconds),
         }
       : undefined
@@ -554,6 +632,7 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
   } finally {
     await stop(child)
     await rm(codesFile, { force: true })
+    if (dataDir) await rm(dataDir, { recursive: true, force: true })
   }
 }
 
@@ -604,7 +683,9 @@ interface ColdDef extends ColdCell {
   command: string[]
   env: Record<string, string>
   needsDist: boolean
-  store: 'memory' | 'postgres'
+  store: 'memory' | 'postgres' | 'd1'
+  /** bench/workers_reload.ts instead of cold_start.ts: new workerd processes under one Miniflare. */
+  reload?: boolean
 }
 const coldServer = [join(root, 'bench/servers/cold_start.mjs')]
 const COLD: ColdDef[] = (
@@ -671,6 +752,37 @@ for (const path of ['plain', 'tsx'] as const) {
     notes: [],
   })
 }
+// #28 item 8: `npm run start:workers` launched, to its first client_credentials token. Its local D1
+// (a folder of this run) is migrated and given its keys by cold_start.ts's unmeasured first start,
+// as a deployed Worker's isolate finds its D1. The secret's stored hash has 100,000 iterations,
+// the most Cloudflare's runtime allows (the Node cells' 600,000 fail there).
+COLD.push({
+  id: 'cold-workers-d1',
+  label: 'Gatehouse · workerd (Miniflare)',
+  path: '`npm run start:workers`: Node 22 + tsx launcher, esbuild bundle, Miniflare starts workerd',
+  storeLabel: 'local D1 holding the keys, client secret hashed with 100,000 PBKDF2 iterations (the Workers limit)',
+  server: 'gatehouse-workers-d1',
+  command: [...node22Command, 'bin/serve_workers.ts'],
+  env: { GATEHOUSE_STORE: 'd1', DATABASE_URL: '', REDIS_URL: '', NODE_ENV: 'production' },
+  needsDist: false,
+  store: 'd1',
+  starts: [],
+  notes: node22.skip ? [node22.skip] : [],
+})
+COLD.push({
+  id: 'cold-workers-d1-reload',
+  label: 'Gatehouse · workerd (Miniflare)',
+  path: 'a new workerd under a running Miniflare (`setOptions()`): workerd start, bundle compiled, the isolate builds the service',
+  storeLabel: 'local D1 holding the keys, client secret hashed with 100,000 PBKDF2 iterations (the Workers limit)',
+  server: 'gatehouse-workers-d1',
+  command: [...node22Command, 'bench/workers_reload.ts'],
+  env: {},
+  needsDist: false,
+  store: 'd1',
+  reload: true,
+  starts: [],
+  notes: node22.skip ? [node22.skip] : [],
+})
 const coldCells = COLD.filter((c) => !onlyServers || onlyServers.includes(c.server))
 
 /** Inputs every cold start shares: the client's stored hash (Gatehouse) and the peer's keys. */
@@ -688,6 +800,7 @@ async function coldInputs(): Promise<Record<string, string>> {
     CLIENT_SECRET: SERVICE_CLIENT.secret,
     CLIENT_SECRET_HASH: await hashSecret(SERVICE_CLIENT.secret),
     CHEAP_SECRET_HASH: await hashSecret(SERVICE_CLIENT.secret, 1),
+    WORKERS_SECRET_HASH: await hashSecret(SERVICE_CLIENT.secret, 100_000),
     JWKS: JSON.stringify({ keys: [await key('RS256'), await key('ES256')] }),
   }
 }
@@ -746,13 +859,47 @@ function buildDist(): Promise<string | undefined> {
 }
 
 let coldShared: Promise<Record<string, string>> | undefined
-async function measureCold(cell: ColdDef): Promise<ColdResult> {
+async function measureCold(cell: ColdDef, workdir: string): Promise<ColdResult> {
   coldShared ??= coldInputs()
   const shared = await coldShared
   const env = {
     ...cell.env,
     ...shared,
     ...(cell.env.CHEAP_SECRET ? { CLIENT_SECRET_HASH: shared.CHEAP_SECRET_HASH as string } : {}),
+  }
+  const body = new URLSearchParams({
+    grant_type: 'client_credentials',
+    scope: API_SCOPE,
+    ...(cell.server === 'oidc-provider' ? { resource: API_RESOURCE } : {}),
+  }).toString()
+  const timeout = settings.coldStarts * 70_000 + 120_000
+  if (cell.store === 'd1') {
+    // start:workers reads the client from its configuration file, as a deployment's would.
+    const dataDir = await mkdtemp(join(workdir, `${cell.id}-`))
+    const config = join(dataDir, 'gatehouse.json')
+    const text = JSON.stringify({
+      clients: [
+        {
+          clientId: SERVICE_CLIENT.id,
+          clientSecret: shared.WORKERS_SECRET_HASH,
+          permissions: ['ept:token', 'gt:client_credentials', 'scp:api1'],
+        },
+      ],
+    })
+    writeFileSync(config, text)
+    Object.assign(env, { GATEHOUSE_DATA_DIR: dataDir, GATEHOUSE_CONFIG: config })
+    if (cell.reload) {
+      const spec: ReloadSpec = {
+        starts: settings.coldStarts,
+        config: text,
+        dataDir,
+        authorization: basicAuth(SERVICE_CLIENT),
+        body,
+        ...(pinning ? { pinCore: 0 } : {}),
+      }
+      const runner = start(pinned(1, cell.command), { RELOAD_SPEC: JSON.stringify(spec) })
+      return JSON.parse(await waitForLine(runner, 'RESULT', timeout, `cold start ${cell.id}`)) as ColdResult
+    }
   }
   const spec: ColdSpec = {
     command: pinned(0, cell.command),
@@ -762,14 +909,9 @@ async function measureCold(cell: ColdDef): Promise<ColdResult> {
     starts: settings.coldStarts,
     path: cell.server === 'oidc-provider' ? '/token' : '/connect/token',
     authorization: basicAuth(SERVICE_CLIENT),
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      scope: API_SCOPE,
-      ...(cell.server === 'oidc-provider' ? { resource: API_RESOURCE } : {}),
-    }).toString(),
+    body,
   }
   const runner = start(pinned(1, [...node, 'bench/cold_start.ts']), { COLD_SPEC: JSON.stringify(spec) })
-  const timeout = settings.coldStarts * 70_000 + 120_000
   return JSON.parse(await waitForLine(runner, 'RESULT', timeout, `cold start ${cell.id}`)) as ColdResult
 }
 
@@ -841,7 +983,7 @@ try {
             }
           }
           try {
-            const result = await measureCold(cell)
+            const result = await measureCold(cell, workdir)
             cell.starts.push(...result.starts)
             for (const failure of result.failures) cell.notes.push(`failed: ${failure.split('\n')[0]}`)
             const totals = result.starts.map((x) => Math.round(x.total))
@@ -893,7 +1035,7 @@ try {
               : ''
           log(
             `[${done}/${total} ${Math.round((Date.now() - started) / 1000)}s] round ${round + 1} ${scenario.id} · ${server.id}: ` +
-              `${Math.round(sample.rps)} req/s, p50 ${sample.p50.toFixed(2)} ms, p99 ${sample.p99.toFixed(2)} ms, ` +
+              `${Math.round(sample.rps)} req/s, p50 ${Number(sample.p50).toFixed(2)} ms, p99 ${Number(sample.p99).toFixed(2)} ms, ` +
               `peak RSS ${Math.round(sample.peakRss / 1048576)} MB${busy}${flag}`,
           )
         } catch (err) {
@@ -918,6 +1060,8 @@ const report: ReportInput = {
     'gatehouse-node-cheap-password',
     'gatehouse-node-postgres',
     'gatehouse-node-redis',
+    'gatehouse-node-sqlite',
+    'gatehouse-workers-d1',
     'gatehouse-bun',
     'gatehouse-deno',
   ],
@@ -943,7 +1087,15 @@ const dpopCost = dpopTable(report)
 const storeCost = cpuTable(
   report,
   ['introspection', 'authorization_code', 'refresh_token', 'authorization_code_eddsa', 'refresh_token_eddsa'],
-  ['gatehouse-node', 'gatehouse-node-postgres', 'gatehouse-node-redis', 'oidc-provider', 'oidc-provider-postgres'],
+  [
+    'gatehouse-node',
+    'gatehouse-node-postgres',
+    'gatehouse-node-redis',
+    'gatehouse-node-sqlite',
+    'gatehouse-workers-d1',
+    'oidc-provider',
+    'oidc-provider-postgres',
+  ],
 )
 const signin = signinTable(report, 'signin_flow')
 const cold = wantCold ? coldTable(coldCells, settings.coldStarts) : ''
@@ -993,7 +1145,8 @@ const markdown = [
   '',
 ].join('\n')
 
-const resultsFile = join(root, 'bench/RESULTS.md')
+const out = listFlag('--out')?.join(',')
+const resultsFile = out ? resolve(root, out) : join(root, 'bench/RESULTS.md')
 writeFileSync(resultsFile, markdown)
 try {
   // The project's formatter lints bench/ too: write the tables the way it would (aligned columns).
@@ -1002,7 +1155,7 @@ try {
   // Unformatted Markdown renders the same.
 }
 process.stdout.write(`\n${readFileSync(resultsFile, 'utf8')}`)
-log('bench: wrote bench/RESULTS.md')
+log(`bench: wrote ${relative(root, resultsFile)}`)
 const failed = cells.filter((c) => runnable(c) && summarize(c) === undefined)
 const coldFailed = wantCold && coldCells.some((c) => c.notes.some((n) => n.startsWith('failed')))
 const sizeFailed = wantSize && sizeCells.some((c) => c.notes.some((n) => n.startsWith('failed')))

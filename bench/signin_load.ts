@@ -28,6 +28,7 @@ import {
   signinUser,
 } from './fixtures.ts'
 import type { LoadResult, LoadSpec } from './load.ts'
+import { signInForm } from './signin_form.ts'
 
 const spec = JSON.parse(process.env.LOAD_SPEC ?? '') as LoadSpec
 const users = Math.min(spec.connections, SIGNIN_USERS)
@@ -77,36 +78,6 @@ function send(url: URL, method: 'GET' | 'POST', headers: Record<string, string>,
   })
 }
 
-const decode = (value: string) =>
-  value.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, entity: string) =>
-    entity === 'amp' ? '&' : entity === 'lt' ? '<' : entity === 'gt' ? '>' : entity === 'quot' ? '"' : "'",
-  )
-const attribute = (tag: string, name: string) => {
-  const match = new RegExp(`\\s${name}="([^"]*)"`).exec(tag)
-  return match ? decode(match[1] as string) : undefined
-}
-
-/** The sign-in form of a page: its action and the fields a browser would submit. */
-function signInForm(html: string, username: string): { action: string; fields: Record<string, string> } {
-  const form = /<form[^>]*>/.exec(html)?.[0]
-  const action = form ? attribute(form, 'action') : undefined
-  if (!action) throw new Error(`no sign-in form in the page: ${html.slice(0, 200)}`)
-  const fields: Record<string, string> = {}
-  for (const tag of html.match(/<input[^>]*>/g) ?? []) {
-    const name = attribute(tag, 'name')
-    if (!name) continue
-    const type = attribute(tag, 'type') ?? 'text'
-    if (type === 'password') fields[name] = SIGNIN_PASSWORD
-    else if (type === 'text' || type === 'email') fields[name] = username
-    else if (type === 'hidden') fields[name] = attribute(tag, 'value') ?? ''
-  }
-  // The primary submit button (Gatehouse's carries decision=login; the peer's has no name).
-  const button = (html.match(/<button[^>]*type="submit"[^>]*>/g) ?? [])[0]
-  const buttonName = button && attribute(button, 'name')
-  if (button && buttonName) fields[buttonName] = attribute(button, 'value') ?? ''
-  return { action, fields }
-}
-
 async function flow(user: number): Promise<number> {
   const jar = new Map<string, string>()
   const cookies = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ')
@@ -153,7 +124,7 @@ async function flow(user: number): Promise<number> {
   }).toString()
   const page = await follow(await go(authorize, 'GET'), authorize)
   if (page.reply.status !== 200) throw new Error(`sign-in page: ${page.reply.status} ${page.reply.body.slice(0, 200)}`)
-  const form = signInForm(page.reply.body, signinUser(user))
+  const form = signInForm(page.reply.body, signinUser(user), SIGNIN_PASSWORD)
   const action = new URL(form.action, page.url)
   const done = await follow(await go(action, 'POST', new URLSearchParams(form.fields).toString()), action)
   const code = done.url.href.startsWith(redirect) ? done.url.searchParams.get('code') : null

@@ -2,8 +2,9 @@
  * Bench server: Gatehouse on Node through adapters/node.ts (@hono/node-server), as shipped.
  *
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts), and
- * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL); PG_MAX=N: the
- *   PostgreSQL pool's size (default the store's, 10);
+ * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL) | sqlite (#28: the file
+ *   gatehouse.db in GATEHOUSE_DATA_DIR, opened as `GATEHOUSE_STORE=sqlite npm start` opens it;
+ *   needs Node ≥ 22.5); PG_MAX=N: the PostgreSQL pool's size (default the store's, 10);
  * - SIGNER=inline: `nodeSigner({ batch: false })` instead of the default batched signer, and
  *   DPOP_VERIFIER=inline: `nodeDpopVerifier({ batch: false })` instead of the batched one;
  * - SEED_REFRESH_TOKENS=N: before listening, insert N live refresh tokens straight into the store
@@ -20,10 +21,18 @@ import { setupGatehouse } from './gatehouse_setup.ts'
 
 /**
  * The shared stores, each emptied first so that every measurement starts alike: PostgreSQL in the
- * schema `gatehouse_bench` (dropped and migrated), Redis under the prefix `gatehouse-bench:`.
+ * schema `gatehouse_bench` (dropped and migrated), Redis under the prefix `gatehouse-bench:`;
+ * SQLite in a fresh folder (migrated as at start).
  */
 async function openStore(kind: string): Promise<Store | undefined> {
   if (kind === 'memory') return undefined
+  if (kind === 'sqlite') {
+    // bench/run.ts gives every server process a fresh folder: the store starts empty.
+    const dataDir = process.env.GATEHOUSE_DATA_DIR
+    if (!dataDir) throw new Error('STORE=sqlite needs GATEHOUSE_DATA_DIR')
+    const { openStore: openStartStore } = await import('../../bin/store.ts')
+    return openStartStore({ type: 'sqlite', dataDir })
+  }
   if (kind === 'postgres') {
     const url = process.env.DATABASE_URL
     if (!url) throw new Error('STORE=postgres needs DATABASE_URL')

@@ -6,7 +6,13 @@
  * Environment read here: PORT, CODES (how many codes to pre-create), CODES_FILE, ACCESS_TOKEN_ALG,
  * ID_TOKEN_ALG (the web client's registered `idTokenSignedResponseAlg`).
  */
-import { type Store, type TokenServiceOptions, createTokenService, hashSecret } from '../../src/index.ts'
+import {
+  type ClientRegistration,
+  type Store,
+  type TokenServiceOptions,
+  createTokenService,
+  hashSecret,
+} from '../../src/index.ts'
 import {
   CODE_SCOPE,
   PKCE,
@@ -25,6 +31,38 @@ export interface GatehouseSetup {
   store?: Store
   /** Runtime-specific service options, as the runtime's start script passes them. */
   serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer' | 'sha256'>
+}
+
+/**
+ * The two bench clients as every Gatehouse server registers them: in process here, and in the
+ * configuration file of `npm run start:workers` (servers/gatehouse_workers.ts). ID_TOKEN_ALG: the
+ * web client's registered `idTokenSignedResponseAlg`.
+ */
+export function benchClients(env: (name: string) => string | undefined): ClientRegistration[] {
+  return [
+    {
+      clientId: SERVICE_CLIENT.id,
+      clientSecret: SERVICE_CLIENT.secret,
+      permissions: ['ept:token', 'ept:introspection', 'gt:client_credentials', 'scp:api1'],
+    },
+    {
+      clientId: WEB_CLIENT.id,
+      clientSecret: WEB_CLIENT.secret,
+      permissions: [
+        'ept:authorization',
+        'ept:token',
+        'ept:introspection',
+        'ept:revocation',
+        'gt:authorization_code',
+        'gt:refresh_token',
+        'rst:code',
+        'scp:openid',
+        'scp:api1',
+      ],
+      redirectUris: [WEB_CLIENT.redirectUri],
+      ...(env('ID_TOKEN_ALG') ? { idTokenSignedResponseAlg: env('ID_TOKEN_ALG') as 'EdDSA' } : {}),
+    },
+  ]
 }
 
 /** Builds the service, registers the clients and pre-creates codes; returns the service. */
@@ -61,43 +99,21 @@ export async function setupGatehouse(setup: GatehouseSetup) {
     limits: { trustContentLength: true },
     ...hostSignIn,
   })
-  await service.clients.ensure({
-    clientId: SERVICE_CLIENT.id,
-    clientSecret: SERVICE_CLIENT.secret,
-    permissions: ['ept:token', 'ept:introspection', 'gt:client_credentials', 'scp:api1'],
-  })
-  await service.clients.ensure({
-    clientId: WEB_CLIENT.id,
-    clientSecret: WEB_CLIENT.secret,
-    permissions: [
-      'ept:authorization',
-      'ept:token',
-      'ept:introspection',
-      'ept:revocation',
-      'gt:authorization_code',
-      'gt:refresh_token',
-      'rst:code',
-      'scp:openid',
-      'scp:api1',
-    ],
-    redirectUris: [WEB_CLIENT.redirectUri],
-    ...(setup.env('ID_TOKEN_ALG') ? { idTokenSignedResponseAlg: setup.env('ID_TOKEN_ALG') as 'EdDSA' } : {}),
-  })
+  for (const client of benchClients(setup.env)) await service.clients.ensure(client)
   await service.ready()
 
   const count = Number(setup.env('CODES') ?? '0')
   const file = setup.env('CODES_FILE')
-  if (count > 0 && file) await setup.writeTextFile(file, (await createCodes(service, count)).join('\n'))
+  if (count > 0 && file) {
+    const codes = await createCodes(service.fetch, service.endpoints.authorization, count)
+    await setup.writeTextFile(file, codes.join('\n'))
+  }
   return service
 }
 
-/**
- * Authorization codes through the real authorization endpoint, in process (no socket): the first
- * request signs the user in through the hook and sets the session cookie; the following ones
- * carry that cookie, so each is what a signed-in browser's authorization request costs.
- */
-async function createCodes(service: ReturnType<typeof createTokenService>, count: number): Promise<string[]> {
-  const url = new URL(service.endpoints.authorization)
+/** The authorization request of every pre-created code (PKCE S256, `openid offline_access api1`). */
+export function codeRequest(authorizationEndpoint: string): URL {
+  const url = new URL(authorizationEndpoint)
   url.search = new URLSearchParams({
     response_type: 'code',
     client_id: WEB_CLIENT.id,
@@ -106,15 +122,32 @@ async function createCodes(service: ReturnType<typeof createTokenService>, count
     code_challenge: PKCE.challenge,
     code_challenge_method: 'S256',
   }).toString()
-  let cookie = ''
+  return url
+}
+
+/**
+ * Authorization codes through the real authorization endpoint: in process (`service.fetch`, no
+ * socket) or over HTTP (a running server, given the cookie of a signed-in session). In process the
+ * first request signs the user in through the hook and sets the session cookie; the following ones
+ * carry that cookie, so each is what a signed-in browser's authorization request costs.
+ * `parallel` requests at a time (over HTTP: a server on another process).
+ */
+export async function createCodes(
+  fetch: (request: Request) => Promise<Response>,
+  authorizationEndpoint: string,
+  count: number,
+  { cookie: signedIn = '', parallel = 1 }: { cookie?: string; parallel?: number } = {},
+): Promise<string[]> {
+  const url = codeRequest(authorizationEndpoint)
+  let cookie = signedIn
   const codes: string[] = []
-  for (let i = 0; i < count; i++) {
-    const response = await service.fetch(new Request(url, { headers: cookie ? { cookie } : {} }))
+  const one = async (): Promise<void> => {
+    const response = await fetch(new Request(url, { headers: cookie ? { cookie } : {}, redirect: 'manual' }))
     const location = response.headers.get('location')
     const code = location ? new URL(location).searchParams.get('code') : null
     if (!code)
       throw new Error(
-        `authorization request ${i} gave no code: ${response.status} ${location ?? (await response.text()).slice(0, 200)}`,
+        `authorization request ${codes.length} gave no code: ${response.status} ${location ?? (await response.text()).slice(0, 200)}`,
       )
     codes.push(code)
     if (!cookie) {
@@ -124,5 +157,11 @@ async function createCodes(service: ReturnType<typeof createTokenService>, count
         .join('; ')
     }
   }
-  return codes
+  if (!cookie && count > 0) await one()
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (codes.length < count) await one()
+    }),
+  )
+  return codes.slice(0, count)
 }
