@@ -25,7 +25,7 @@
  */
 import { sqliteDialect, toSqliteParameters } from './sql/dialect.ts'
 import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
-import { isBusy } from './sqlite_driver.ts'
+import { bindable, isBusy, pause } from './sqlite_driver.ts'
 
 /** The part of a D1 prepared statement the store uses. */
 export interface D1PreparedStatementLike {
@@ -51,17 +51,6 @@ export interface D1StoreOptions {
 /** D1's messages for a database that failed, not a statement (Cloudflare's error list). */
 const TRANSIENT =
   /D1 DB is overloaded|Network connection lost|storage caused object to be reset|reset because its code was updated|\binternal error\b|storage operation exceeded timeout/i
-
-/** A value as D1 binds it: no `undefined`. */
-function bindable(value: unknown): unknown {
-  if (value === undefined) return null
-  if (typeof value === 'boolean') return value ? 1 : 0
-  return value
-}
-
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
 
 function isUnavailable(err: unknown): boolean {
   const message = (err as { message?: unknown } | null)?.message

@@ -16,7 +16,7 @@
  * @see https://www.sqlite.org/wal.html
  * @see https://www.sqlite.org/rescode.html#busy
  */
-import { type SqliteDatabase, type SqliteStatement, isBusy, loadSqlite } from './sqlite_driver.ts'
+import { type SqliteDatabase, type SqliteStatement, bindable, isBusy, loadSqlite, pause } from './sqlite_driver.ts'
 import { sqliteDialect, toSqliteParameters } from './sql/dialect.ts'
 import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
 
@@ -33,17 +33,6 @@ export interface SqliteStoreOptions {
 
 /** Milliseconds SQLite itself waits for a lock before answering busy (it blocks the thread meanwhile). */
 const INNER_WAIT_MS = 25
-
-/** A value as SQLite binds it: no `undefined`, no booleans. */
-function bindable(value: unknown): unknown {
-  if (value === undefined) return null
-  if (typeof value === 'boolean') return value ? 1 : 0
-  return value
-}
-
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
 
 /** The SqlClient over one synchronous connection. */
 function sqliteClient(db: SqliteDatabase, busyTimeout: number): SqlClient {

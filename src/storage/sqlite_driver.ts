@@ -32,6 +32,18 @@ export function isBusy(err: unknown): boolean {
   return typeof e?.message === 'string' && /database (table )?is locked|SQLITE_BUSY/.test(e.message)
 }
 
+/** A value as SQLite (either driver, or D1) binds it: no `undefined`, no booleans. */
+export function bindable(value: unknown): unknown {
+  if (value === undefined) return null
+  if (typeof value === 'boolean') return value ? 1 : 0
+  return value
+}
+
+/** Waits `ms` without blocking (between retries of a busy database). */
+export function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
 interface BunDatabase {
   exec(sql: string): void
   prepare(sql: string): SqliteStatement
