@@ -111,5 +111,9 @@ export function createD1Store(options: D1StoreOptions): SqlStore {
     dialect: sqliteDialect(),
     ...(options.now ? { now: options.now } : {}),
     isUnavailable,
+    // No query shared between concurrent lookups: in a Worker, concurrent lookups belong to
+    // different requests, and a request waiting on another's D1 query hangs when that request
+    // ends first (workerd cancels it: "the Worker's code had hung").
+    batchScope: () => ({}),
   })
 }

@@ -271,6 +271,46 @@ describe('#28 npm run start:workers on its local D1', () => {
     const refreshed = await oauth.refreshTokenGrantRequest(as, demoWeb, demoWebAuth, before.refresh_token, insecure)
     expect((await oauth.processRefreshTokenResponse(as, demoWeb, refreshed)).access_token).toEqual(expect.any(String))
   }, 240_000)
+
+  it('#28 item 6 concurrent rotations on one isolate never hang: 16 refresh chains at once on the local D1, every answer 200', async () => {
+    const port = await freePort()
+    const base = `http://127.0.0.1:${port}`
+    const server = await startWorkers(
+      { HOST: '127.0.0.1', PORT: String(port), GATEHOUSE_DATA_DIR: join(dir, 'chains') },
+      ['--demo'],
+    )
+    await waitUntilServing(server, `${base}/healthz`, 60_000)
+    const chains: string[] = []
+    for (let i = 0; i < 16; i++) {
+      const { code, verifier } = await signInDemo(base)
+      const response = await tokenRequest(base, {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: DEMO_RU,
+        code_verifier: verifier,
+      })
+      chains.push(((await response.json()) as { refresh_token: string }).refresh_token)
+    }
+    // Concurrent lookups of different requests once shared one D1 query: a request left waiting on
+    // another's query when that one ended was cancelled by workerd as hung (a 500).
+    const statuses: number[] = []
+    await Promise.all(
+      chains.map(async (first) => {
+        let token = first
+        for (let step = 0; step < 15; step++) {
+          const response = await tokenRequest(base, { grant_type: 'refresh_token', refresh_token: token })
+          statuses.push(response.status)
+          if (response.status !== 200) return
+          token = ((await response.json()) as { refresh_token: string }).refresh_token
+        }
+      }),
+    )
+    expect(
+      statuses.filter((status) => status !== 200),
+      server.output().stderr.slice(-2000),
+    ).toEqual([])
+    expect(statuses).toHaveLength(16 * 15)
+  }, 180_000)
 })
 
 const databaseUrl = process.env.DATABASE_URL
