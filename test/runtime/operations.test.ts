@@ -188,7 +188,7 @@ describe('npm start with a configuration file', () => {
       `gatehouse: npm took --config for itself; using ${path} as the configuration file (pass flags after --: npm start -- --config ${path})`,
     )
     expect(lines(server.output().stdout)).toContain(
-      `Loaded ${path}: issuer ${issuer}, in-memory store, 5 clients, 1 user`,
+      `Loaded ${path}: issuer ${issuer}, in-memory store, ${CONFIG.clients.length} clients, 1 user`,
     )
     expect((await token(base, 'rt-service', 'rt-service-secret')).status).toBe(200)
     expect((await token(base, 'demo-service', 'demo-service-secret')).status).toBe(401)
@@ -223,7 +223,12 @@ describe('npm start with a configuration file', () => {
     for (const record of records) {
       expect(record).toMatchObject({ time: expect.any(String), level: 'info', msg: expect.any(String) })
     }
-    expect(records[0]).toMatchObject({ config: path, clients: 5, users: 1, store: 'in-memory store' })
+    expect(records[0]).toMatchObject({
+      config: path,
+      clients: CONFIG.clients.length,
+      users: 1,
+      store: 'in-memory store',
+    })
     expect(records.find((r) => String(r.msg).includes('listening on'))).toMatchObject({ runtime: 'node' })
     expect(records.at(-1)?.msg).toBe('Gatehouse stopped')
     for (const line of lines(server.output().stderr)) expect(() => JSON.parse(line), line).not.toThrow()
