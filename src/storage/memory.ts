@@ -15,6 +15,8 @@ import type {
   ClientRecord,
   CodeRecord,
   Consumed,
+  DeviceCodeRecord,
+  DevicePoll,
   InteractionRecord,
   KeyRecord,
   PushedRequestRecord,
@@ -22,6 +24,7 @@ import type {
   SessionRecord,
   Store,
 } from './types.ts'
+import { DEVICE_CODE_RETENTION } from './types.ts'
 
 export interface MemoryStoreOptions {
   /** Clock in epoch seconds (tests inject one). */
@@ -67,6 +70,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   const attempts = new PackedRecordMap<{ count: number; expiresAt: number }>(packed)
   const pushedRequests = new PackedRecordMap<PushedRequestRecord>(packed)
   const replays = new PackedRecordMap<{ expiresAt: number }>(packed)
+  // Device authorizations are kept past their lifetime (a late poll learns expired_token); the
+  // user-code index holds a code only during its lifetime.
+  const deviceCodes = new PackedRecordMap<{ record: DeviceCodeRecord; expiresAt: number }>(packed)
+  const userCodes = new PackedRecordMap<{ id: string; expiresAt: number }>(packed)
 
   return {
     clients: {
@@ -226,6 +233,51 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         return record.expiresAt > at ? record : undefined
       },
     },
+    deviceCodes: {
+      async insert(record, at) {
+        const holder = userCodes.get(record.userCode)
+        if (holder && holder.expiresAt > at) return false
+        userCodes.set(record.userCode, { id: record.id, expiresAt: record.expiresAt })
+        deviceCodes.set(record.id, { record, expiresAt: record.expiresAt + DEVICE_CODE_RETENTION })
+        return true
+      },
+      async get(id) {
+        return deviceCodes.get(id)?.record
+      },
+      async findByUserCode(userCode, at) {
+        const holder = userCodes.get(userCode)
+        if (!holder || holder.expiresAt <= at) return undefined
+        const record = deviceCodes.get(holder.id)?.record
+        return record && record.expiresAt > at ? record : undefined
+      },
+      async decide(id, decision, at) {
+        const entry = deviceCodes.get(id)
+        if (!entry || entry.record.status !== 'pending' || entry.record.expiresAt <= at) return false
+        entry.record.status = decision.status
+        if (decision.status === 'approved') entry.record.login = decision.login
+        deviceCodes.set(id, entry)
+        return true
+      },
+      async poll(id, at): Promise<DevicePoll> {
+        // Read, decide and write with no await between: atomic in one process.
+        const entry = deviceCodes.get(id)
+        if (!entry) return { status: 'missing' }
+        const record = entry.record
+        if (record.consumedAt !== undefined) return { status: 'replayed', record }
+        if (record.expiresAt <= at) return { status: 'expired', record }
+        if (record.status === 'denied') return { status: 'denied', record }
+        if (record.status === 'approved') {
+          record.consumedAt = at
+          deviceCodes.set(id, entry)
+          return { status: 'ok', record }
+        }
+        const tooSoon = record.polledAt !== undefined && at - record.polledAt < record.interval
+        if (tooSoon) record.interval += 5
+        record.polledAt = at
+        deviceCodes.set(id, entry)
+        return { status: tooSoon ? 'slow_down' : 'pending', record }
+      },
+    },
     replays: {
       async use(key, expiresAt, at) {
         const existing = replays.get(key)
@@ -245,6 +297,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         attempts,
         pushedRequests,
         replays,
+        deviceCodes,
+        userCodes,
       ]
       for (const map of maps) map.sweep()
     },

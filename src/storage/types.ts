@@ -153,6 +153,62 @@ export interface PushedRequestRecord {
   expiresAt: number
 }
 
+/**
+ * A device authorization (RFC 8628), stored under the SHA-256 of its device code. It is pending
+ * until the end-user approves or denies it at the verification page, and an approved one is
+ * redeemed once at the token endpoint.
+ */
+export interface DeviceCodeRecord {
+  /** base64url SHA-256 of the device code value. */
+  id: string
+  /**
+   * The user code, normalised: the 8 characters the end-user types, upper case, without the dash.
+   * Unique among unexpired records.
+   */
+  userCode: string
+  /** The grant (family) the tokens issued from it carry. */
+  familyId: string
+  clientId: string
+  /** The scopes the end-user is asked to approve, space-separated. */
+  scope: string
+  /** The resources (RFC 8707) of the request; the token request may name a subset. */
+  resources?: string[]
+  /** Seconds the client must wait between polls; each `slow_down` adds 5 (RFC 8628 §3.5). */
+  interval: number
+  /** When the client last polled (epoch s). */
+  polledAt?: number
+  status: 'pending' | 'approved' | 'denied'
+  /** Who approved it, and how they signed in (set with `approved`). */
+  login?: { sub: string; authTime: number; acr?: string; amr?: string[] }
+  /** Issue time (epoch s). */
+  issuedAt: number
+  /**
+   * End of the device code's lifetime (epoch s). Stores keep the record for
+   * `DEVICE_CODE_RETENTION` seconds more, so a late poll learns `expired_token`, not an unknown code.
+   */
+  expiresAt: number
+  /** Set once, by the `poll` that redeemed the approved record. */
+  consumedAt?: number
+}
+
+/** Seconds a store keeps a device authorization after its `expiresAt`. */
+export const DEVICE_CODE_RETENTION = 3600
+
+/** The end-user's decision on a pending device authorization. */
+export type DeviceDecision =
+  | { status: 'approved'; login: NonNullable<DeviceCodeRecord['login']> }
+  | { status: 'denied' }
+
+/** The outcome of one token request's `poll` (RFC 8628 §3.5), decided atomically by the store. */
+export type DevicePoll =
+  | { status: 'missing' } // unknown (or past retention)
+  | { status: 'expired'; record: DeviceCodeRecord } // past expiresAt: expired_token
+  | { status: 'pending'; record: DeviceCodeRecord } // authorization_pending (polledAt set to now)
+  | { status: 'slow_down'; record: DeviceCodeRecord } // pending, polled too soon: interval grew by 5
+  | { status: 'denied'; record: DeviceCodeRecord } // access_denied
+  | { status: 'ok'; record: DeviceCodeRecord } // approved, and this call redeemed it
+  | { status: 'replayed'; record: DeviceCodeRecord } // approved and redeemed before
+
 /** A signing key. */
 export interface KeyRecord {
   kid: string
@@ -243,6 +299,31 @@ export interface Store {
     /** Denylists a JWT access token id until the token's own expiry. */
     revokeAccessToken(jti: string, until: number): Promise<void>
     isAccessTokenRevoked(jti: string): Promise<boolean>
+  }
+  /** Device authorizations (RFC 8628): decided once, redeemed once, across every instance. */
+  deviceCodes: {
+    /**
+     * Inserts the record unless an unexpired record holds the same `userCode` (an expired one
+     * with it is replaced). Returns whether it inserted: on false the caller draws a new user
+     * code. Atomic: of concurrent inserts with one user code, at most one returns true.
+     */
+    insert(record: DeviceCodeRecord, now: number): Promise<boolean>
+    /** The record (expired too, within its retention), or undefined when unknown. */
+    get(id: string): Promise<DeviceCodeRecord | undefined>
+    /** The unexpired record with this (normalised) user code, whatever its status. */
+    findByUserCode(userCode: string, now: number): Promise<DeviceCodeRecord | undefined>
+    /**
+     * Records the end-user's decision, only on a pending, unexpired record. Returns whether this
+     * call decided it: of concurrent calls, at most one returns true.
+     */
+    decide(id: string, decision: DeviceDecision, now: number): Promise<boolean>
+    /**
+     * One poll of the token endpoint, atomically: an approved, unredeemed record is redeemed
+     * (`ok`, once across every caller; afterwards `replayed`); a pending one answers `pending`, or
+     * `slow_down` when polled less than `interval` seconds after the previous poll (then
+     * `interval` grows by 5); `polledAt` becomes `now` on every pending or slow_down answer.
+     */
+    poll(id: string, now: number): Promise<DevicePoll>
   }
   /** Counters of failed attempts (client authentication, sign-in), shared by every instance. */
   attempts: {
