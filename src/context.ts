@@ -27,6 +27,8 @@ export const PATHS = {
   registration: '/connect/register',
   par: '/connect/par',
   interaction: '/connect/interaction',
+  deviceAuthorization: '/connect/device',
+  verification: '/connect/verify',
   jwks: '/.well-known/jwks.json',
   openidConfiguration: '/.well-known/openid-configuration',
   oauthMetadata: '/.well-known/oauth-authorization-server',

@@ -42,7 +42,24 @@ interface Subjects {
 /** Every audit event, discriminated by `type`. */
 export type GatehouseEvent = EventBase &
   (
-    | ({ type: 'token.issued'; grantType: 'client_credentials' | 'authorization_code'; scope: string } & Subjects)
+    | ({
+        type: 'token.issued'
+        grantType: 'client_credentials' | 'authorization_code' | 'urn:ietf:params:oauth:grant-type:device_code'
+        scope: string
+      } & Subjects)
+    | ({
+        /** RFC 8628: `clientId` started a device authorization (grant `grantId`) asking for `scope`. */
+        type: 'device.authorization_started'
+        scope: string
+      } & Subjects)
+    | ({
+        /** The end-user `sub` approved the device authorization. */ type: 'device.approved'
+        scope: string
+      } & Subjects)
+    | ({ /** The end-user `sub` denied the device authorization. */ type: 'device.denied' } & Subjects)
+    | ({
+        /** The approved device code was redeemed at the token endpoint (once). */ type: 'device.redeemed'
+      } & Subjects)
     | ({ type: 'token.refreshed'; scope: string } & Subjects)
     | ({
         /** RFC 8693 token exchange: `clientId` exchanged a token of `sub` (grant `grantId`) for `jti`. */

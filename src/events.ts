@@ -60,12 +60,14 @@ export function createEmitter(
   return Object.assign(emit, { active: hook !== undefined || observe !== undefined })
 }
 
+const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
+
 /** Feeds the metrics from the audit events: tokens issued, failed client authentications, throttling. */
 export function metricsObserver(metrics: MetricsHook): (input: EventInput) => void {
   return (input) => {
     switch (input.type) {
       case 'token.issued':
-        metrics.tokenIssued(input.grantType)
+        metrics.tokenIssued(input.grantType === DEVICE_CODE_GRANT ? 'device_code' : input.grantType)
         return
       case 'token.refreshed':
         metrics.tokenIssued('refresh_token')

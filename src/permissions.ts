@@ -13,6 +13,8 @@ export const Permissions = {
     Introspection: 'ept:introspection',
     Revocation: 'ept:revocation',
     Logout: 'ept:logout',
+    /** RFC 8628 device authorization endpoint (OpenIddict's name). */
+    DeviceAuthorization: 'ept:device_authorization',
   },
   GrantTypes: {
     AuthorizationCode: 'gt:authorization_code',
@@ -20,6 +22,8 @@ export const Permissions = {
     ClientCredentials: 'gt:client_credentials',
     /** RFC 8693 token exchange (OpenIddict's name); confidential clients only. */
     TokenExchange: 'gt:urn:ietf:params:oauth:grant-type:token-exchange',
+    /** RFC 8628 device authorization grant (OpenIddict's name); public clients may use it. */
+    DeviceCode: 'gt:urn:ietf:params:oauth:grant-type:device_code',
   },
   ResponseTypes: {
     Code: 'rst:code',

@@ -13,6 +13,7 @@ export type GrantType =
   | 'refresh_token'
   | 'client_credentials'
   | 'urn:ietf:params:oauth:grant-type:token-exchange'
+  | 'urn:ietf:params:oauth:grant-type:device_code'
 
 export interface Grant {
   type: GrantType

@@ -30,7 +30,12 @@ export type EndpointName =
 export type ThrottledKind = 'client_authentication' | 'sign_in'
 
 /** Grant types that issue tokens. */
-export type IssuingGrantType = 'authorization_code' | 'client_credentials' | 'refresh_token' | 'token_exchange'
+export type IssuingGrantType =
+  | 'authorization_code'
+  | 'client_credentials'
+  | 'refresh_token'
+  | 'token_exchange'
+  | 'device_code'
 
 /**
  * What the service reports, synchronously and on the request path: keep each call cheap (a
