@@ -10,6 +10,7 @@ import { importOptional } from '../optional_import.ts'
 import { StoreUnavailableError } from '../errors.ts'
 import { membershipBatch } from './membership_batch.ts'
 import { type AttemptScripts, defineAttemptScripts, redisAttempts } from './redis_attempts.ts'
+import { redisDeviceCodes } from './redis_device_codes.ts'
 import type {
   ClientRecord,
   CodeRecord,
@@ -200,7 +201,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     })
   })
 
-  const store: RedisStore = {
+  return {
     clients: {
       get: (clientId) =>
         run('clients.get', async () => {
@@ -354,6 +355,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
           return record.expiresAt > at ? record : undefined
         }),
     },
+    deviceCodes: redisDeviceCodes(redis, k, now, run),
     replays: {
       use: (key, expiresAt, at) =>
         run(
@@ -385,7 +387,6 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       } while (cursor !== '0')
     },
   }
-  return store
 }
 
 /** The Redis store: the storage contract plus its connection's life cycle. */

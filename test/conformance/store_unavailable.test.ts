@@ -38,6 +38,7 @@ function faultyStore(now: () => number) {
     attempts: wrap('attempts', inner.attempts),
     keys: wrap('keys', inner.keys),
     pushedRequests: wrap('pushedRequests', inner.pushedRequests),
+    deviceCodes: wrap('deviceCodes', inner.deviceCodes),
     replays: wrap('replays', inner.replays),
   }
   return { store, failing }

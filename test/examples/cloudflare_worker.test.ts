@@ -17,7 +17,7 @@
  * since the example has its own dependencies.
  */
 import { execFile } from 'node:child_process'
-import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -51,13 +51,48 @@ const webAuth = oauth.ClientSecretBasic(WEB_SECRET)
 const service: oauth.Client = { client_id: 'reporting-job' }
 
 describe('#28 item 7 the Cloudflare Worker example’s D1 migrations', () => {
-  it('#28 item 7 migrations/0001_gatehouse.sql is what `gatehouse migrate --print sqlite` prints now', async () => {
-    const { stdout } = await run(bin('tsx'), ['bin/cli.ts', 'migrate', '--print', 'sqlite'], { cwd: ROOT })
-    expect(readFileSync(`${APP}migrations/0001_gatehouse.sql`, 'utf8')).toBe(stdout)
-    // It records every migration, so a store opened on the database finds nothing pending.
-    for (const migration of MIGRATIONS) {
-      expect(stdout).toContain(`INSERT INTO gatehouse_migrations (version, name) VALUES (${migration.version}, `)
+  /** The example's migration files in order, each with the first version it applies. */
+  const files = readdirSync(`${APP}migrations`)
+    .filter((name) => name.endsWith('.sql'))
+    .sort()
+    .map((name) => {
+      const text = readFileSync(`${APP}migrations/${name}`, 'utf8')
+      return { name, text, from: Number(/migrations (\d+) to \d+,/.exec(text)?.[1]) }
+    })
+
+  it('#28 item 7 #29 each migration file is what `gatehouse migrate --print sqlite --from N` printed when it was the newest, the last one what it prints now', async () => {
+    expect(files.map((file) => file.name)).toEqual(['0001_gatehouse.sql', '0002_gatehouse.sql'])
+    for (const [i, file] of files.entries()) {
+      const args = [
+        'bin/cli.ts',
+        'migrate',
+        '--print',
+        'sqlite',
+        ...(file.from === 1 ? [] : ['--from', String(file.from)]),
+      ]
+      const { stdout } = await run(bin('tsx'), args, { cwd: ROOT })
+      const next = files[i + 1]
+      if (!next) {
+        expect(file.text).toBe(stdout)
+        continue
+      }
+      // A released file never changes: the output now, up to the next file's first migration.
+      const last = next.from - 1
+      const then = `${stdout.slice(0, stdout.indexOf(`\n\n-- ${next.from}: `))}\n`.replace(
+        / to \d+, each/,
+        ` to ${last}, each`,
+      )
+      expect(file.text).toBe(then)
     }
+  })
+
+  it('#28 item 7 #29 together they record every migration once, so a store opened on the database finds nothing pending', () => {
+    const recorded = files.flatMap((file) =>
+      [...file.text.matchAll(/INSERT INTO gatehouse_migrations \(version, name\) VALUES \((\d+), /g)].map((m) =>
+        Number(m[1]),
+      ),
+    )
+    expect(recorded).toEqual(MIGRATIONS.map((migration) => migration.version))
   })
 })
 
@@ -152,6 +187,7 @@ describe.skipIf(!enabled)(title, () => {
     const applied = await wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist])
     timings.migrations = Math.round(performance.now() - migrated)
     expect(applied).toMatch(/0001_gatehouse\.sql/)
+    expect(applied).toMatch(/0002_gatehouse\.sql/)
     await start()
     as = await oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), opts))
   }, 150_000)

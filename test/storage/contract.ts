@@ -15,17 +15,19 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type AddedSecret, type ClientRegistry, createClientRegistry } from '../../src/clients.ts'
-import type {
-  ClientRecord,
-  CodeRecord,
-  Consumed,
-  InteractionRecord,
-  KeyRecord,
-  PushedRequestRecord,
-  RefreshTokenRecord,
-  SessionRecord,
-  Store,
+import {
+  type ClientRecord,
+  type CodeRecord,
+  DEVICE_CODE_RETENTION,
+  type DeviceCodeRecord,
+  type InteractionRecord,
+  type KeyRecord,
+  type PushedRequestRecord,
+  type RefreshTokenRecord,
+  type SessionRecord,
+  type Store,
 } from '../../src/storage/types.ts'
+import { generateUserCode } from '../../src/tokens/user_code.ts'
 
 export interface StorageContractOptions {
   /** Shown in the describe block. */
@@ -144,6 +146,22 @@ export function pushedRequestRecord(now: number, overrides: Partial<PushedReques
   }
 }
 
+export function deviceCodeRecord(now: number, overrides: Partial<DeviceCodeRecord> = {}): DeviceCodeRecord {
+  return {
+    id: uniqueId('device'),
+    userCode: generateUserCode(),
+    familyId: uniqueId('family'),
+    clientId: 'tv',
+    scope: 'openid profile offline_access',
+    resources: ['https://api.example.test/'],
+    interval: 5,
+    status: 'pending',
+    issuedAt: now,
+    expiresAt: now + 600,
+    ...overrides,
+  }
+}
+
 export function keyRecord(now: number, overrides: Partial<KeyRecord> = {}): KeyRecord {
   const kid = overrides.kid ?? uniqueId('kid')
   return {
@@ -163,7 +181,7 @@ export function defined<T>(value: T | undefined, what = 'value'): T {
   return value
 }
 
-function statuses<T>(results: Consumed<T>[]) {
+function statuses(results: Array<{ status: string }>) {
   return {
     ok: results.filter((r) => r.status === 'ok').length,
     replayed: results.filter((r) => r.status === 'replayed').length,
@@ -872,6 +890,195 @@ export function describeStorageContract(options: StorageContractOptions): void {
         const [first, ...rest] = records as [PushedRequestRecord, ...PushedRequestRecord[]]
         expect(await store.pushedRequests.take(first.id, now)).toEqual(first)
         expect(await Promise.all(rest.map((record) => store.pushedRequests.take(record.id, now)))).toEqual(rest)
+      })
+    })
+
+    describe('device codes', () => {
+      const login = { sub: 'user-1', authTime: 1_700_000_000, acr: 'urn:gatehouse:acr:pwd', amr: ['pwd'] }
+
+      test('#29 deviceCodes insert, get and findByUserCode return the record; unknown ids and codes are undefined', async () => {
+        const record = deviceCodeRecord(now)
+        expect(await store.deviceCodes.insert(record, now)).toBe(true)
+        expect(await store.deviceCodes.get(record.id)).toEqual(record)
+        expect(await store.deviceCodes.findByUserCode(record.userCode, now)).toEqual(record)
+        expect(await store.deviceCodes.get(uniqueId('device'))).toBeUndefined()
+        expect(await store.deviceCodes.findByUserCode(generateUserCode(), now)).toBeUndefined()
+        const plain = deviceCodeRecord(now, { resources: undefined })
+        delete plain.resources
+        expect(await store.deviceCodes.insert(plain, now)).toBe(true)
+        expect(await store.deviceCodes.get(plain.id)).toEqual(plain)
+      })
+
+      test('#29 deviceCodes findByUserCode finds only an unexpired record; get keeps an expired one until its retention ends', async () => {
+        const record = deviceCodeRecord(now, { expiresAt: now + 600 })
+        await store.deviceCodes.insert(record, now)
+        expect(await store.deviceCodes.findByUserCode(record.userCode, now + 599)).toEqual(record)
+        expect(await store.deviceCodes.findByUserCode(record.userCode, now + 600)).toBeUndefined()
+        advance(600)
+        expect(await store.deviceCodes.findByUserCode(record.userCode, now)).toBeUndefined()
+        expect(await store.deviceCodes.get(record.id)).toEqual(record)
+        advance(DEVICE_CODE_RETENTION - 1)
+        expect(await store.deviceCodes.get(record.id)).toEqual(record)
+        advance(1)
+        expect(await store.deviceCodes.get(record.id)).toBeUndefined()
+      })
+
+      test("#29 deviceCodes insert refuses a user code a live record holds (false); an expired holder's code is reused", async () => {
+        const first = deviceCodeRecord(now, { expiresAt: now + 600 })
+        expect(await store.deviceCodes.insert(first, now)).toBe(true)
+        const second = deviceCodeRecord(now, { userCode: first.userCode })
+        expect(await store.deviceCodes.insert(second, now + 599)).toBe(false)
+        expect(await store.deviceCodes.get(second.id)).toBeUndefined()
+        expect(await store.deviceCodes.findByUserCode(first.userCode, now)).toEqual(first)
+        advance(600)
+        const third = deviceCodeRecord(now, { userCode: first.userCode })
+        expect(await store.deviceCodes.insert(third, now)).toBe(true)
+        expect(await store.deviceCodes.findByUserCode(first.userCode, now)).toEqual(third)
+        // The expired holder stays answerable to late polls.
+        expect(await store.deviceCodes.get(first.id)).toEqual(first)
+        expect(await store.deviceCodes.poll(first.id, now)).toEqual({ status: 'expired', record: first })
+        expect(await store.deviceCodes.insert(deviceCodeRecord(now, { userCode: first.userCode }), now)).toBe(false)
+      })
+
+      test('#29 deviceCodes insert is atomic: of 20 concurrent inserts with one user code exactly one is true', async () => {
+        const code = generateUserCode()
+        const records = Array.from({ length: 20 }, () => deviceCodeRecord(now, { userCode: code }))
+        const results = await Promise.all(records.map((record) => store.deviceCodes.insert(record, now)))
+        expect(results.filter(Boolean)).toHaveLength(1)
+        const winner = records[results.indexOf(true)]
+        expect(await store.deviceCodes.findByUserCode(code, now)).toEqual(winner)
+      })
+
+      test('#29 deviceCodes decide only from pending: approving stores the login, a second decision is false', async () => {
+        const approved = deviceCodeRecord(now)
+        const denied = deviceCodeRecord(now)
+        await store.deviceCodes.insert(approved, now)
+        await store.deviceCodes.insert(denied, now)
+        expect(await store.deviceCodes.decide(approved.id, { status: 'approved', login }, now)).toBe(true)
+        expect(await store.deviceCodes.decide(approved.id, { status: 'denied' }, now)).toBe(false)
+        expect(await store.deviceCodes.decide(approved.id, { status: 'approved', login }, now)).toBe(false)
+        expect(await store.deviceCodes.get(approved.id)).toEqual({ ...approved, status: 'approved', login })
+        expect(await store.deviceCodes.decide(denied.id, { status: 'denied' }, now)).toBe(true)
+        expect(await store.deviceCodes.decide(denied.id, { status: 'approved', login }, now)).toBe(false)
+        expect(await store.deviceCodes.get(denied.id)).toEqual({ ...denied, status: 'denied' })
+        expect(await store.deviceCodes.findByUserCode(denied.userCode, now)).toEqual({ ...denied, status: 'denied' })
+        expect(await store.deviceCodes.decide(uniqueId('device'), { status: 'denied' }, now)).toBe(false)
+      })
+
+      test('#29 deviceCodes decide on an expired record is false, whether the clock or the now argument passed its expiry', async () => {
+        const byArgument = deviceCodeRecord(now, { expiresAt: now + 600 })
+        const byClock = deviceCodeRecord(now, { expiresAt: now + 600 })
+        await store.deviceCodes.insert(byArgument, now)
+        await store.deviceCodes.insert(byClock, now)
+        expect(await store.deviceCodes.decide(byArgument.id, { status: 'approved', login }, now + 600)).toBe(false)
+        advance(600)
+        expect(await store.deviceCodes.decide(byClock.id, { status: 'approved', login }, now)).toBe(false)
+        expect(await store.deviceCodes.get(byArgument.id)).toEqual(byArgument)
+        expect(await store.deviceCodes.get(byClock.id)).toEqual(byClock)
+      })
+
+      test('#29 deviceCodes decide is atomic: of 20 concurrent decisions exactly one is true, and it is the one stored', async () => {
+        const record = deviceCodeRecord(now)
+        await store.deviceCodes.insert(record, now)
+        const decisions = Array.from({ length: 20 }, (_, i) =>
+          i % 2 === 0
+            ? ({ status: 'approved', login: { ...login, sub: `user-${i}` } } as const)
+            : ({ status: 'denied' } as const),
+        )
+        const results = await Promise.all(
+          decisions.map((decision) => store.deviceCodes.decide(record.id, decision, now)),
+        )
+        expect(results.filter(Boolean)).toHaveLength(1)
+        const winner = defined(decisions[results.indexOf(true)], 'the winning decision')
+        expect(await store.deviceCodes.get(record.id)).toEqual({ ...record, ...winner })
+      })
+
+      test('#29 deviceCodes poll: pending, slow_down when polled within the interval (which grows by 5), pending again after the new interval', async () => {
+        const record = deviceCodeRecord(now, { interval: 5 })
+        await store.deviceCodes.insert(record, now)
+        const start = now
+        expect(await store.deviceCodes.poll(record.id, now)).toEqual({
+          status: 'pending',
+          record: { ...record, polledAt: start },
+        })
+        advance(5)
+        expect(await store.deviceCodes.poll(record.id, now)).toEqual({
+          status: 'pending',
+          record: { ...record, polledAt: start + 5 },
+        })
+        advance(4)
+        expect(await store.deviceCodes.poll(record.id, now)).toEqual({
+          status: 'slow_down',
+          record: { ...record, interval: 10, polledAt: start + 9 },
+        })
+        advance(9)
+        expect(await store.deviceCodes.poll(record.id, now)).toEqual({
+          status: 'slow_down',
+          record: { ...record, interval: 15, polledAt: start + 18 },
+        })
+        advance(15)
+        expect(await store.deviceCodes.poll(record.id, now)).toEqual({
+          status: 'pending',
+          record: { ...record, interval: 15, polledAt: start + 33 },
+        })
+        expect(await store.deviceCodes.get(record.id)).toEqual({ ...record, interval: 15, polledAt: start + 33 })
+      })
+
+      test('#29 deviceCodes poll of a denied record is denied, every time', async () => {
+        const record = deviceCodeRecord(now)
+        await store.deviceCodes.insert(record, now)
+        await store.deviceCodes.poll(record.id, now)
+        await store.deviceCodes.decide(record.id, { status: 'denied' }, now)
+        const denied = { ...record, status: 'denied', polledAt: now }
+        expect(await store.deviceCodes.poll(record.id, now + 1)).toEqual({ status: 'denied', record: denied })
+        expect(await store.deviceCodes.poll(record.id, now + 2)).toEqual({ status: 'denied', record: denied })
+      })
+
+      test('#29 deviceCodes poll after expiresAt is expired (the record is kept within its retention), then missing', async () => {
+        const pending = deviceCodeRecord(now, { expiresAt: now + 600 })
+        const approved = deviceCodeRecord(now, { expiresAt: now + 600 })
+        await store.deviceCodes.insert(pending, now)
+        await store.deviceCodes.insert(approved, now)
+        await store.deviceCodes.decide(approved.id, { status: 'approved', login }, now)
+        const decided = { ...approved, status: 'approved', login }
+        expect(await store.deviceCodes.poll(pending.id, now + 600)).toEqual({ status: 'expired', record: pending })
+        advance(600)
+        expect(await store.deviceCodes.poll(pending.id, now)).toEqual({ status: 'expired', record: pending })
+        expect(await store.deviceCodes.poll(approved.id, now)).toEqual({ status: 'expired', record: decided })
+        advance(DEVICE_CODE_RETENTION - 1)
+        expect(await store.deviceCodes.poll(pending.id, now)).toEqual({ status: 'expired', record: pending })
+        advance(1)
+        expect(await store.deviceCodes.poll(pending.id, now)).toEqual({ status: 'missing' })
+        expect(await store.deviceCodes.poll(approved.id, now)).toEqual({ status: 'missing' })
+      })
+
+      test('#29 deviceCodes poll of an approved record is ok once (redeemed), then replayed; unknown ids are missing', async () => {
+        const record = deviceCodeRecord(now)
+        await store.deviceCodes.insert(record, now)
+        await store.deviceCodes.decide(record.id, { status: 'approved', login }, now)
+        const redeemed = { ...record, status: 'approved', login, consumedAt: now + 1 }
+        expect(await store.deviceCodes.poll(record.id, now + 1)).toEqual({ status: 'ok', record: redeemed })
+        expect(await store.deviceCodes.poll(record.id, now + 2)).toEqual({ status: 'replayed', record: redeemed })
+        expect(await store.deviceCodes.get(record.id)).toEqual(redeemed)
+        // Redeemed, then expired: still replayed (the family is revoked on a replay) until retention ends.
+        expect(await store.deviceCodes.poll(record.id, record.expiresAt + 1)).toEqual({
+          status: 'replayed',
+          record: redeemed,
+        })
+        expect(await store.deviceCodes.poll(uniqueId('device'), now)).toEqual({ status: 'missing' })
+      })
+
+      test('#29 deviceCodes poll is atomic: of 20 concurrent polls of an approved record exactly one is ok', async () => {
+        const record = deviceCodeRecord(now)
+        await store.deviceCodes.insert(record, now)
+        await store.deviceCodes.decide(record.id, { status: 'approved', login }, now)
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => store.deviceCodes.poll(record.id, now + i)),
+        )
+        expect(statuses(results)).toEqual({ ok: 1, replayed: 19, missing: 0 })
+        const winner = results.findIndex((r) => r.status === 'ok')
+        const redeemed = { ...record, status: 'approved', login, consumedAt: now + winner }
+        for (const result of results) expect(result).toEqual({ status: result.status, record: redeemed })
       })
     })
 

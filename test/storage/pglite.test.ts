@@ -23,7 +23,7 @@ describe('PGlite store', () => {
   const db = new PGlite()
 
   beforeAll(async () => {
-    expect(await createPgliteStore({ db }).migrate()).toEqual([1, 2, 3])
+    expect(await createPgliteStore({ db }).migrate()).toEqual([1, 2, 3, 4])
   })
   afterAll(async () => {
     await db.close()

@@ -10,6 +10,7 @@ export const TABLES = [
   'signing_keys',
   'pushed_requests',
   'replays',
+  'device_codes',
 ].map((name) => `gatehouse_${name}`)
 
 /** A schema name unique to this test run. */

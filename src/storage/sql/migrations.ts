@@ -99,4 +99,28 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS gatehouse_replays_expires_at ON {schema}.gatehouse_replays (expires_at)',
     ],
   },
+  {
+    version: 4,
+    name: 'device codes',
+    statements: [
+      // The record as inserted; what changes later (decision, polls, redemption) is in columns, so
+      // each change is one conditional UPDATE. `user_code` is cleared when another record takes
+      // over an expired code; `expires_at` is the end of the retention (pruning).
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_device_codes (
+        id text PRIMARY KEY,
+        user_code text,
+        record {json} NOT NULL,
+        status text NOT NULL,
+        login {json},
+        poll_interval integer NOT NULL,
+        polled_at bigint,
+        poll_answer text,
+        code_expires_at bigint NOT NULL,
+        expires_at bigint NOT NULL,
+        consumed_at bigint
+      )`,
+      'CREATE UNIQUE INDEX IF NOT EXISTS gatehouse_device_codes_user_code ON {schema}.gatehouse_device_codes (user_code)',
+      'CREATE INDEX IF NOT EXISTS gatehouse_device_codes_expires_at ON {schema}.gatehouse_device_codes (expires_at)',
+    ],
+  },
 ]

@@ -14,4 +14,5 @@ export const PRUNED_TABLES: readonly string[] = [
   'attempts',
   'pushed_requests',
   'replays',
+  'device_codes',
 ]

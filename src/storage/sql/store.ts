@@ -5,7 +5,7 @@
  * consumption, refresh rotation) are one statement each on PostgreSQL, one round trip: the row
  * lock decides the one winner; on SQLite one atomic unit of statements (the dialect's `consume`).
  * So are taking a pushed request (a `DELETE … RETURNING`) and using a one-time identifier (an
- * upsert that only overwrites an expired row). Hot-path queries are single statements with stable
+ * upsert that only overwrites an expired row); device authorizations are in device_codes.ts. Hot-path queries are single statements with stable
  * text, so a driver can keep them prepared.
  */
 import { StoreUnavailableError } from '../../errors.ts'
@@ -22,6 +22,7 @@ import type {
 } from '../types.ts'
 import { membershipBatch } from '../membership_batch.ts'
 import { sqlAttempts } from './attempts.ts'
+import { sqlDeviceCodes } from './device_codes.ts'
 import { type SqlDialect, postgresDialect } from './dialect.ts'
 import { migrateSql, pendingSql } from './migrate.ts'
 import { PRUNED_TABLES } from './statements.ts'
@@ -350,6 +351,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           return rows[0] ? parse<PushedRequestRecord>(rows[0].record) : undefined
         }),
     },
+    deviceCodes: sqlDeviceCodes({ client, dialect, now, run, wrote }),
     replays: {
       use: (key, expiresAt, at) =>
         run('replays.use', async () => {

@@ -1,0 +1,146 @@
+/**
+ * @module storage/redis_device_codes
+ * The device authorizations of the Redis store (`Store.deviceCodes`, RFC 8628). A record is a hash
+ * under `device:<id>`: the record as inserted (`r`), and what changes later in fields of their own
+ * (`s` status, `l` login, `i` interval, `p` polledAt, `c` consumedAt) beside its end (`e`), so no
+ * script re-encodes the record. It lives `DEVICE_CODE_RETENTION` seconds past its end (a late poll
+ * learns `expired_token`); `device-user:<user code>` holds `<end>:<id>` during its lifetime only.
+ * Insert, decide and poll are each one Lua script: atomic on the server, across every instance.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc8628#section-3.5
+ */
+import type { Redis } from 'ioredis'
+import { DEVICE_CODE_RETENTION, type DeviceCodeRecord, type DevicePoll, type Store } from './types.ts'
+
+// KEYS user-code key, record key; ARGV now, `<end>:<id>`, user-code ttl, record ttl, then the
+// record's field/value pairs. Refused (0) while a live record holds the user code; an expired
+// holder's code is taken over (its record stays, for late polls).
+const INSERT = `
+local holder = redis.call('GET', KEYS[1])
+if holder and tonumber(string.match(holder, '^(%d+):')) > tonumber(ARGV[1]) then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+redis.call('HSET', KEYS[2], unpack(ARGV, 5))
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1`
+
+// KEYS record key; ARGV now, status, login JSON ('' for none). Only a pending, unexpired record.
+const DECIDE = `
+if redis.call('HGET', KEYS[1], 's') ~= 'pending' then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'e')) <= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'l', ARGV[3]) end
+return 1`
+
+// KEYS record key; ARGV now, retention. Returns {answer, r, s, l, i, p, c, e} as the record now is.
+const POLL = `
+local f = redis.call('HMGET', KEYS[1], 'r', 's', 'i', 'p', 'c', 'e')
+if not f[1] then return {'missing'} end
+local at = tonumber(ARGV[1])
+local e = tonumber(f[6])
+if e + tonumber(ARGV[2]) <= at then return {'missing'} end
+local answer = 'pending'
+if f[5] then answer = 'replayed'
+elseif e <= at then answer = 'expired'
+elseif f[2] == 'denied' then answer = 'denied'
+elseif f[2] == 'approved' then
+  answer = 'ok'
+  redis.call('HSET', KEYS[1], 'c', ARGV[1])
+else
+  local i = tonumber(f[3])
+  if f[4] and at - tonumber(f[4]) < i then
+    answer = 'slow_down'
+    i = i + 5
+  end
+  redis.call('HSET', KEYS[1], 'i', i, 'p', ARGV[1])
+end
+local now = redis.call('HMGET', KEYS[1], 'r', 's', 'l', 'i', 'p', 'c', 'e')
+return {answer, now[1], now[2], now[3], now[4], now[5], now[6], now[7]}`
+
+type Fields = Array<string | null>
+
+interface DeviceCodeScripts {
+  gatehouseDeviceInsert(userKey: string, key: string, ...args: Array<string | number>): Promise<number>
+  gatehouseDeviceDecide(key: string, at: number, status: string, login: string): Promise<number>
+  gatehouseDevicePoll(key: string, at: number, retention: number): Promise<[string, ...Fields]>
+}
+
+/** The record from its fields `r, s, l, i, p, c, e`, or undefined when there is none. */
+function toRecord([r, s, l, i, p, c]: Fields): DeviceCodeRecord | undefined {
+  if (r == null) return undefined
+  const { login: _login, polledAt: _polledAt, consumedAt: _consumedAt, ...base } = JSON.parse(r) as DeviceCodeRecord
+  return {
+    ...base,
+    status: s as DeviceCodeRecord['status'],
+    interval: Number(i),
+    ...(l == null ? {} : { login: JSON.parse(l) as NonNullable<DeviceCodeRecord['login']> }),
+    ...(p == null ? {} : { polledAt: Number(p) }),
+    ...(c == null ? {} : { consumedAt: Number(c) }),
+  }
+}
+
+/**
+ * `Store.deviceCodes` over Redis. Defines its scripts on the client; `key` prefixes a key, `now` is
+ * the store's clock (native expiry), `run` maps failures to 503.
+ */
+export function redisDeviceCodes(
+  client: Redis,
+  key: (kind: string, id: string) => string,
+  now: () => number,
+  run: <R>(operation: string, fn: () => Promise<R>) => Promise<R>,
+): Store['deviceCodes'] {
+  client.defineCommand('gatehouseDeviceInsert', { numberOfKeys: 2, lua: INSERT })
+  client.defineCommand('gatehouseDeviceDecide', { numberOfKeys: 1, lua: DECIDE })
+  client.defineCommand('gatehouseDevicePoll', { numberOfKeys: 1, lua: POLL })
+  const redis = client as Redis & DeviceCodeScripts
+  const ttl = (end: number) => Math.max(1, end - now())
+
+  /** The record's fields within its retention (the store's clock), or undefined. */
+  async function read(id: string): Promise<DeviceCodeRecord | undefined> {
+    const fields = await redis.hmget(key('device', id), 'r', 's', 'l', 'i', 'p', 'c', 'e')
+    if (Number(fields[6]) + DEVICE_CODE_RETENTION <= now()) return undefined
+    return toRecord(fields)
+  }
+
+  return {
+    insert: (record, at) =>
+      run('deviceCodes.insert', async () => {
+        const fields: Array<string | number> = ['r', JSON.stringify(record), 's', record.status]
+        fields.push('i', record.interval, 'e', record.expiresAt)
+        if (record.login) fields.push('l', JSON.stringify(record.login))
+        if (record.polledAt !== undefined) fields.push('p', record.polledAt)
+        if (record.consumedAt !== undefined) fields.push('c', record.consumedAt)
+        const inserted = await redis.gatehouseDeviceInsert(
+          key('device-user', record.userCode),
+          key('device', record.id),
+          at,
+          `${record.expiresAt}:${record.id}`,
+          ttl(record.expiresAt),
+          ttl(record.expiresAt + DEVICE_CODE_RETENTION),
+          ...fields,
+        )
+        return inserted === 1
+      }),
+    get: (id) => run('deviceCodes.get', () => read(id)),
+    findByUserCode: (userCode, at) =>
+      run('deviceCodes.findByUserCode', async () => {
+        const holder = await redis.get(key('device-user', userCode))
+        const match = holder === null ? null : /^(\d+):(.*)$/s.exec(holder)
+        if (!match || Number(match[1]) <= at) return undefined
+        const record = await read(match[2] as string)
+        return record && record.userCode === userCode && record.expiresAt > at ? record : undefined
+      }),
+    decide: (id, decision, at) =>
+      run('deviceCodes.decide', async () => {
+        const login = decision.status === 'approved' ? JSON.stringify(decision.login) : ''
+        return (await redis.gatehouseDeviceDecide(key('device', id), at, decision.status, login)) === 1
+      }),
+    poll: (id, at) =>
+      run('deviceCodes.poll', async (): Promise<DevicePoll> => {
+        const [answer, ...fields] = await redis.gatehouseDevicePoll(key('device', id), at, DEVICE_CODE_RETENTION)
+        const record = toRecord(fields)
+        if (answer === 'missing' || !record) return { status: 'missing' }
+        return { status: answer as Exclude<DevicePoll['status'], 'missing'>, record }
+      }),
+  }
+}
