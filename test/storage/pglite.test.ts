@@ -13,6 +13,7 @@ import {
   clientRecord,
   codeRecord,
   describeStorageContract,
+  deviceCodeRecord,
   pushedRequestRecord,
   refreshRecord,
   uniqueId,
@@ -60,6 +61,11 @@ describe('PGlite store', () => {
     const pushed = pushedRequestRecord(now)
     await store.pushedRequests.put(pushed)
     const jti = `dpop:${uniqueId('jti')}`
+    const device = deviceCodeRecord(now)
+    const pending = deviceCodeRecord(now)
+    await store.deviceCodes.insert(device, now)
+    await store.deviceCodes.insert(pending, now)
+    const login = { sub: 'user-1', authTime: now }
     const count = async (operation: () => Promise<unknown>) => {
       statements.length = 0
       await operation()
@@ -80,6 +86,13 @@ describe('PGlite store', () => {
       '#21 replays.use new': await count(() => store.replays.use(jti, now + 60, now)),
       '#21 replays.use replayed': await count(() => store.replays.use(jti, now + 60, now)),
       '#21 replays.use expired': await count(() => store.replays.use(jti, now + 120, now + 60)),
+      '#29 deviceCodes.poll pending': await count(() => store.deviceCodes.poll(pending.id, now)),
+      '#29 deviceCodes.decide': await count(() =>
+        store.deviceCodes.decide(device.id, { status: 'approved', login }, now),
+      ),
+      '#29 deviceCodes.poll ok': await count(() => store.deviceCodes.poll(device.id, now)),
+      '#29 deviceCodes.poll replayed': await count(() => store.deviceCodes.poll(device.id, now)),
+      '#29 deviceCodes.findByUserCode': await count(() => store.deviceCodes.findByUserCode(device.userCode, now)),
       'revocations, both checks at once': await count(() =>
         Promise.all([store.revocations.isAccessTokenRevoked('j'), store.revocations.isFamilyRevoked('f')]),
       ),
@@ -98,6 +111,12 @@ describe('PGlite store', () => {
       '#21 replays.use new': 1,
       '#21 replays.use replayed': 1,
       '#21 replays.use expired': 1,
+      // A poll that answers pending or ok is its UPDATE alone; a replayed one reads the row after.
+      '#29 deviceCodes.poll pending': 1,
+      '#29 deviceCodes.decide': 1,
+      '#29 deviceCodes.poll ok': 1,
+      '#29 deviceCodes.poll replayed': 2,
+      '#29 deviceCodes.findByUserCode': 1,
       // Checks asked in the same turn (introspection's token and grant) leave as one query; under
       // load, waiting checks of both kinds share one query too.
       'revocations, both checks at once': 1,

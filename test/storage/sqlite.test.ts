@@ -20,6 +20,7 @@ import {
   clientRecord,
   codeRecord,
   describeStorageContract,
+  deviceCodeRecord,
   pushedRequestRecord,
   refreshRecord,
   uniqueId,
@@ -162,6 +163,8 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
     const pushed = pushedRequestRecord(now)
     await store.pushedRequests.put(pushed)
     const next = () => refreshRecord(now, { familyId: token.familyId })
+    const device = deviceCodeRecord(now)
+    const login = { sub: 'user-1', authTime: now }
     const calling = async (operation: () => Promise<unknown>) => {
       calls.length = 0
       await operation()
@@ -177,6 +180,11 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
       'refreshTokens.rotate missing': await calling(() => store.refreshTokens.rotate(uniqueId('rt'), next(), now)),
       'pushedRequests.take': await calling(() => store.pushedRequests.take(pushed.id, now)),
       'replays.use': await calling(() => store.replays.use(uniqueId('jti'), now + 60, now)),
+      '#29 deviceCodes.insert': await calling(() => store.deviceCodes.insert(device, now)),
+      '#29 deviceCodes.decide': await calling(() =>
+        store.deviceCodes.decide(device.id, { status: 'approved', login }, now),
+      ),
+      '#29 deviceCodes.poll': await calling(() => store.deviceCodes.poll(device.id, now)),
       'revocations, both checks at once': await calling(() =>
         Promise.all([store.revocations.isAccessTokenRevoked('j'), store.revocations.isFamilyRevoked('f')]),
       ),
@@ -190,6 +198,10 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
       'refreshTokens.rotate missing': ['batch of 3'],
       'pushedRequests.take': ['query'],
       'replays.use': ['query'],
+      // Freeing an expired holder's user code and the insert; the UPDATE and the read of a poll.
+      '#29 deviceCodes.insert': ['batch of 2'],
+      '#29 deviceCodes.decide': ['query'],
+      '#29 deviceCodes.poll': ['batch of 2'],
       'revocations, both checks at once': ['query'],
     })
     await store.close()

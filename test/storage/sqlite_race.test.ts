@@ -1,7 +1,8 @@
 /**
  * Processes racing on one SQLite file (#28 item 1): four processes of three runtimes (two Node 22,
  * one Bun, one Deno; each the store on its own connection, WAL mode) consume the same code and
- * rotate the same refresh token at the same instant, round after round (test/storage/sqlite_worker.ts).
+ * rotate the same refresh token at the same instant, round after round, and poll the same approved
+ * device code and decide the same pending device authorization (#29; test/storage/sqlite_worker.ts).
  * Every round has exactly one winner of each, the others see `replayed` (never missing, never an
  * error), and only the winner's next generation exists. Skipped without Node 22 (Bun and Deno
  * come from devDependencies); listed by test/global_setup.ts.
@@ -64,7 +65,7 @@ describe.runIf(node22)('#28 item 1 SQLite: processes of several runtimes racing 
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-race-'))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-  it(`#28 item 1 in each of ${ROUNDS} rounds, of 4 processes (Node 22 ×2, Bun, Deno) exactly one consumes the code and exactly one rotates the token`, async () => {
+  it(`#28 item 1 #29 in each of ${ROUNDS} rounds, of 4 processes (Node 22 ×2, Bun, Deno) exactly one consumes the code, rotates the token, redeems the device code and decides the device authorization`, async () => {
     const file = join(dir, 'race.db')
     expect(runWorker('node22', ['setup', file, String(ROUNDS)])).toEqual({ migrated: [1, 2, 3, 4] })
     const racers = [
@@ -81,9 +82,14 @@ describe.runIf(node22)('#28 item 1 SQLite: processes of several runtimes racing 
       label: string
       codes: string[]
       rotations: string[]
+      polls: string[]
+      decisions: boolean[]
     }>
     const labels = racers.map(([, label]) => label)
-    const { next } = runWorker('node22', ['count', file, String(ROUNDS), labels.join(',')]) as { next: string[][] }
+    const { next, approvedBy } = runWorker('node22', ['count', file, String(ROUNDS), labels.join(',')]) as {
+      next: string[][]
+      approvedBy: Array<string | null>
+    }
     for (let round = 0; round < ROUNDS; round++) {
       const codes = results.map((result) => result.codes[round]).sort()
       const rotations = results.map((result) => result.rotations[round])
@@ -92,6 +98,12 @@ describe.runIf(node22)('#28 item 1 SQLite: processes of several runtimes racing 
       // Only the winner's next generation was inserted.
       const winner = results[rotations.indexOf('ok')]?.label
       expect(next[round], `round ${round} next generations`).toEqual([winner])
+      const polls = results.map((result) => result.polls[round]).sort()
+      expect(polls, `round ${round} device polls`).toEqual(['ok', 'replayed', 'replayed', 'replayed'])
+      const decisions = results.map((result) => result.decisions[round])
+      expect(decisions.filter(Boolean), `round ${round} device decisions`).toHaveLength(1)
+      // The one decision that returned true is the one stored.
+      expect(approvedBy[round], `round ${round} approver`).toBe(results[decisions.indexOf(true)]?.label)
     }
   }, 180_000)
 })

@@ -3,17 +3,18 @@
  * (type stripping), Bun or Deno: `<runtime> test/storage/sqlite_worker.ts <command> <file> …`.
  * Prints its result as one JSON line.
  *
- * - `setup FILE ROUNDS`: migrates FILE and inserts, per round r, the code `code-r` and the refresh
- *   token `rt-r`.
+ * - `setup FILE ROUNDS`: migrates FILE and inserts, per round r, the code `code-r`, the refresh
+ *   token `rt-r`, the approved device authorization `device-r` and the pending one `pending-r`.
  * - `race FILE ROUNDS LABEL`: opens the store, prints `ready`, waits for FILE.go (the parent writes
- *   the start time into it), then at each round's instant consumes `code-r` and rotates `rt-r` to
- *   `rt-r-LABEL`, at once; prints every outcome.
- * - `count FILE ROUNDS LABELS`: which of the would-be next generations `rt-r-LABEL` exist, per round.
+ *   the start time into it), then at each round's instant consumes `code-r`, rotates `rt-r` to
+ *   `rt-r-LABEL`, polls `device-r` and approves `pending-r` as LABEL, at once; prints every outcome.
+ * - `count FILE ROUNDS LABELS`: which of the would-be next generations `rt-r-LABEL` exist, and
+ *   who approved `pending-r`, per round.
  * - `check FILE`: the contract's one-time guarantees in this runtime (see `check` below).
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { createSqliteStore } from '../../src/storage/sqlite.ts'
-import type { CodeRecord, RefreshTokenRecord } from '../../src/storage/types.ts'
+import type { CodeRecord, DeviceCodeRecord, RefreshTokenRecord } from '../../src/storage/types.ts'
 
 const args: string[] = (globalThis as { Deno?: { args: string[] } }).Deno?.args ?? process.argv.slice(2)
 const [command, file = '', ...rest] = args
@@ -53,6 +54,21 @@ function refresh(id: string, familyId: string): RefreshTokenRecord {
   } as RefreshTokenRecord
 }
 
+function device(id: string, userCode: string, approved: boolean): DeviceCodeRecord {
+  return {
+    id,
+    userCode,
+    familyId: `family-${id}`,
+    clientId: 'tv',
+    scope: 'openid offline_access',
+    interval: 5,
+    status: approved ? 'approved' : 'pending',
+    ...(approved ? { login: { sub: 'user-1', authTime: now } } : {}),
+    issuedAt: now,
+    expiresAt: now + 600,
+  }
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
 
 async function setup(rounds: number): Promise<unknown> {
@@ -61,6 +77,9 @@ async function setup(rounds: number): Promise<unknown> {
   for (let r = 0; r < rounds; r++) {
     await store.codes.insert(code(`code-${r}`))
     await store.refreshTokens.insert(refresh(`rt-${r}`, `family-rt-${r}`))
+    const suffix = String(r).padStart(4, '0')
+    await store.deviceCodes.insert(device(`device-${r}`, `BCDF${suffix}`, true), now)
+    await store.deviceCodes.insert(device(`pending-${r}`, `GHJK${suffix}`, false), now)
   }
   await store.close()
   return { migrated }
@@ -74,30 +93,39 @@ async function race(rounds: number, label: string): Promise<unknown> {
   const start = Number(readFileSync(`${file}.go`, 'utf8'))
   const codes: string[] = []
   const rotations: string[] = []
+  const polls: string[] = []
+  const decisions: boolean[] = []
   for (let r = 0; r < rounds; r++) {
     await sleep(start + r * 25 - Date.now())
     const at = Math.floor(Date.now() / 1000)
-    const [consumed, rotated] = await Promise.all([
+    const login = { sub: label, authTime: at }
+    const [consumed, rotated, polled, decided] = await Promise.all([
       store.codes.consume(`code-${r}`, at),
       store.refreshTokens.rotate(`rt-${r}`, refresh(`rt-${r}-${label}`, `family-rt-${r}`), at),
+      store.deviceCodes.poll(`device-${r}`, at),
+      store.deviceCodes.decide(`pending-${r}`, { status: 'approved', login }, at),
     ])
     codes.push(consumed.status)
     rotations.push(rotated.status)
+    polls.push(polled.status)
+    decisions.push(decided)
   }
   await store.close()
-  return { label, codes, rotations }
+  return { label, codes, rotations, polls, decisions }
 }
 
 async function count(rounds: number, labels: string[]): Promise<unknown> {
   const store = createSqliteStore({ path: file })
   const next: string[][] = []
+  const approvedBy: Array<string | null> = []
   for (let r = 0; r < rounds; r++) {
     const found: string[] = []
     for (const label of labels) if (await store.refreshTokens.get(`rt-${r}-${label}`)) found.push(label)
     next.push(found)
+    approvedBy.push((await store.deviceCodes.get(`pending-${r}`))?.login?.sub ?? null)
   }
   await store.close()
-  return { next }
+  return { next, approvedBy }
 }
 
 /**
