@@ -39,6 +39,7 @@ function faultyStore(now: () => number) {
     keys: wrap('keys', inner.keys),
     pushedRequests: wrap('pushedRequests', inner.pushedRequests),
     replays: wrap('replays', inner.replays),
+    deviceCodes: wrap('deviceCodes', inner.deviceCodes),
   }
   return { store, failing }
 }
