@@ -6,6 +6,7 @@
  */
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
+import type { ClientRegistration } from '../../src/config.ts'
 import type { GatehouseEvent } from '../../src/events.ts'
 import { StoreUnavailableError } from '../../src/errors.ts'
 import { createMemoryStore } from '../../src/storage/memory.ts'
@@ -21,6 +22,7 @@ import {
 } from '../helpers/device.ts'
 import { setup } from '../helpers/flow.ts'
 import { ISSUER, basic, form } from '../helpers/service.ts'
+import { JWT_BEARER_ASSERTION_TYPE, clientKey, keyService, signAssertion } from './private_key_jwt_fixtures.ts'
 
 async function start(options: Parameters<typeof setup>[0] = {}) {
   const ctx = await setup({ scopes: DEVICE_SCOPES, ...options })
@@ -195,6 +197,63 @@ describe('#29 device authorization endpoint', () => {
     )
     expect(answered.status).toBe(200)
     expect(answered.headers.get('access-control-allow-origin')).toBe('https://rp.example.test')
+  })
+
+  it('#29 private_key_jwt: an assertion may name the device authorization endpoint (or the issuer) as audience, not another endpoint', async () => {
+    const key = await clientKey('ES256')
+    const setup = await keyService([
+      {
+        clientId: 'kiosk',
+        tokenEndpointAuthMethod: 'private_key_jwt',
+        jwks: { keys: [key.jwk] } as ClientRegistration['jwks'],
+        permissions: ['ept:device_authorization', 'ept:token', `gt:${DEVICE_GRANT}`, 'scp:openid'],
+      },
+    ])
+    const url = `${ISSUER}/connect/device`
+    const send = async (aud: string) => {
+      const assertion = await signAssertion(key, 'kiosk', setup.clock.now(), { aud })
+      return setup.service.fetch(
+        form(url, { scope: 'openid', client_assertion_type: JWT_BEARER_ASSERTION_TYPE, client_assertion: assertion }),
+      )
+    }
+    expect((await send(url)).status).toBe(200)
+    expect((await send(ISSUER)).status).toBe(200)
+    const other = await send(`${ISSUER}/connect/revoke`)
+    expect(other.status).toBe(401)
+    expect(await other.json()).toMatchObject({ error: 'invalid_client' })
+  })
+
+  it('#29 failed client authentications are throttled as at the token endpoint, with shared counters', async () => {
+    const ctx = await start()
+    const url = ctx.as.device_authorization_endpoint as string
+    const attacker = { address: '203.0.113.7' }
+    const guess = (secret: string) =>
+      ctx.service.fetch(form(url, { scope: 'openid' }, { authorization: basic('tv', secret) }), attacker)
+    for (let i = 0; i < 5; i++) expect((await guess(`guess-${i}`)).status).toBe(401)
+    // Five more at the token endpoint: the same counters.
+    for (let i = 5; i < 10; i++) {
+      const response = await ctx.service.fetch(
+        form(
+          ctx.as.token_endpoint as string,
+          { grant_type: DEVICE_GRANT, device_code: 'x' },
+          { authorization: basic('tv', `guess-${i}`) },
+        ),
+        attacker,
+      )
+      expect(response.status).toBe(401)
+    }
+    // Throttled now, even with the right secret.
+    const throttled = await guess('tv-secret')
+    expect(throttled.status).toBe(429)
+    expect(await throttled.json()).toMatchObject({ error: 'invalid_client' })
+    // From elsewhere the client is not locked out.
+    const office = await ctx.service.fetch(
+      form(url, { scope: 'openid' }, { authorization: basic('tv', 'tv-secret') }),
+      {
+        address: '198.51.100.20',
+      },
+    )
+    expect(office.status).toBe(200)
   })
 
   it('#29 a store outage is 503 temporarily_unavailable, with the client authenticated by Basic', async () => {
