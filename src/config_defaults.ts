@@ -23,6 +23,10 @@ export const OPTION_DEFAULTS = {
   sessionTtl: 1_209_600,
   /** How long a pending sign-in may take, seconds. */
   interactionTtl: 900,
+  /** Device code lifetime, seconds (RFC 8628 §3.2's example is 1800; 10 minutes to sign in elsewhere). */
+  deviceCodeTtl: 600,
+  /** Seconds a device waits between polls (RFC 8628 §3.5: 5 when the server says nothing). */
+  deviceCodeInterval: 5,
   /** Access token signing algorithm: small keys and signatures. */
   accessTokenSigningAlg: 'ES256',
   /** ID token signing algorithm: RS256, which every relying party supports (OpenID Connect Core §15.1). */

@@ -53,6 +53,8 @@ export const ConfigFileSchema = strictObject({
   refreshTokenFamilyTtl: settings.refreshTokenFamilyTtl,
   sessionTtl: settings.sessionTtl,
   interactionTtl: settings.interactionTtl,
+  deviceCodeTtl: settings.deviceCodeTtl,
+  deviceCodeInterval: settings.deviceCodeInterval,
   accessTokenSigningAlg: settings.accessTokenSigningAlg,
   idTokenSigningAlg: settings.idTokenSigningAlg,
   keyRotationInterval: settings.keyRotationInterval,

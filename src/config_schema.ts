@@ -181,6 +181,10 @@ export const OptionsSchema = strictObject({
   sessionTtl: ttl(OPTION_DEFAULTS.sessionTtl),
   /** How long a pending sign-in may take, seconds. Default 900. */
   interactionTtl: ttl(OPTION_DEFAULTS.interactionTtl),
+  /** Device code lifetime (RFC 8628), seconds. Default 600. */
+  deviceCodeTtl: ttl(OPTION_DEFAULTS.deviceCodeTtl),
+  /** Seconds between device polls (RFC 8628 §3.2). Default 5. */
+  deviceCodeInterval: ttl(OPTION_DEFAULTS.deviceCodeInterval),
   /** Access token signing algorithm. Default ES256. */
   accessTokenSigningAlg: v.optional(v.picklist(SIGNING_ALGS), OPTION_DEFAULTS.accessTokenSigningAlg),
   /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */

@@ -27,6 +27,10 @@ export type OAuthErrorCode =
   | 'insufficient_scope'
   // RFC 7009 §2.2.1
   | 'unsupported_token_type'
+  // RFC 8628 §3.5 (device authorization grant)
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'expired_token'
   // RFC 8707 §2 (resource indicators)
   | 'invalid_target'
   // RFC 7591 §3.2.2 (dynamic client registration)

@@ -12,6 +12,7 @@
 import { PATHS, type Context } from './context.ts'
 import { type CorsRoute, appendVary, createOriginPolicy, preflightResponse, withCors } from './cors.ts'
 import { handleAuthorize } from './endpoints/authorize.ts'
+import { handleDeviceAuthorization } from './endpoints/device_authorization.ts'
 import { handleDiscovery, handleJwks, metadata } from './endpoints/discovery.ts'
 import { handleInteraction } from './endpoints/interaction.ts'
 import { handleIntrospection } from './endpoints/introspection.ts'
@@ -132,6 +133,14 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     [PATHS.oauthMetadata, discovery],
     [PATHS.jwks, { name: 'jwks', ...documentCors, methods: { GET: async () => varyOrigin(await handleJwks(ctx)) } }],
     [PATHS.token, { name: 'token', cors: CORS.token, methods: { POST: (r) => handleToken(r, ctx) } }],
+    [
+      PATHS.deviceAuthorization,
+      {
+        name: 'device_authorization',
+        cors: CORS.token,
+        methods: { POST: (r) => handleDeviceAuthorization(r, ctx) },
+      },
+    ],
     [PATHS.par, { name: 'par', cors: CORS.par, methods: { POST: (r) => handlePushedAuthorizationRequest(r, ctx) } }],
     [PATHS.introspection, { name: 'introspection', methods: { POST: (r) => handleIntrospection(r, ctx) } }],
     [

@@ -322,6 +322,8 @@ export type EndpointUrlName =
   | 'revocation'
   | 'registration'
   | 'par'
+  | 'deviceAuthorization'
+  | 'verification'
   | 'jwks'
   | 'openidConfiguration'
   | 'oauthMetadata'

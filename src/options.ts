@@ -176,6 +176,10 @@ export interface TokenServiceOptions {
   sessionTtl?: number
   /** How long a pending sign-in may take, seconds. Default 900. */
   interactionTtl?: number
+  /** Device code lifetime (RFC 8628 §3.2 `expires_in`), seconds. Default 600. */
+  deviceCodeTtl?: number
+  /** Seconds a device must wait between polls (RFC 8628 §3.2 `interval`). Default 5. */
+  deviceCodeInterval?: number
   /** Access token signing algorithm. Default ES256. */
   accessTokenSigningAlg?: SigningAlgorithm
   /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */

@@ -81,7 +81,7 @@ A generated secret is printed once, on stdout: only its hash is stored.`,
       multiple: true,
       required: true,
       description:
-        'ept:token, gt:client_credentials, gt:urn:ietf:params:oauth:grant-type:token-exchange, scp:api1, ...\n(scopes: scp:openid, scp:profile, scp:email, scp:address, scp:phone, configured ones)',
+        'ept:token, gt:client_credentials, gt:urn:ietf:params:oauth:grant-type:token-exchange, scp:api1, ...\n(device sign-in, public clients too: ept:device_authorization, gt:urn:ietf:params:oauth:grant-type:device_code)\n(scopes: scp:openid, scp:profile, scp:email, scp:address, scp:phone, configured ones)',
     },
     secret: {
       type: 'string',
@@ -121,9 +121,11 @@ A generated secret is printed once, on stdout: only its hash is stored.`,
   },
   notes: `With the in-memory store the client (its secret hashed) is added to the configuration file.
 
-Example:
+Examples:
   gatehouse clients add --id reporting-job --generate-secret \\
-    --permission ept:token --permission gt:client_credentials --permission scp:api1`,
+    --permission ept:token --permission gt:client_credentials --permission scp:api1
+  gatehouse clients add --id my-cli --permission ept:device_authorization --permission ept:token \\
+    --permission gt:urn:ietf:params:oauth:grant-type:device_code --permission scp:openid`,
   async run({ values, usageError }) {
     const id = values.id
     const generated = values['generate-secret'] ? generateSecret() : undefined

@@ -1,8 +1,8 @@
 /**
  * @module client_auth/private_key_jwt
  * The `private_key_jwt` method (RFC 7523 §2.2 and §3, OpenID Connect Core §9) at the token,
- * introspection, revocation and PAR endpoints: the request carries `client_assertion_type` and
- * `client_assertion` (verified by {@link verifyClientAssertion}).
+ * introspection, revocation, PAR and device authorization endpoints: the request carries
+ * `client_assertion_type` and `client_assertion` (verified by {@link verifyClientAssertion}).
  * Checks, in order:
  * - the client the request names (its form `client_id`, else the assertion's unverified `sub`)
  *   may authenticate from the source address (`allowedNetworks`)
@@ -28,8 +28,17 @@ import { type AssertionFailureReason, assertionFailureReason, verifyClientAssert
 import { type FailureReason, documentFailure, failure, recordFailure, refuseIfThrottled } from './failure.ts'
 
 /** The endpoints that authenticate clients, whose URL an assertion may name as its audience. */
-export type AuthenticatingEndpoint = Extract<Endpoint, 'token' | 'introspection' | 'revocation' | 'par'>
-const AUTHENTICATING: readonly AuthenticatingEndpoint[] = ['token', 'introspection', 'revocation', 'par']
+export type AuthenticatingEndpoint = Extract<
+  Endpoint,
+  'token' | 'introspection' | 'revocation' | 'par' | 'deviceAuthorization'
+>
+const AUTHENTICATING: readonly AuthenticatingEndpoint[] = [
+  'token',
+  'introspection',
+  'revocation',
+  'par',
+  'deviceAuthorization',
+]
 
 /** The audit reason of an assertion failure (several verifier reasons share one). */
 const EVENT_REASONS: Record<AssertionFailureReason, FailureReason> = {

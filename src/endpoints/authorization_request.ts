@@ -233,29 +233,41 @@ function checkRequestForm(raw: RawParams, ctx: Context): void {
 
 /** 7: the resources (RFC 8707) and the scopes granted: known, permitted, of those resources. */
 function grantedScopes(raw: RawParams, client: ClientRecord, ctx: Context): { scopes: string[]; resources: string[] } {
-  let scopes: string[]
-  let resources: string[]
   try {
-    scopes = parseScope(raw.values.get('scope'), ctx.config.limits.maxScopes)
-    resources = parseResources(raw.lists.get('resource') ?? [], client, ctx)
+    return requestedScopes(raw.values.get('scope'), raw.lists.get('resource') ?? [], client, ctx)
   } catch (err) {
     if (err instanceof OAuthError) throw new Refusal(err.code, err.message)
     throw err
   }
+}
+
+/**
+ * The scopes and resources (RFC 8707) a request asks for, as the authorization endpoint grants them
+ * (the device authorization endpoint too): each scope known and permitted (`scp:`), else
+ * invalid_scope; each resource one the client may target, else invalid_target.
+ */
+export function requestedScopes(
+  scope: string | undefined,
+  resourceValues: readonly string[],
+  client: ClientRecord,
+  ctx: Context,
+): { scopes: string[]; resources: string[] } {
+  let scopes = parseScope(scope, ctx.config.limits.maxScopes)
+  const resources = parseResources(resourceValues, client, ctx)
   // RFC 6749 §3.3: without scope, a request naming resources asks for the scopes of those resources
   // the client is permitted (MCP clients may send no scope); without either, scope is required.
   if (scopes.length === 0) scopes = defaultScopesForResources(client, resources, ctx)
-  if (scopes.length === 0) throw new Refusal('invalid_scope', 'scope is required')
+  if (scopes.length === 0) throw new OAuthError('invalid_scope', 'scope is required')
   const granted: string[] = []
   for (const scope of scopes) {
-    if (!ctx.scopes.get(scope)) throw new Refusal('invalid_scope', 'scope contains an unknown scope')
+    if (!ctx.scopes.get(scope)) throw new OAuthError('invalid_scope', 'scope contains an unknown scope')
     if (scope === 'offline_access') {
       // Core §11: offline_access is ignored unless the client may use refresh tokens.
       if (client.permissions.includes(Permissions.GrantTypes.RefreshToken)) granted.push(scope)
       continue
     }
     if (!client.permissions.includes(scopePermission(scope)))
-      throw new Refusal('invalid_scope', 'scope contains a scope the client is not allowed')
+      throw new OAuthError('invalid_scope', 'scope contains a scope the client is not allowed')
     granted.push(scope)
   }
   // RFC 8707: with resources, the grant holds only the API scopes of those resources (plus identity
@@ -264,7 +276,7 @@ function grantedScopes(raw: RawParams, client: ClientRecord, ctx: Context): { sc
   // issue it, so the end-user is not asked to consent to it and no token response lists it.
   if (resources.length === 0) return { scopes: granted, resources }
   const kept = scopesForResources(granted, resources, ctx)
-  if (kept.length === 0) throw new Refusal('invalid_scope', 'scope names no scope of the requested resources')
+  if (kept.length === 0) throw new OAuthError('invalid_scope', 'scope names no scope of the requested resources')
   return { scopes: kept, resources }
 }
 

@@ -32,6 +32,8 @@ export function metadata(ctx: Context): Record<string, unknown> {
     revocation_endpoint: urls.revocation,
     introspection_endpoint: urls.introspection,
     ...(config.dynamicClientRegistration ? { registration_endpoint: urls.registration } : {}),
+    // RFC 8628 §4: the device authorization endpoint.
+    device_authorization_endpoint: urls.deviceAuthorization,
     scopes_supported: ctx.scopes.names(),
     response_types_supported: ['code'],
     // Form Post Response Mode §2 (not under a profile that refuses it).
@@ -41,6 +43,7 @@ export function metadata(ctx: Context): Record<string, unknown> {
       'refresh_token',
       'client_credentials',
       'urn:ietf:params:oauth:grant-type:token-exchange',
+      'urn:ietf:params:oauth:grant-type:device_code',
     ],
     subject_types_supported: ['public'],
     // Every alg a client may register as its idTokenSignedResponseAlg (the service's default first).

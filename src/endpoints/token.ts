@@ -12,6 +12,7 @@ import { checkProofRequired, nextNonce, tokenRequestProof } from '../dpop/reques
 import { OAuthError } from '../errors.ts'
 import { authorizationCode } from '../grants/authorization_code.ts'
 import { clientCredentials } from '../grants/client_credentials.ts'
+import { deviceCode } from '../grants/device_code.ts'
 import { refreshToken } from '../grants/refresh_token.ts'
 import { tokenExchange } from '../grants/token_exchange.ts'
 import type { Grant } from '../grants/types.ts'
@@ -24,7 +25,7 @@ const MULTI_VALUED: ReadonlySet<string> = new Set([...RESOURCE_PARAMETERS, 'audi
 
 /** The grants the token endpoint dispatches to. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
-  [authorizationCode, refreshToken, clientCredentials, tokenExchange].map((grant) => [grant.type, grant]),
+  [authorizationCode, refreshToken, clientCredentials, tokenExchange, deviceCode].map((grant) => [grant.type, grant]),
 )
 
 export async function handleToken(request: Request, ctx: Context): Promise<Response> {

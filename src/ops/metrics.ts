@@ -17,6 +17,7 @@ export type EndpointName =
   | 'jwks'
   | 'token'
   | 'par'
+  | 'device_authorization'
   | 'introspection'
   | 'revocation'
   | 'userinfo'

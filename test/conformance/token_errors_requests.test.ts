@@ -71,10 +71,15 @@ describe('token endpoint: request errors', () => {
     'CLIENT_CREDENTIALS',
     'client_credentials ',
     'urn:ietf:params:oauth:grant-type:jwt-bearer',
-    'urn:ietf:params:oauth:grant-type:device_code',
+    'urn:ietf:params:oauth:grant-type:saml2-bearer',
     'client_credentials"\\\n',
   ])('TOK-06: grant_type=%j → 400 unsupported_grant_type', async (grantType) => {
     await expectError(await service.fetch(form(TOKEN, { grant_type: grantType }, AUTH)), 400, 'unsupported_grant_type')
+  })
+
+  it('#29 TOK-06: the device_code grant (supported) for a client without its permission → 400 unauthorized_client', async () => {
+    const request = form(TOKEN, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: 'x' }, AUTH)
+    await expectError(await service.fetch(request), 400, 'unauthorized_client')
   })
 
   it.each([

@@ -224,7 +224,7 @@ describe('#27 item 13: the snippets of README.md and docs/ run as written', () =
     // Pinned: a new fragment (or a block that stops running) changes this on purpose.
     expect(counts).toEqual({
       'README.md': { server: 1, fragment: 2 },
-      'docs/agents.md': { run: 1 }, // #29: token exchange
+      'docs/agents.md': { run: 2 }, // #29: token exchange, device authorization
       'docs/clients.md': { fragment: 1 },
       'docs/high-security.md': { fragment: 2 },
       'docs/logout.md': { typecheck: 1 }, // #30: a relying party's back-channel logout endpoint

@@ -1,6 +1,6 @@
 /**
- * Fuzz: token, introspection, revocation, userinfo and PAR endpoints under random methods, query
- * strings, Authorization/Content-Type/Cookie headers and bodies (forms with broken encodings,
+ * Fuzz: token, introspection, revocation, userinfo, PAR and device authorization endpoints under
+ * random methods, query strings, Authorization/Content-Type/Cookie headers and bodies (forms with broken encodings,
  * invalid UTF-8, repeated and over-long parameters; JSON, multipart, bytes). Every answer must be
  * < 500, never a redirect, and every 4xx RFC 6749 §5.2 JSON with a known string `error`.
  */
@@ -13,11 +13,23 @@ import { checkApi, fuzzSetup, send } from './fixtures.ts'
 import { type EndpointFuzz, endpointRequest } from './requests.ts'
 
 type Fixture = Awaited<ReturnType<typeof fuzzSetup>>
-const NAMES = ['token', 'introspection', 'revocation', 'userinfo', 'par'] as const
+const NAMES = ['token', 'introspection', 'revocation', 'userinfo', 'par', 'device_authorization'] as const
 type Name = (typeof NAMES)[number]
 
-const CLIENT_IDS = ['web', 'service', 'spa', 'no-cc', 'api1', 'consent', 'unknown', 'constructor', '__proto__']
-const SECRETS = ['web-secret', 'service-secret', 'api1-secret', 'wrong', MARKER]
+const CLIENT_IDS = [
+  'web',
+  'service',
+  'spa',
+  'no-cc',
+  'api1',
+  'consent',
+  'cli',
+  'tv',
+  'unknown',
+  'constructor',
+  '__proto__',
+]
+const SECRETS = ['web-secret', 'service-secret', 'api1-secret', 'tv-secret', 'wrong', MARKER]
 
 /** Each endpoint: what to fuzz, the number of runs and the seed. */
 function endpoints(fx: Fixture): Record<Name, [EndpointFuzz, number, number]> {
@@ -44,6 +56,7 @@ function endpoints(fx: Fixture): Record<Name, [EndpointFuzz, number, number]> {
           redirect_uri: [RU, `${RU}/`, 'https://evil.example/cb'],
           code_verifier: ['a'.repeat(43), 'a'.repeat(128), 'a'.repeat(129), 'short'],
           refresh_token: [fx.refreshToken, fx.accessToken, 'x'.repeat(43)],
+          device_code: [fx.deviceCode, 'x'.repeat(43), fx.refreshToken],
           scope: ['api1', 'openid', 'api1 api1', 'offline_access', 'openid api1', 'profile', ' api1 ', 'api1\tapi1'],
         },
         templates: [
@@ -63,6 +76,11 @@ function endpoints(fx: Fixture): Record<Name, [EndpointFuzz, number, number]> {
           { grant_type: ['authorization_code'], code: ['a'.repeat(43)], redirect_uri: [RU], client_id: ['spa', 'web'] },
           { grant_type: ['refresh_token'], refresh_token: [fx.refreshToken], scope: ['openid', 'openid profile'] },
           { grant_type: ['refresh_token'], refresh_token: [fx.refreshToken], client_id: ['spa', 'web'] },
+          {
+            grant_type: ['urn:ietf:params:oauth:grant-type:device_code'],
+            device_code: [fx.deviceCode, 'x'.repeat(43)],
+            client_id: ['cli', 'tv', 'web'],
+          },
         ],
       },
       500,
@@ -162,6 +180,26 @@ function endpoints(fx: Fixture): Record<Name, [EndpointFuzz, number, number]> {
       },
       400,
       0x6a7e_0104,
+    ],
+    // RFC 8628 §3.1: authenticated like the token endpoint, scope and resource as at authorize.
+    device_authorization: [
+      {
+        ...common,
+        path: '/connect/device',
+        methods: ['POST'],
+        spec: {
+          client_id: CLIENT_IDS,
+          client_secret: SECRETS,
+          scope: ['openid', 'openid api1', 'api1', 'offline_access openid', 'unknown', 'email'],
+          resource: ['https://api.example/', 'urn:bench:api1', 'not a uri'],
+        },
+        templates: [
+          { client_id: ['cli'], scope: ['openid', 'openid api1', 'profile api1'] },
+          { client_id: ['tv'], client_secret: ['tv-secret', 'wrong'], scope: ['openid'] },
+        ],
+      },
+      300,
+      0x6a7e_0105,
     ],
   }
 }

@@ -4,6 +4,7 @@
  * invariants every response must keep: no 5xx, API errors as RFC 6749 §5.2 JSON, browser pages
  * as escaped HTML, and redirects only to registered redirect URIs or the service's own pages.
  */
+import { ensureDeviceClients, startDevice } from '../helpers/device.ts'
 import { expect, onTestFinished } from 'vitest'
 import { STORES, type StoreKind } from '../helpers/stores.ts'
 import { Browser } from '../helpers/browser.ts'
@@ -37,6 +38,10 @@ const ERROR_CODES = new Set([
   'unsupported_token_type',
   'invalid_target',
   'temporarily_unavailable',
+  // RFC 8628 §3.5 (device authorization grant)
+  'authorization_pending',
+  'slow_down',
+  'expired_token',
   // RFC 9126 (PAR) and RFC 9449 (DPoP)
   'invalid_request_uri',
   'invalid_dpop_proof',
@@ -81,6 +86,9 @@ export async function fuzzSetup(kind: StoreKind = STORES[0] as StoreKind) {
   onTestFinished(() => opened.dispose())
   const ctx = await setup({ store: opened.store, now: time.now })
   const { result } = await signIn(ctx)
+  // #29: the device clients, and a pending device authorization of `cli`
+  await ensureDeviceClients(ctx)
+  const device = await startDevice(ctx, { scope: 'openid api1' })
   // the service's signing keys and a client_credentials token for `service`
   const jwks = (await ctx.service.keys.jwks()) as { keys: Array<{ kid: string }> }
   const cc = await ctx.service.fetch(
@@ -100,6 +108,7 @@ export async function fuzzSetup(kind: StoreKind = STORES[0] as StoreKind) {
     refreshToken: result.refresh_token as string,
     idToken: result.id_token as string,
     ccToken,
+    deviceCode: device.device_code,
     /** `name=value` of each cookie of the signed-in browser, and all of them in one header. */
     cookies: [...cookies.map(([n, v]) => `${n}=${v}`), ctx.browser.cookieHeader()],
     /** Valid Authorization headers of confidential clients. */

@@ -248,6 +248,36 @@ describe('gatehouse command line', () => {
       expect(file.clients.at(-1)).toMatchObject({ clientId: 'agent', permissions: ['ept:token', exchange, 'scp:api1'] })
     })
 
+    it('#29 device flow: clients add knows the device permissions, and a public client (no secret) may hold them', async () => {
+      const path = tempConfig(BASE)
+      const device = 'gt:urn:ietf:params:oauth:grant-type:device_code'
+      const help = await ok(['clients', 'add', '--help'])
+      expect(help.stdout).toContain('ept:device_authorization')
+      expect(help.stdout).toContain(device)
+      const added = await ok([
+        'clients',
+        'add',
+        '--config',
+        path,
+        '--id',
+        'my-cli',
+        '--permission',
+        'ept:device_authorization',
+        '--permission',
+        'ept:token',
+        '--permission',
+        device,
+        '--permission',
+        'scp:openid',
+      ])
+      expect(added.stderr).toMatch(/Added client "my-cli" \(public\)/)
+      const file = JSON.parse(readFileSync(path, 'utf8')) as typeof BASE
+      expect(file.clients.at(-1)).toMatchObject({
+        clientId: 'my-cli',
+        permissions: ['ept:device_authorization', 'ept:token', device, 'scp:openid'],
+      })
+    })
+
     it('#30 back-channel logout: clients add --backchannel-logout-uri and --backchannel-logout-session-required go to the file', async () => {
       const path = tempConfig(BASE)
       const uri = 'https://app.example.test/backchannel-logout'

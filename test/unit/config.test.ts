@@ -194,6 +194,23 @@ describe('#21 the fapi2-security profile in the options', () => {
     }
   })
 
+  it('#29 deviceCodeTtl (600) and deviceCodeInterval (5): defaults, positive integers, configuration file keys', () => {
+    expect(parseOptions({ issuer: 'https://auth.example.com' })).toMatchObject({
+      deviceCodeTtl: 600,
+      deviceCodeInterval: 5,
+    })
+    expect(
+      parseOptions({ issuer: 'https://auth.example.com', deviceCodeTtl: 300, deviceCodeInterval: 10 }),
+    ).toMatchObject({ deviceCodeTtl: 300, deviceCodeInterval: 10 })
+    expect(() => parseOptions({ issuer: 'https://auth.example.com', deviceCodeTtl: 0 })).toThrow(/deviceCodeTtl/)
+    expect(() => parseOptions({ issuer: 'https://auth.example.com', deviceCodeInterval: 2.5 })).toThrow(
+      /deviceCodeInterval/,
+    )
+    const file = parseConfigFile(JSON.stringify({ deviceCodeTtl: 900, deviceCodeInterval: 8 }))
+    expect(file).toMatchObject({ deviceCodeTtl: 900, deviceCodeInterval: 8 })
+    expect(() => parseConfigFile(JSON.stringify({ deviceCodeInterval: -1 }))).toThrow(/deviceCodeInterval/)
+  })
+
   it('the configuration file takes the #21 service settings', () => {
     const file = parseConfigFile(
       JSON.stringify({
@@ -321,7 +338,7 @@ describe('#27 item 13 configuration mistakes are named plainly', () => {
       parseClientRegistration({ clientId: 'a', clientSecret: 's', permissions: ['ept:token', 'gt:client_credential'] }),
     )
     expect(text).toContain(
-      'permissions.1: unknown permission `gt:client_credential` (did you mean `gt:client_credentials`?): the grant type permissions are gt:authorization_code, gt:refresh_token, gt:client_credentials, gt:urn:ietf:params:oauth:grant-type:token-exchange',
+      'permissions.1: unknown permission `gt:client_credential` (did you mean `gt:client_credentials`?): the grant type permissions are gt:authorization_code, gt:refresh_token, gt:client_credentials, gt:urn:ietf:params:oauth:grant-type:token-exchange, gt:urn:ietf:params:oauth:grant-type:device_code',
     )
     expect(message(() => parseClientRegistration({ clientId: 'a', permissions: ['bogus'] }))).toContain(
       'permissions.0: unknown permission `bogus`: expected ept:*, gt:*, rst:code or scp:<scope>',
