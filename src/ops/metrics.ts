@@ -22,6 +22,7 @@ export type EndpointName =
   | 'userinfo'
   | 'authorization'
   | 'interaction'
+  | 'verification'
   | 'logout'
   | 'registration'
   | 'unknown'
