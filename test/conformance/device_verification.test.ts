@@ -214,6 +214,19 @@ describe('#29 device verification page (RFC 8628 §3.3)', () => {
     expect(ctx.events.some((e) => e.type === 'device.approved')).toBe(false)
   })
 
+  it('Cancel on the sign-in page denies the device (no one signed in)', async () => {
+    const ctx = await setup()
+    const device = await pendingDevice(ctx)
+    const browser = ctx.browser()
+    const signIn = await enterCode(browser, device.userCode)
+    const done = (await browser.submit(signIn, { decision: 'cancel' })).page as Page
+    expect(done.html).toContain('The device was not given access.')
+    expect((await ctx.store.deviceCodes.get(device.id))?.status).toBe('denied')
+    const denied = ctx.events.find((e) => e.type === 'device.denied')
+    expect(denied).toMatchObject({ clientId: 'tv', grantId: device.familyId })
+    expect(denied).not.toHaveProperty('sub')
+  })
+
   it('a code already decided: the form says it was already used', async () => {
     const ctx = await setup()
     const device = await pendingDevice(ctx)
