@@ -41,7 +41,7 @@ function noticeOf(t: PageTexts, clientName: string, notice: SelfRegisteredNotice
 }
 
 /** A notice paragraph: `template` escaped, its `{client}`, `{host}` and `{document}` isolated in bold. */
-function noticeParagraph(template: string, values: Record<string, string>): string {
+export function noticeParagraph(template: string, values: Record<string, string>): string {
   const html = e(template).replace(/\{(client|host|document)\}/g, (_, key: string) => isolated(values[key] ?? ''))
   return `<p class="notice" id="self-registered" role="note">${ALERT_ICON}<span>${html}</span></p>`
 }
@@ -55,19 +55,24 @@ const SCOPE_TEXT: Record<string, string> = {
   offline_access: 'Stay signed in to the application when you are not using it',
 }
 
-/**
- * The consent form: it lists every scope and claim that Allow grants, and Allow grants exactly
- * those. The approving button comes first.
- */
-export function consentPage(theme: Theme, input: ConsentPageInput): Response {
-  const t = textsOf(theme)
-  const items = input.scopes
+/** The list items of `scopes`, escaped, each with its description where one is known. */
+export function scopeItems(scopes: readonly string[]): string {
+  return scopes
     .map((scope) => {
       const text = SCOPE_TEXT[scope]
       const label = text === undefined ? e(`Use ${scope}`) : `${e(text)} <code>${e(scope)}</code>`
       return `<li data-scope="${e(scope)}">${CHECK_ICON}<span>${label}</span></li>`
     })
     .join('')
+}
+
+/**
+ * The consent form: it lists every scope and claim that Allow grants, and Allow grants exactly
+ * those. The approving button comes first.
+ */
+export function consentPage(theme: Theme, input: ConsentPageInput): Response {
+  const t = textsOf(theme)
+  const items = scopeItems(input.scopes)
   const claims = (input.claims ?? [])
     .map(
       (claim) =>

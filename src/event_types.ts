@@ -60,6 +60,15 @@ export type GatehouseEvent = EventBase &
     | ({
         /** The approved device code was redeemed at the token endpoint (once). */ type: 'device.redeemed'
       } & Subjects)
+    | {
+        /**
+         * A user code entered at the verification page (RFC 8628 §3.3) named no pending device
+         * authorization (`invalid_user_code`: unknown or expired), or the source address was
+         * throttled for too many wrong codes (`throttled`). Never carries the code typed.
+         */
+        type: 'device.user_code_failed'
+        reason: 'invalid_user_code' | 'throttled'
+      }
     | ({ type: 'token.refreshed'; scope: string } & Subjects)
     | ({
         /** RFC 8693 token exchange: `clientId` exchanged a token of `sub` (grant `grantId`) for `jti`. */

@@ -80,6 +80,7 @@ export function metricsObserver(metrics: MetricsHook): (input: EventInput) => vo
         if (input.reason === 'throttled') metrics.throttled('client_authentication')
         return
       case 'signin.failed':
+      case 'device.user_code_failed':
         if (input.reason === 'throttled') metrics.throttled('sign_in')
         return
     }

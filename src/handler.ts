@@ -22,6 +22,7 @@ import { createRegistration } from './endpoints/registration.ts'
 import { handleRevocation } from './endpoints/revocation.ts'
 import { handleToken } from './endpoints/token.ts'
 import { handleUserinfo } from './endpoints/userinfo.ts'
+import { handleVerification } from './endpoints/verify.ts'
 import { OAuthError, StoreUnavailableError, errorResponse, toOAuthError } from './errors.ts'
 import { createProbes } from './ops/health.ts'
 import type { EndpointName } from './ops/metrics.ts'
@@ -169,6 +170,14 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
         name: 'interaction',
         page: true,
         methods: { GET: (r) => handleInteraction(r, ctx), POST: (r) => handleInteraction(r, ctx) },
+      },
+    ],
+    [
+      PATHS.verification,
+      {
+        name: 'verification',
+        page: true,
+        methods: { GET: (r) => handleVerification(r, ctx), POST: (r) => handleVerification(r, ctx) },
       },
     ],
     [

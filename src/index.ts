@@ -8,7 +8,7 @@ import { type MetadataDocumentResolver, createMetadataDocumentResolver } from '.
 import type { Config } from './config.ts'
 import { type Context, endpointUrls } from './context.ts'
 import { createHandler } from './handler.ts'
-import { toPending, completeInteraction } from './interaction/flow.ts'
+import { completeHostInteraction, pendingInteraction } from './interaction/host.ts'
 import { endRequestSession, endSubjectSessions } from './endpoints/logout.ts'
 import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
 import { createKeyring } from './keys/keyring.ts'
@@ -246,15 +246,9 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       pruneDynamic: clients.pruneDynamic,
     },
     interactions: {
-      async get(uid: string): Promise<PendingInteraction | undefined> {
-        const record = await store.interactions.get(uid)
-        if (record?.kind !== 'authorization') return undefined
-        const clientId = String(record.request.clientId)
-        return toPending(record, await clients.get(clientId))
-      },
-      complete(uid: string, result: InteractionResult, request?: Request): Promise<Response> {
-        return completeInteraction(uid, result, request, ctx)
-      },
+      get: (uid: string): Promise<PendingInteraction | undefined> => pendingInteraction(uid, ctx),
+      complete: (uid: string, result: InteractionResult, request?: Request): Promise<Response> =>
+        completeHostInteraction(uid, result, request, ctx),
     },
     sessions: {
       end: (request: Request) => endRequestSession(request, ctx),
@@ -346,7 +340,8 @@ export interface TokenService {
     get(uid: string): Promise<PendingInteraction | undefined>
     /**
      * Completes a pending authorization request and returns the Response for the browser: a
-     * redirect to the client with the code (or the error), setting the session cookie.
+     * redirect to the client with the code (or the error), setting the session cookie. For a
+     * device authorization (`kind: 'device'`): the redirect to its confirmation page.
      */
     complete(uid: string, result: InteractionResult, request?: Request): Promise<Response>
   }

@@ -10,7 +10,8 @@
  * The host themes them with the `theme` option (validated by `ThemeSchema`): product name, logo,
  * colours (checked against a strict CSS colour syntax, so nothing but a colour reaches the style
  * sheet), colour scheme, language and every visible text. Form field names (`username`,
- * `password`, `uid`, `csrf`, `action`, `decision`, `confirm`) are a public contract and never change.
+ * `password`, `uid`, `csrf`, `action`, `decision`, `confirm`, `user_code`) are a public contract
+ * and never change.
  */
 import type { Theme } from './options.ts'
 import * as v from 'valibot'
@@ -61,6 +62,27 @@ export const DEFAULT_TEXTS = {
   errorHint: 'Return to the application and try again.',
   notFoundTitle: 'Page not found',
   notFoundMessage: 'There is nothing at this address. Check the link, or return to the application.',
+  verifyTitle: 'Connect a device',
+  verifyIntro: 'Enter the code shown on your device.',
+  userCodeLabel: 'Code',
+  verifyButton: 'Continue',
+  userCodeInvalid: 'This code is not valid or has expired. Check the code on your device and try again.',
+  userCodeMalformed: 'A code has 8 letters, such as BCDF-GHJK. Check the code on your device and try again.',
+  userCodeThrottled: 'Too many wrong codes. Try again in {minutes} min.',
+  userCodeUsed: 'This code was already used. Start again on your device to get a new one.',
+  userCodeExpired: 'This code is no longer valid. Start again on your device to get a new one.',
+  deviceTitle: 'Allow this device?',
+  deviceIntro: 'A device is signing in to {client}. Approving lets it:',
+  deviceCodeCheck: 'Approve only if your device shows this code:',
+  deviceSelfRegisteredNotice:
+    '{client} registered itself: the operator of this service has not reviewed it. Approve only if you started this sign-in yourself.',
+  deviceMetadataDocumentNotice:
+    '{client} registered itself with a metadata document at {document}: the operator of this service has not reviewed it. Approve only if you started this sign-in yourself.',
+  approveButton: 'Approve',
+  deviceApprovedTitle: 'Device connected',
+  deviceApprovedMessage: 'You may continue on your device. You can close this window.',
+  deviceDeniedTitle: 'Access denied',
+  deviceDeniedMessage: 'The device was not given access. You can close this window.',
 } as const
 
 export type PageTexts = { -readonly [K in keyof typeof DEFAULT_TEXTS]: string }

@@ -42,5 +42,27 @@ export interface Theme {
     errorHint?: string
     notFoundTitle?: string
     notFoundMessage?: string
+    /** The device verification page (RFC 8628 §3.3): the user-code form. */
+    verifyTitle?: string
+    verifyIntro?: string
+    userCodeLabel?: string
+    verifyButton?: string
+    userCodeInvalid?: string
+    userCodeMalformed?: string
+    /** `{minutes}`: when the next code may be tried. */
+    userCodeThrottled?: string
+    userCodeUsed?: string
+    userCodeExpired?: string
+    /** The device confirmation page; `{client}` in the intro and notices, `{document}` too. */
+    deviceTitle?: string
+    deviceIntro?: string
+    deviceCodeCheck?: string
+    deviceSelfRegisteredNotice?: string
+    deviceMetadataDocumentNotice?: string
+    approveButton?: string
+    deviceApprovedTitle?: string
+    deviceApprovedMessage?: string
+    deviceDeniedTitle?: string
+    deviceDeniedMessage?: string
   }
 }

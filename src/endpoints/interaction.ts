@@ -20,8 +20,7 @@ import {
 } from '../interaction/flow.ts'
 import { consentPage } from '../consent_pages.ts'
 import { errorPage, loginPage } from '../pages.ts'
-import { metaOf } from '../request_meta.ts'
-import { throttledAfter } from '../throttle.ts'
+import { checkPassword } from '../interaction/password.ts'
 import type { InteractionRecord } from '../storage/types.ts'
 import { timingSafeEqual } from '../tokens/opaque.ts'
 
@@ -139,42 +138,9 @@ export async function handleInteraction(request: Request, ctx: Context): Promise
     return render(record, ctx, 'Enter your username and password.', username)
   }
   const clientId = String((record.request as { clientId?: unknown }).clientId)
-  const meta = metaOf(request)
-  const throttle = ctx.throttle
-  // Usernames match case-insensitively, so they are counted that way. Events name the username
-  // only when it exists: people type passwords into the username field.
-  const rules = throttle ? await throttle.userRules(username.toLowerCase(), meta.address) : undefined
-  const named = ctx.users.exists(username) ? { username } : {}
-  const throttled = async (): Promise<Response | undefined> => {
-    const wait = throttle && rules ? await throttle.limiter.retryAfter(rules.all, ctx.now(), { fresh: true }) : 0
-    if (wait <= 0) return undefined
-    ctx.emit(meta, { type: 'signin.failed', clientId, ...named, reason: 'throttled' })
-    const minutes = Math.ceil(wait / 60)
-    const { status, headers } = throttledAfter(wait)
-    return render(
-      record,
-      ctx,
-      `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-      username,
-      { status, headers: new Headers(headers) },
-    )
-  }
-  // Checked before the password is: a throttled attempt learns nothing, even from a right guess.
-  // The slow hash runs one at a time per username and address, re-checking first.
-  const attempt = async (): Promise<Response | Record<string, unknown>> => {
-    const refused = await throttled()
-    if (refused) return refused
-    const found = await ctx.users.authenticate(username, password)
-    if (found) return found
-    ctx.emit(meta, { type: 'signin.failed', clientId, ...named, reason: 'invalid_credentials' })
-    if (throttle && rules) await throttle.limiter.fail(rules.all, ctx.now())
-    return render(record, ctx, 'The username or password is incorrect.', username)
-  }
-  const outcome = throttle && rules ? await throttle.exclusive(rules.exclusive, attempt) : await attempt()
-  if (outcome instanceof Response) return outcome
-  const account = outcome
-  ctx.emit(meta, { type: 'signin.succeeded', clientId, sub: String(account.sub) })
-  const login = { sub: String(account.sub), authTime: ctx.now(), amr: ['pwd'] }
+  const outcome = await checkPassword(request, ctx, clientId, username, password)
+  if (!('login' in outcome)) return render(record, ctx, outcome.message, username, outcome.init)
+  const { login } = outcome
   if (await needsConsent({ ...record, login }, request, ctx)) {
     await ctx.store.interactions.put({ ...record, login })
     return render({ ...record, login }, ctx)

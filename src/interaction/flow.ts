@@ -104,6 +104,7 @@ export function toPending(
   const req = record.request as unknown as AuthorizationRequest
   const pending: PendingInteraction = {
     uid: record.id,
+    kind: 'authorization',
     prompt: record.login ? 'consent' : 'login',
     clientId: req.clientId,
     clientName: client?.displayName ?? req.clientId,
@@ -165,7 +166,8 @@ export async function startInteraction(
   return redirect(`${ctx.urls.interaction}?uid=${encodeURIComponent(record.id)}`, headers)
 }
 
-function authenticationOf(session: SessionRecord): Authentication {
+/** The authentication of a live session. */
+export function authenticationOf(session: SessionRecord): Authentication {
   return {
     sub: session.sub,
     authTime: session.authTime,
@@ -174,7 +176,8 @@ function authenticationOf(session: SessionRecord): Authentication {
   }
 }
 
-function checkLogin(login: LoginResult, ctx: Context): Authentication {
+/** The host's login result, checked (a TypeError names what is wrong). */
+export function checkLogin(login: LoginResult, ctx: Context): Authentication {
   if (typeof login.sub !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(login.sub)) {
     throw new TypeError('login.sub must be 1 to 255 printable ASCII characters')
   }

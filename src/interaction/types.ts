@@ -42,11 +42,24 @@ export type InteractionResult =
       description?: string
     }
 
-/** A pending authorization request, as the host's hook and login page see it. */
+/**
+ * A pending authorization request, as the host's hook and login page see it: a browser's
+ * authorization request (`kind: 'authorization'`) or the sign-in of a device authorization
+ * (`kind: 'device'`, RFC 8628 §3.3).
+ */
 export interface PendingInteraction {
   /** Interaction id: pass it to `service.interactions.complete`. */
   uid: string
-  /** Why the user is needed: to sign in, or (signed in) to consent. */
+  /**
+   * `device`: the end-user entered a device's user code at the verification page
+   * (`/connect/verify`) and is to sign in for it. The hook only signs the end-user in: the
+   * built-in confirmation page always follows (naming the client and scopes, with Approve and
+   * Deny), so a `consent` in the result is ignored; an `error` denies the device.
+   */
+  kind: 'authorization' | 'device'
+  /** Set for `kind: 'device'`: the user code the end-user entered, as shown (`BCDF-GHJK`). */
+  device?: { userCode: string }
+  /** Why the user is needed: to sign in, or (signed in) to consent. Always `login` for a device. */
   prompt: 'login' | 'consent'
   clientId: string
   clientName: string
@@ -75,7 +88,8 @@ export interface PendingInteraction {
   /**
    * Set when the client registered itself (dynamic registration, or a client id metadata
    * document): the consent screen should say so and name the host the browser returns to. A
-   * result without `consent` for such a client continues on the built-in consent page.
+   * result without `consent` for such a client continues on the built-in consent page. Not set
+   * for a device (no browser returns to it): its confirmation page shows the notice.
    */
   selfRegistered?: {
     kind: 'dynamic' | 'metadata_document'

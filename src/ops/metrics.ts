@@ -23,6 +23,7 @@ export type EndpointName =
   | 'userinfo'
   | 'authorization'
   | 'interaction'
+  | 'verification'
   | 'logout'
   | 'registration'
   | 'unknown'

@@ -21,6 +21,7 @@ const SERVED: Record<string, { methods: string[]; browser: boolean }> = {
   '/connect/authorize': { methods: ['GET', 'POST'], browser: true },
   '/connect/logout': { methods: ['GET', 'POST'], browser: true },
   '/connect/interaction': { methods: ['GET', 'POST'], browser: true },
+  '/connect/verify': { methods: ['GET', 'POST'], browser: true },
 }
 
 function base(location: string | null): string | null {

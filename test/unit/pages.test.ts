@@ -21,6 +21,7 @@ import {
 } from '../../src/pages.ts'
 import { landingPage } from '../../src/ops/landing.ts'
 import { consentPage, logoutConfirmPage } from '../../src/consent_pages.ts'
+import { deviceConfirmPage, deviceDonePage, userCodePage } from '../../src/interaction/device_pages.ts'
 
 const LOGIN = { action: 'https://id.example/connect/interaction', uid: 'u1', csrf: 'c1', clientName: 'Web App' }
 
@@ -251,6 +252,84 @@ describe('pages', () => {
     expect(html).toMatch(/role="alert">.*<span class="code">invalid_request<\/span>: bad &lt;thing&gt;/)
   })
 })
+
+describe('#29 device verification pages (RFC 8628 §3.3)', () => {
+  const DEVICE = {
+    ...LOGIN,
+    action: 'https://id.example/connect/verify',
+    scopes: ['openid', 'api1'],
+    userCode: 'BCDF-GHJK',
+  }
+
+  it('#29 the client name is escaped and isolated in <bdi> on the confirmation, the notice and the sign-in', async () => {
+    const name = '<script>alert(1)</script>\u202e'
+    const confirm = await deviceConfirmPage(
+      {},
+      { ...DEVICE, clientName: name, selfRegistered: { kind: 'dynamic' } },
+    ).text()
+    expect(confirm).not.toContain('<script>')
+    expect(confirm).toContain(
+      '<p id="device-intro">A device is signing in to <strong><bdi>&lt;script&gt;alert(1)&lt;/script&gt;\u202e</bdi></strong>. Approving lets it:</p>',
+    )
+    expect(confirm).toContain(
+      '<strong><bdi>&lt;script&gt;alert(1)&lt;/script&gt;\u202e</bdi></strong> registered itself: the operator of this service has not reviewed it.',
+    )
+    const document = { kind: 'metadata_document', documentHost: 'evil.example\u202e' } as const
+    const documented = await deviceConfirmPage({}, { ...DEVICE, clientName: 'Tool', selfRegistered: document }).text()
+    expect(documented).toContain('a metadata document at <strong><bdi>evil.example\u202e</bdi></strong>:')
+    const login = await loginPage({}, { ...LOGIN, clientName: name }).text()
+    expect(login).not.toContain('<script>')
+  })
+
+  it('#29 the confirmation lists every scope, shows the user code, Approve first then Deny, in the form of its interaction', async () => {
+    const html = await deviceConfirmPage({}, DEVICE).text()
+    expect(html).toContain('<h1>Allow this device?</h1>')
+    expect(html).toContain('<li data-scope="openid">')
+    expect(html).toContain('<span>Use api1</span>')
+    expect(html).toContain('<strong class="code" id="user-code">BCDF-GHJK</strong>')
+    expect(html).toContain(hiddenInputs({ uid: 'u1', csrf: 'c1', action: 'confirm' }))
+    expect(html.indexOf('value="approve"')).toBeLessThan(html.indexOf('value="deny"'))
+    expect(html).toContain('value="approve" autofocus>Approve</button>')
+    expect(html).not.toContain('id="self-registered"')
+  })
+
+  it('#29 the user-code form: a labelled user_code input, escaped value, message announced; texts overridable', async () => {
+    const plain = await userCodePage({}, { action: DEVICE.action, csrf: 'c1' }).text()
+    expect(plain).toContain('<label for="user_code">Code</label>')
+    expect(plain).toContain('<input type="hidden" name="csrf" value="c1">')
+    expect(plain).not.toContain('role="alert"')
+    const theme = { texts: { verifyTitle: 'Gerät verbinden', userCodeLabel: 'Kode <b>' } }
+    const html = await userCodePage(theme, {
+      action: DEVICE.action,
+      csrf: 'c1',
+      userCode: '"><x',
+      message: 'Falsch <i>',
+    }).text()
+    expect(html).toContain('<h1>Gerät verbinden</h1>')
+    expect(html).toContain('<label for="user_code">Kode &lt;b&gt;</label>')
+    expect(html).toContain('value="&quot;&gt;&lt;x"')
+    expect(html).toContain('role="alert" id="code-error"')
+    expect(html).toContain('<span>Falsch &lt;i&gt;</span>')
+    expect(html).toContain('aria-describedby="code-error"')
+  })
+
+  it('#29 after the decision: approved says the device may continue, denied says so; both themable', async () => {
+    expect(await deviceDonePage({}, true).text()).toContain(
+      'role="status">You may continue on your device. You can close this window.</p>',
+    )
+    const denied = await deviceDonePage({ texts: { deviceDeniedTitle: 'Abgelehnt' } }, false).text()
+    expect(denied).toContain('<h1>Abgelehnt</h1>')
+    expect(denied).toContain('The device was not given access.')
+    expect(Object.keys(DEFAULT_TEXTS)).toContain('approveButton')
+    expect(parse({ texts: { deviceIntro: '{client} möchte:' } }).success).toBe(true)
+  })
+})
+
+function hiddenInputs(fields: Record<string, string>): string {
+  return Object.entries(fields)
+    .map(([name, value]) => `<input type="hidden" name="${name}" value="${value}">`)
+    .join('')
+}
 
 describe("#27 item 13: a newcomer's pages", () => {
   const ISSUER = 'https://id.example'

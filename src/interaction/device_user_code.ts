@@ -1,0 +1,98 @@
+/**
+ * @module interaction/device_user_code
+ * The user-code form of the verification page (RFC 8628 §3.3) and what a submitted code leads
+ * to. The form is CSRF-protected without stored state: its token is a hash of the browser-binding
+ * cookie (HttpOnly, so a cross-site page cannot compute it). Wrong codes are throttled per source
+ * address (RFC 8628 §5.1) with the sign-in limiter and an attempts key of their own
+ * (`user_code-address:…`, `throttle.signIn.perAddress` wrong codes per `throttle.window`),
+ * checked before the store is asked, so a throttled guess learns nothing, even a right one.
+ */
+import type { Context } from '../context.ts'
+import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
+import { addressBucket } from '../networks.ts'
+import { textsOf } from '../pages.ts'
+import { metaOf } from '../request_meta.ts'
+import { type ThrottleRule, throttledAfter } from '../throttle.ts'
+import { randomToken, timingSafeEqual } from '../tokens/opaque.ts'
+import { normalizeUserCode } from '../tokens/user_code.ts'
+import { startDeviceInteraction } from './device.ts'
+import { userCodePage } from './device_pages.ts'
+
+/** The form's anti-CSRF token for a browser-binding cookie value. */
+function csrfOf(cookieValue: string, ctx: Context): string | Promise<string> {
+  return ctx.sha256(`gatehouse verify csrf ${cookieValue}`)
+}
+
+/**
+ * The user-code form for this browser (setting the binding cookie when it has none), prefilled
+ * with `userCode`, showing `message`.
+ */
+export async function userCodeForm(
+  request: Request,
+  ctx: Context,
+  input: { userCode?: string; message?: string } = {},
+  init: { status?: number; headers?: Headers } = {},
+): Promise<Response> {
+  const headers = new Headers(init.headers)
+  let value = readCookie(request, browserCookieName(ctx))
+  if (value === undefined) {
+    value = randomToken()
+    headers.append('set-cookie', setCookie(ctx, browserCookieName(ctx), value, ctx.config.sessionTtl))
+  }
+  const page = { action: ctx.urls.verification, csrf: await csrfOf(value, ctx), ...input }
+  return userCodePage(ctx.config.theme, page, { ...init, headers })
+}
+
+/** Whether the form's token matches this browser's binding cookie. */
+export async function isUserCodeFormGenuine(
+  request: Request,
+  csrf: string | undefined,
+  ctx: Context,
+): Promise<boolean> {
+  const value = readCookie(request, browserCookieName(ctx))
+  return value !== undefined && csrf !== undefined && timingSafeEqual(csrf, await csrfOf(value, ctx))
+}
+
+/** The throttle rule of wrong user codes from an address (one shared rule when it is unknown). */
+function userCodeRules(ctx: Context, address: string | undefined): ThrottleRule[] {
+  const settings = ctx.config.throttle
+  if (settings === false || !ctx.throttle) return []
+  const bucket = address === undefined ? '*' : addressBucket(address)
+  return [{ key: `user_code-address:${bucket}`, limit: settings.signIn.perAddress, window: settings.window }]
+}
+
+/**
+ * A submitted user code: malformed → the form again; throttled → the form with 429; unknown or
+ * expired → counted, the form again (the same words for both); already decided → the form saying
+ * so; pending → the device interaction starts.
+ */
+export async function submitUserCode(request: Request, typed: string, ctx: Context): Promise<Response> {
+  const t = textsOf(ctx.config.theme)
+  const meta = metaOf(request)
+  const rules = userCodeRules(ctx, meta.address)
+  const throttle = ctx.throttle
+  const attempt = async (): Promise<Response> => {
+    const wait = throttle && rules.length ? await throttle.limiter.retryAfter(rules, ctx.now(), { fresh: true }) : 0
+    if (wait > 0) {
+      ctx.emit(meta, { type: 'device.user_code_failed', reason: 'throttled' })
+      const { status, headers } = throttledAfter(wait)
+      const message = t.userCodeThrottled.replaceAll('{minutes}', String(Math.ceil(wait / 60)))
+      return userCodeForm(request, ctx, { userCode: typed, message }, { status, headers: new Headers(headers) })
+    }
+    const userCode = normalizeUserCode(typed)
+    // Cannot be a code: no lookup, nothing learned, not counted.
+    if (userCode === undefined)
+      return userCodeForm(request, ctx, { userCode: typed, message: t.userCodeMalformed }, { status: 400 })
+    const device = await ctx.store.deviceCodes.findByUserCode(userCode, ctx.now())
+    if (!device) {
+      ctx.emit(meta, { type: 'device.user_code_failed', reason: 'invalid_user_code' })
+      if (throttle && rules.length) await throttle.limiter.fail(rules, ctx.now())
+      return userCodeForm(request, ctx, { userCode: typed, message: t.userCodeInvalid }, { status: 400 })
+    }
+    if (device.status !== 'pending') return userCodeForm(request, ctx, { message: t.userCodeUsed }, { status: 400 })
+    return startDeviceInteraction(request, device, ctx)
+  }
+  // One at a time per address: a burst cannot pass the check before its failures are counted.
+  const first = rules[0]
+  return throttle && first ? throttle.exclusive(first.key, attempt) : attempt()
+}
