@@ -252,7 +252,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
       },
       async decide(id, decision, at) {
         const entry = deviceCodes.get(id)
-        if (!entry || entry.record.status !== 'pending' || entry.record.expiresAt <= at) return false
+        if (entry?.record.status !== 'pending' || entry.record.expiresAt <= at) return false
         entry.record.status = decision.status
         if (decision.status === 'approved') entry.record.login = decision.login
         deviceCodes.set(id, entry)

@@ -40,7 +40,6 @@ function faultyStore(now: () => number) {
     pushedRequests: wrap('pushedRequests', inner.pushedRequests),
     deviceCodes: wrap('deviceCodes', inner.deviceCodes),
     replays: wrap('replays', inner.replays),
-    deviceCodes: wrap('deviceCodes', inner.deviceCodes),
   }
   return { store, failing }
 }
