@@ -19,7 +19,7 @@ import {
   waitUntilServing,
   writeConfig,
 } from './server.ts'
-import { unescapeHtml } from '../helpers/browser.ts'
+import { Browser, type Page, unescapeHtml } from '../helpers/browser.ts'
 
 const options = { [oauth.allowInsecureRequests]: true }
 const service: oauth.Client = { client_id: 'rt-service' }
@@ -164,6 +164,54 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
       await oauth.introspectionRequest(as, resourceServer, resourceServerAuth, exchanged.access_token, options),
     )
     expect(introspected).toMatchObject({ active: true, sub: 'rt-service', act: { sub: 'rt-agent' } })
+  })
+
+  it('#29 device sign-in: a CLI polls while the user enters the code, signs in and approves on the pages', async () => {
+    const cli: oauth.Client = { client_id: 'rt-cli' }
+    const device = await oauth.processDeviceAuthorizationResponse(
+      as,
+      cli,
+      await oauth.deviceAuthorizationRequest(
+        as,
+        cli,
+        oauth.None(),
+        { scope: 'openid profile offline_access' },
+        options,
+      ),
+    )
+    expect(device.verification_uri).toBe(`${issuer}/connect/verify`)
+    expect(device.user_code).toMatch(/^[B-Z]{4}-[B-Z]{4}$/)
+    const poll = () => oauth.deviceCodeGrantRequest(as, cli, oauth.None(), device.device_code, options)
+    await expect(oauth.processDeviceCodeResponse(as, cli, await poll())).rejects.toMatchObject({
+      error: 'authorization_pending',
+    })
+
+    // The user, in a browser: the prefilled code form, the sign-in form, the confirmation.
+    const browser = new Browser((request) => fetch(request))
+    const codeForm = (await browser.navigate(device.verification_uri_complete as string)).page as Page
+    expect(codeForm.html).toContain(`value="${device.user_code}"`)
+    const signIn = (await browser.submit(codeForm, { user_code: device.user_code })).page as Page
+    expect(signIn.html, signIn.html).toContain('name="password"')
+    const confirm = (await browser.signIn(signIn, 'alice', 'alice-password')).page as Page
+    expect(confirm.html, confirm.html).toContain('value="approve"')
+    const done = (await browser.submit(confirm, { decision: 'approve' })).page as Page
+    expect(done.status).toBe(200)
+
+    // The next poll, at least `interval` (1 s in this config) after the previous, redeems.
+    expect(device.interval).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    const tokens = await oauth.processDeviceCodeResponse(as, cli, await poll())
+    expect(tokens.scope).toBe('openid profile offline_access')
+    expect(tokens.refresh_token).toBeTypeOf('string')
+    expect(oauth.getValidatedIdTokenClaims(tokens)).toMatchObject({
+      iss: issuer,
+      sub: 'user-1',
+      aud: 'rt-cli',
+    })
+    // Redeemed once: the next poll is refused.
+    await expect(oauth.processDeviceCodeResponse(as, cli, await poll())).rejects.toMatchObject({
+      error: 'invalid_grant',
+    })
   })
 
   it('authorization code flow through the sign-in page, then refresh, userinfo, revocation and logout', async () => {

@@ -70,6 +70,8 @@ export async function runnable(command: string[]): Promise<string[]> {
 /** The configuration file of the runtime tests: plain secrets and passwords, fast hashing. */
 export const CONFIG = {
   secretHashIterations: 1000,
+  /** #29: the device flow's polling interval (default 5 s), short so the runtime matrix waits little. */
+  deviceCodeInterval: 1,
   clients: [
     {
       clientId: 'rt-service',
@@ -84,6 +86,19 @@ export const CONFIG = {
       clientId: 'rt-agent',
       clientSecret: 'rt-agent-secret',
       permissions: ['ept:token', 'gt:urn:ietf:params:oauth:grant-type:token-exchange', 'scp:api1'],
+    },
+    /** A CLI signing in with the device authorization grant (RFC 8628, #29): a public client. */
+    {
+      clientId: 'rt-cli',
+      permissions: [
+        'ept:device_authorization',
+        'ept:token',
+        'gt:urn:ietf:params:oauth:grant-type:device_code',
+        'gt:refresh_token',
+        'scp:openid',
+        'scp:profile',
+        'scp:offline_access',
+      ],
     },
     /** Service clients restricted to source networks: loopback (the tests' own) and elsewhere. */
     {
