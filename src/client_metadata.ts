@@ -301,6 +301,8 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
   return metadata
 }
 
+const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
+
 /**
  * The permissions of a self-registered client: the authorization and token endpoints, revocation,
  * logout when it registered `post_logout_redirect_uris`, a `gt:` per grant type, `rst:code` with
@@ -313,6 +315,8 @@ export function permissionsOf(metadata: ClientMetadata): string[] {
   }
   // As for a metadata document's client: RP-Initiated Logout with registered return URIs.
   if (metadata.post_logout_redirect_uris?.length) permissions.push(Permissions.Endpoints.Logout)
+  // RFC 8628: the device_code grant starts at the device authorization endpoint.
+  if (metadata.grant_types.includes(DEVICE_CODE_GRANT)) permissions.push(Permissions.Endpoints.DeviceAuthorization)
   for (const grant of metadata.grant_types) permissions.push(`gt:${grant}`)
   for (const scope of (metadata.scope ?? '').split(' ')) if (scope !== '') permissions.push(scopePermission(scope))
   return permissions

@@ -122,7 +122,12 @@ export const clientIdMetadataDocumentSettings = {
 }
 
 /** Grant types a dynamically registered client can get. */
-export const DYNAMIC_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const
+export const DYNAMIC_GRANT_TYPES = [
+  'authorization_code',
+  'refresh_token',
+  'client_credentials',
+  'urn:ietf:params:oauth:grant-type:device_code',
+] as const
 
 /** The `dynamicClientRegistration` option (see `DynamicClientRegistrationOptions` in src/options.ts). */
 export const DynamicClientRegistrationSchema = strictObject({

@@ -131,8 +131,15 @@ export interface DynamicClientRegistrationOptions {
   scopes: string[]
   /** A bearer token registration requires (`Authorization: Bearer …`). Absent: open registration. */
   initialAccessToken?: string
-  /** The grant types a registered client may get. Default `authorization_code` and `refresh_token`. */
-  grantTypes?: Array<'authorization_code' | 'refresh_token' | 'client_credentials'>
+  /**
+   * The grant types a registered client may get. Default `authorization_code` and `refresh_token`.
+   * With `urn:ietf:params:oauth:grant-type:device_code` (RFC 8628, #29) a client that registers it
+   * (a CLI, public or not) gets the device authorization endpoint too; its approvals are always
+   * confirmed on a page naming it as self-registered.
+   */
+  grantTypes?: Array<
+    'authorization_code' | 'refresh_token' | 'client_credentials' | 'urn:ietf:params:oauth:grant-type:device_code'
+  >
   /**
    * Registration requests one source address may make per hour. Default 20. Applies only when the
    * host passes the address (the adapters do; `clientAddress` behind a proxy).
