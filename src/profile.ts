@@ -49,10 +49,12 @@ export function codeTtl(client: ClientRecord, config: Pick<Config, 'profile' | '
 }
 
 /**
- * Whether the profile admits a response mode. FAPI 2.0 returns the authorization response by the
- * query redirect with `iss` (RFC 9207), and its conformance plans test that (or JARM) only:
- * `form_post` is refused under `fapi2-security`, whose clients must not depend on a mode a FAPI
- * deployment does not offer.
+ * Whether the profile admits a response mode. The FAPI 2.0 Security Profile (Final) sets no rule on
+ * response modes (§5.3.2.2 asks for response_type code and `iss` per RFC 9207, nothing about
+ * `response_mode`), so refusing `form_post` under `fapi2-security` is Gatehouse's narrowing, which
+ * §5.1.2 permits (fewer choices, no mandatory behaviour removed): the FAPI 2.0 conformance plans
+ * test the plain query response only (`plain_response`; JARM is not certified), so the profile
+ * offers that one mode (docs/certification.md, "FAPI 2.0 and response_mode=form_post").
  */
 export function allowsResponseMode(mode: string, config: Pick<Config, 'profile'>): boolean {
   return mode === 'query' || (mode === 'form_post' && !isFapi2(config))

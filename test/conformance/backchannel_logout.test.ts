@@ -1,6 +1,6 @@
 /**
  * #30: OpenID Connect Back-Channel Logout 1.0 (BCL). The clients are oauth4webapi; the clients'
- * back-channel endpoints are an in-process receiver (test/conformance/oidcc/backchannel_harness.ts).
+ * back-channel endpoints are an in-process receiver (test/conformance/oidcc/suite.ts).
  * CONFORMANCE: BCL §2.1 (discovery), §2.2 (registration), §2.4 (logout token), §2.5 (POST),
  * §2.6 (RP validation: verifyLogoutToken), §2.7–2.8 (200/204, retries); C12 LO-14 (logout ends
  * the session); Core §2 (`sid` in ID tokens).
@@ -27,7 +27,7 @@ import {
   signInToBoth,
   until,
   verifiedLogoutToken,
-} from './oidcc/backchannel_harness.ts'
+} from './oidcc/suite.ts'
 
 function tokenOf(ctx: BackchannelCtx, url: string): string {
   const delivery = ctx.receiver.deliveries.find((d) => d.url === url)

@@ -18,7 +18,7 @@ import { authorizationUrl, setup, webAuth, webClient } from '../helpers/flow.ts'
 import { parSetup, push, requestParams, requestUriUrl } from '../helpers/par.ts'
 import { CLIENTS, ISSUER, RU, USERS, clock } from '../helpers/service.ts'
 import { freePort } from '../runtime/server.ts'
-import { formPostParams } from './oidcc/harness.ts'
+import { formPostParams } from './oidcc/suite.ts'
 
 const closers: Array<() => Promise<void>> = []
 afterEach(async () => {

@@ -1,6 +1,6 @@
 /**
  * The modules of the Basic OP plan (`OIDCCBasicTestPlan.testModulesWithVariants()`, 38 modules at
- * {@link SUITE_COMMIT}), each asserting what the suite's module asserts (FAILURE conditions as
+ * `SUITE_VERSION` (suite.ts)), each asserting what the suite's module asserts (FAILURE conditions as
  * failures; WARNING ones too where Gatehouse meets them), runnable in either response mode: the
  * Form Post Basic plan (`OIDCCFormPostBasicTestPlan`) is exactly this list with ResponseMode
  * form_post (#30). A module's test file calls {@link runBasicModule} with its name.
@@ -8,20 +8,21 @@
 import * as oauth from 'oauth4webapi'
 import { expect } from 'vitest'
 import {
-  type ClientAuthVariant,
+  CLIENT,
+  CLIENT_POST,
+  type Driver,
   ISSUER,
   REDIRECT_URI,
   type ResponseModeVariant,
-  SUITE_COMMIT,
   SUITE_USER,
-  type Suite,
+  type SuiteClient,
+  checkStandardClaimTypes,
+  createDriver,
   expectServerBasics,
-  expectStandardClaimTypes,
-  suiteSetup,
-} from './harness.ts'
+  unsignedRequestObject,
+} from './suite.ts'
 
-export { SUITE_COMMIT }
-
+type Suite = Driver
 type Module = (suite: Suite) => Promise<void>
 
 /** oidcc-server and the modules that only add parameters to its flow: the flow must succeed. */
@@ -32,9 +33,9 @@ async function happyFlow(suite: Suite, overrides: Record<string, string | null> 
   // EnsureIdTokenDoesNotContainName (WARNING): scope openid alone puts no profile claim in it.
   if (!('claims' in overrides) && (overrides.scope ?? 'openid') === 'openid') expect(result.claims.name).toBeUndefined()
   expect(result.claims.sub.length).toBeLessThanOrEqual(255)
-  expectStandardClaimTypes(result.claims)
+  checkStandardClaimTypes(result.claims)
   const info = await suite.userinfoClaims(result.tokens, result.claims.sub)
-  expectStandardClaimTypes(info)
+  checkStandardClaimTypes(info)
   return { ...result, info }
 }
 
@@ -72,12 +73,6 @@ async function reauthenticates(suite: Suite, overrides: Record<string, string | 
   expect(second.claims.auth_time).toBeGreaterThan(first.claims.auth_time as number)
   expect(second.claims.sub).toBe(first.claims.sub)
   return second
-}
-
-/** An unsigned request object (alg none) carrying `claims`. */
-function unsignedRequestObject(claims: Record<string, unknown>): string {
-  const enc = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
-  return `${enc({ alg: 'none', typ: 'oauth-authz-req+jwt' })}.${enc(claims)}.`
 }
 
 export const BASIC_MODULES: Record<string, Module> = {
@@ -248,7 +243,11 @@ export const BASIC_MODULES: Record<string, Module> = {
   },
   'oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported': async (suite) => {
     const state = oauth.generateRandomState()
-    const request = unsignedRequestObject({ state, nonce: oauth.generateRandomNonce(), client_id: 'suite-client' })
+    const request = unsignedRequestObject({
+      state,
+      nonce: oauth.generateRandomNonce(),
+      client_id: suite.client.client_id,
+    })
     const sent = await suite.request({ request, state: null, nonce: null })
     const params = await suite.authorize(sent, { login: false })
     // Rejected as unsupported (never ignored: the state only in it would then be lost).
@@ -264,7 +263,7 @@ export const BASIC_MODULES: Record<string, Module> = {
   'oidcc-ensure-request-object-with-redirect-uri': async (suite) => {
     // The request object names the valid redirect_uri, the query an invalid one: the OP must use
     // the request object's or show an error page; never request_not_supported to the registered URI.
-    const request = unsignedRequestObject({ redirect_uri: REDIRECT_URI, client_id: 'suite-client' })
+    const request = unsignedRequestObject({ redirect_uri: REDIRECT_URI, client_id: suite.client.client_id })
     const sent = await suite.request({ request, redirect_uri: `${REDIRECT_URI}/invalid` })
     const first = await suite.browser.navigate(sent.url.href)
     expect(first.callback).toBeUndefined()
@@ -291,8 +290,8 @@ export const BASIC_MODULES: Record<string, Module> = {
     expect(claims?.auth_time).toBe(first.claims.auth_time)
     expect(claims?.azp ?? claims?.aud).toEqual(first.claims.azp ?? first.claims.aud)
     // Client 2's refresh token used by client 1 → invalid_grant.
-    const two = suite.clientOf('suite-client2')
-    const sent2 = await suite.request({ scope: 'openid offline_access' }, 'suite-client2')
+    const two = suite.client2
+    const sent2 = await suite.request({ scope: 'openid offline_access' }, two)
     const other = await suite.redeem(await suite.authorize(sent2), sent2, two)
     const cross = await oauth.refreshTokenGrantRequest(
       suite.as,
@@ -311,15 +310,15 @@ export const BASIC_MODULES: Record<string, Module> = {
 }
 
 /** The client authentication a module runs with (the plan switches to client_secret_post for one). */
-export function clientAuthOf(module: string): ClientAuthVariant {
-  return module === 'oidcc-server-client-secret-post' ? 'client_secret_post' : 'client_secret_basic'
+export function clientOf(module: string): SuiteClient {
+  return module === 'oidcc-server-client-secret-post' ? CLIENT_POST : CLIENT
 }
 
 /** Runs one module of the Basic plan in a response mode (`form_post`: the Form Post Basic plan). */
 export async function runBasicModule(module: string, responseMode: ResponseModeVariant): Promise<void> {
   const run = BASIC_MODULES[module]
   if (!run) throw new Error(`unknown module ${module}`)
-  await run(await suiteSetup({ responseMode, clientAuth: clientAuthOf(module) }))
+  await run(await createDriver({ responseMode, client: clientOf(module) }))
 }
 
 /** Every module name of the Basic plan, in the plan's order. */

@@ -10,7 +10,7 @@
  * `end_session_endpoint` is an https URL (CheckDiscEndSessionEndpoint, OIDCBCL-3, OIDCRIL-2.1).
  */
 import { describe, expect, it } from 'vitest'
-import { backchannelSetup } from './backchannel_harness.ts'
+import { backchannelSetup } from './suite.ts'
 
 describe('#30 oidcc-backchannel-logout-discovery-endpoint-verification', () => {
   it('#30 oidcc-backchannel-logout-discovery-endpoint-verification: back-channel logout with sessions, https end_session_endpoint', async () => {

@@ -25,7 +25,7 @@ import * as oauth from 'oauth4webapi'
 import type { Page } from '../../helpers/browser.ts'
 import { authorizationUrl, redeemCallback, signIn } from '../../helpers/flow.ts'
 import { ISSUER, PLRU } from '../../helpers/service.ts'
-import { LOGOUT_EVENT, WEB_BC, backchannelSetup, isSignedIn, rpLogout, until } from './backchannel_harness.ts'
+import { LOGOUT_EVENT, WEB_BC, backchannelSetup, isSignedIn, rpLogout, until } from './suite.ts'
 
 const BASE = 'https://rp.example.test/test/a/gatehouse'
 

@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'vitest'
 import { runBasicModule } from './basic_modules.ts'
-import { BASIC_PLAN } from './harness.ts'
+import { BASIC_PLAN } from './suite.ts'
 
 describe(`#30 ${BASIC_PLAN}`, () => {
   it(

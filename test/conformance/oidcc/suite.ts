@@ -1,7 +1,7 @@
 /**
- * #30: shared setup of the OpenID Foundation conformance modules re-implemented in this folder
- * (Basic OP, Config OP and RP-Initiated Logout OP plans; module list and suite version in
- * PLANS.md). It plays the suite's part: static clients registered as the suite's configuration
+ * #30: the one harness of the OpenID Foundation conformance modules re-implemented in this folder
+ * (Basic OP, Config OP, Form Post Basic OP, RP-Initiated Logout OP; module lists and suite version
+ * in PLANS.md). It plays the suite's part: static clients registered as the suite's configuration
  * asks (redirect URI `https://localhost.emobix.co.uk:8443/test/a/<alias>/callback`, post-logout
  * redirect URI `…/post_logout_redirect`), a browser that signs in on the built-in page, and the
  * checks that every module's normal flow runs (AbstractOIDCCServerTest: CheckServerConfiguration,
@@ -9,18 +9,42 @@
  * the UserInfo call). oauth4webapi is the client. Every request goes over HTTP: the service is
  * served on a loopback port by the Node adapter (the test's clock still drives it), and requests to
  * the issuer's origin are sent there with the issuer's Host.
+ *
+ * {@link createDriver} runs the Basic plan's modules (`basic_modules.ts`) in the plan's response
+ * mode: `default` (query) or `form_post` (OIDCCFormPostBasicTestPlan runs every Basic module with
+ * ResponseMode form_post); in form_post mode a query redirect fails the test, as the suite's
+ * callback (a POST) would.
+ *
+ * The Back-Channel Logout plan's fixtures (below {@link WEB_BC}): an in-process receiver standing
+ * in for the clients' `backchannel_logout_uri`s (records each POST; answers per URL with a scripted
+ * sequence of statuses, a hang until the sender's time-out, or a network failure), a service whose
+ * `web` and `web2` clients registered URIs on it, and the logged-in browser of an end-user who used
+ * both (test/conformance/backchannel_logout.test.ts uses them too).
  */
-import { type JWK, type JWTPayload, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
+import {
+  type JWK,
+  type JWTPayload,
+  type ProtectedHeaderParameters,
+  createLocalJWKSet,
+  decodeProtectedHeader,
+  jwtVerify,
+} from 'jose'
 import * as oauth from 'oauth4webapi'
 import type { AddressInfo } from 'node:net'
 import { expect, onTestFinished } from 'vitest'
 import { serveNode } from '../../../adapters/node.ts'
 import type { ClientRegistration } from '../../../src/config.ts'
-import { Browser, type Page } from '../../helpers/browser.ts'
-import { ISSUER, USERS, inProcess, makeService } from '../../helpers/service.ts'
+import type { GatehouseEvent, TokenServiceOptions } from '../../../src/index.ts'
+import { Browser, type Page, unescapeHtml } from '../../helpers/browser.ts'
+import { setup, signIn } from '../../helpers/flow.ts'
+import { ISSUER, PLRU, USERS, inProcess, makeService } from '../../helpers/service.ts'
+
+export { ISSUER }
 
 /** The suite version the module list and the assertions were taken from. */
 export const SUITE_VERSION = 'openid-certification/conformance-suite 12f2a4da (release-v5.2.3-84-g12f2a4dac)'
+export const BASIC_PLAN = 'oidcc-basic-certification-test-plan'
+export const FORMPOST_PLAN = 'oidcc-formpost-basic-certification-test-plan'
 
 /** Where the suite runs, and the alias of the test plan (both in the suite's configuration). */
 export const SUITE_ORIGIN = 'https://localhost.emobix.co.uk:8443'
@@ -42,6 +66,8 @@ const PERMISSIONS = [
   'scp:openid',
   'scp:profile',
   'scp:email',
+  'scp:address',
+  'scp:phone',
 ]
 
 /**
@@ -105,9 +131,42 @@ export const CLIENT_AUTH_VARIANTS: SuiteClient[] = [
 ]
 export const CLIENT = suiteClient(SUITE_CLIENTS.client)
 export const CLIENT2 = suiteClient(SUITE_CLIENTS.client2)
+export const CLIENT_POST = suiteClient(SUITE_CLIENTS.client_secret_post)
 
 /** The end-user the tester signs in as. */
 export const USER = USERS[0] as { sub: string; username: string; password: string }
+
+/**
+ * The end-user of the Basic modules' scope and claims checks: every standard claim of the
+ * profile, email, address and phone scopes. Registered beside {@link USER}.
+ */
+export const SUITE_USER = {
+  sub: 'suite-user-1',
+  username: 'buffy',
+  password: 'buffy-password',
+  name: 'Buffy Summers',
+  given_name: 'Buffy',
+  family_name: 'Summers',
+  nickname: 'Buff',
+  website: 'https://sunnydale.example',
+  gender: 'female',
+  birthdate: '1981-01-19',
+  zoneinfo: 'America/Los_Angeles',
+  locale: 'en-US',
+  updated_at: 1_700_000_000,
+  email: 'buffy@sunnydale.example',
+  email_verified: true,
+  address: {
+    formatted: '1630 Revello Drive\nSunnydale, CA 95037\nUSA',
+    street_address: '1630 Revello Drive',
+    locality: 'Sunnydale',
+    region: 'CA',
+    postal_code: '95037',
+    country: 'USA',
+  },
+  phone_number: '+1 555 0100',
+  phone_number_verified: false,
+}
 
 export type Suite = Awaited<ReturnType<typeof createSuite>>
 
@@ -116,7 +175,7 @@ export type Suite = Awaited<ReturnType<typeof createSuite>>
  * the JWKS checks done, as in every module's configure step) and a fresh browser.
  */
 export async function createSuite() {
-  const { service, clock } = await makeService()
+  const { service, clock } = await makeService({ users: [...USERS, SUITE_USER] })
   for (const registration of Object.values(SUITE_CLIENTS)) await service.clients.ensure(registration)
   const fetch = await overHttp(service.fetch)
   const opts = inProcess(fetch)
@@ -459,9 +518,12 @@ export function checkStandardClaimTypes(claims: Record<string, unknown>): void {
   for (const name of STRING_CLAIMS) if (name in claims) expect(typeof claims[name], name).toBe('string')
   for (const name of ['email_verified', 'phone_number_verified'])
     if (name in claims) expect(typeof claims[name], name).toBe('boolean')
-  if ('address' in claims) expect(typeof claims.address).toBe('object')
+  if ('address' in claims) {
+    expect(typeof claims.address).toBe('object')
+    for (const value of Object.values(claims.address as object)) expect(typeof value).toBe('string')
+  }
   // EnsureIdTokenUpdatedAtValid / EnsureUserInfoUpdatedAtValid
-  if ('updated_at' in claims) expect(typeof claims.updated_at).toBe('number')
+  if ('updated_at' in claims) expect(Number.isInteger(claims.updated_at), 'updated_at').toBe(true)
 }
 
 /**
@@ -539,7 +601,7 @@ export async function promptNoneMustFail(suite: Suite, client = CLIENT): Promise
  * ConvertAuthorizationEndpointRequestToRequestObject + SerializeRequestObjectWithNullAlgorithm:
  * every parameter of the request as claims of an unsigned (`alg: none`) JWT.
  */
-export function unsignedRequestObject(claims: Record<string, string>): string {
+export function unsignedRequestObject(claims: Record<string, unknown>): string {
   const b64url = (value: unknown): string =>
     btoa(JSON.stringify(value)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
   return `${b64url({ alg: 'none' })}.${b64url(claims)}.`
@@ -615,4 +677,318 @@ export async function confirmLogout(suite: Suite, page: Page): Promise<Page> {
 export function expectSignedOutPage(page: Page): void {
   expect(page.status).toBe(200)
   expect(page.html).toMatch(/signed out/i)
+}
+
+/** The Basic plan's response mode variants: `form_post` is the Form Post Basic plan. */
+export type ResponseModeVariant = 'default' | 'form_post'
+
+/**
+ * The parameters of a Form Post Response Mode page aimed at `redirectUri` (OAuth 2.0 Form Post
+ * Response Mode §2), checking what makes it one: 200 HTML, a POST form to the redirect URI whose
+ * hidden inputs are the parameters, submitted by the one script the CSP admits (its nonce) or by
+ * a `<noscript>` button, never cached. Undefined when the page is not such a form.
+ */
+export function formPostParams(page: Page, redirectUri: string): URLSearchParams | undefined {
+  const form = /<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/.exec(page.html)
+  if (!form || unescapeHtml(form[1] as string) !== redirectUri) return undefined
+  expect(page.status).toBe(200)
+  expect(page.response.headers.get('content-type')).toMatch(/^text\/html/)
+  expect(page.response.headers.get('cache-control')).toContain('no-store')
+  const csp = page.response.headers.get('content-security-policy') ?? ''
+  const nonce = /script-src 'nonce-([A-Za-z0-9_-]+)'/.exec(csp)?.[1]
+  expect(nonce, csp).toBeDefined()
+  expect(csp).toContain("default-src 'none'")
+  const scripts = [...page.html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)]
+  expect(scripts).toHaveLength(1)
+  expect(scripts[0]?.[1]).toBe(` nonce="${nonce}"`)
+  expect(scripts[0]?.[2]).toBe('document.forms[0].submit()')
+  expect(form[2]).toMatch(/<noscript><button type="submit">[^<]+<\/button><\/noscript>/)
+  const params = new URLSearchParams()
+  for (const m of (form[2] as string).matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+    params.append(unescapeHtml(m[1] as string), unescapeHtml(m[2] as string))
+  }
+  return params
+}
+
+/** Where the browser ended: the client's callback (with how it got there) or a page of the OP. */
+export type Outcome = { params: URLSearchParams; via: 'query' | 'form_post'; page?: Page } | { page: Page }
+
+/**
+ * A module run of the Basic plan (basic_modules.ts) on {@link createSuite}: the plan's client
+ * (`client_secret_basic`, or the `client_secret_post` client for oidcc-server-client-secret-post)
+ * in the plan's response mode, signing in as {@link SUITE_USER}. Overrides of the authorization
+ * request: a value sets a parameter, null removes one, `code_challenge: 'S256'` adds PKCE.
+ */
+export async function createDriver(variant: { responseMode?: ResponseModeVariant; client?: SuiteClient } = {}) {
+  const responseMode = variant.responseMode ?? 'default'
+  const suite = await createSuite()
+  const { as, opts } = suite
+  const main = variant.client ?? CLIENT
+
+  /** The suite's authorization request (buildRequest) with `overrides`. */
+  async function request(overrides: Record<string, string | null> = {}, client = main): Promise<SuiteRequest> {
+    const extra: Record<string, string> = responseMode === 'form_post' ? { response_mode: 'form_post' } : {}
+    const omit: string[] = []
+    for (const [name, value] of Object.entries(overrides)) {
+      if (name === 'code_challenge') continue
+      if (value === null) omit.push(name)
+      else extra[name] = value
+    }
+    const sent = await buildRequest(as, {
+      client,
+      stateLength: 43,
+      nonceLength: 43,
+      pkce: overrides.code_challenge === 'S256',
+      extra,
+      omit,
+    })
+    // What the client expects back is what the request carries (an override may set or drop it).
+    return { ...sent, state: sent.params.get('state') ?? undefined, nonce: sent.params.get('nonce') ?? undefined }
+  }
+
+  /** Where a navigation ended: a callback (query redirect or form post page) or a page. */
+  function outcomeOf(result: { page?: Page; callback?: URL }): Outcome {
+    if (result.callback) {
+      expect(`${result.callback.origin}${result.callback.pathname}`).toBe(REDIRECT_URI)
+      return { params: result.callback.searchParams, via: 'query' }
+    }
+    const page = result.page as Page
+    const params = formPostParams(page, REDIRECT_URI)
+    return params ? { params, via: 'form_post', page } : { page }
+  }
+
+  /** Sends the browser to `url` (GET, or a POST form), signing in if the login page shows. */
+  async function navigate(target: URL | { url: URL }, options: { login?: boolean; post?: boolean } = {}) {
+    const url = target instanceof URL ? target : target.url
+    const init: RequestInit = options.post
+      ? { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: url.searchParams }
+      : {}
+    const first = await suite.browser.navigate(options.post ? `${url.origin}${url.pathname}` : url.href, init)
+    const outcome = outcomeOf(first)
+    if ('params' in outcome || options.login === false || !/name="password"/.test(outcome.page.html)) return outcome
+    return outcomeOf(await suite.browser.signIn(outcome.page, SUITE_USER.username, SUITE_USER.password))
+  }
+
+  /** The callback parameters of an authorization, in the plan's response mode (else the test fails). */
+  async function authorize(sent: SuiteRequest, options: { login?: boolean; post?: boolean } = {}) {
+    const outcome = await navigate(sent, options)
+    if (!('params' in outcome)) throw new Error(`no authorization response:\n${outcome.page.html.slice(0, 2000)}`)
+    expect(outcome.via).toBe(responseMode === 'form_post' ? 'form_post' : 'query')
+    return outcome.params
+  }
+
+  /** Validates the callback (state, iss) and redeems its code: the raw token response. */
+  function tokenRequest(params: URLSearchParams, sent: SuiteRequest, who = main): Promise<Response> {
+    const validated = oauth.validateAuthResponse(as, who.client, params, sent.state ?? oauth.expectNoState)
+    return redeem(suite, validated, sent, who)
+  }
+
+  /** Redeems and checks the token response as a client would: the tokens and the ID token claims. */
+  async function redeemCode(params: URLSearchParams, sent: SuiteRequest, who = main) {
+    const response = await tokenRequest(params, sent, who)
+    const tokens = await oauth.processAuthorizationCodeResponse(as, who.client, response, {
+      expectedNonce: sent.nonce ?? oauth.expectNoNonce,
+      requireIdToken: true,
+    })
+    const claims = oauth.getValidatedIdTokenClaims(tokens) as oauth.IDToken & Record<string, unknown>
+    return { tokens, claims }
+  }
+
+  /** The whole code flow: request (with overrides), sign-in when needed, callback, token response. */
+  async function flow(
+    overrides: Record<string, string | null> = {},
+    options: { login?: boolean; post?: boolean } = {},
+  ) {
+    const sent = await request(overrides)
+    const params = await authorize(sent, options)
+    return { sent, params, ...(await redeemCode(params, sent)) }
+  }
+
+  /** UserInfo as the suite calls it: GET, POST with the header, or POST with the token in the body. */
+  function userinfo(accessToken: string, how: 'get' | 'post-header' | 'post-body' = 'get'): Promise<Response> {
+    const url = as.userinfo_endpoint as string
+    if (how === 'get') return suite.fetch(new Request(url, { headers: { authorization: `Bearer ${accessToken}` } }))
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
+    if (how === 'post-header') headers.authorization = `Bearer ${accessToken}`
+    const body = how === 'post-body' ? new URLSearchParams({ access_token: accessToken }) : new URLSearchParams()
+    return suite.fetch(new Request(url, { method: 'POST', headers, body }))
+  }
+
+  /** UserInfo checked by oauth4webapi (sub matches the ID token's): its claims. */
+  async function userinfoClaims(tokens: oauth.TokenEndpointResponse, sub: string) {
+    const response = await oauth.userInfoRequest(as, main.client, tokens.access_token, opts)
+    return (await oauth.processUserInfoResponse(as, main.client, sub, response)) as oauth.UserInfoResponse &
+      Record<string, unknown>
+  }
+
+  return {
+    ...suite,
+    client: main.client,
+    auth: main.auth,
+    client2: CLIENT2,
+    responseMode,
+    request,
+    navigate,
+    authorize,
+    tokenRequest,
+    redeem: redeemCode,
+    flow,
+    userinfo,
+    userinfoClaims,
+  }
+}
+
+export type Driver = Awaited<ReturnType<typeof createDriver>>
+
+/** The suite's checks of the code and the token response (oidcc-server, `CheckForAccessTokenValue`, …). */
+export function expectServerBasics(params: URLSearchParams, tokens: oauth.TokenEndpointResponse): void {
+  expect(params.get('iss')).toBe(ISSUER)
+  // EnsureMinimumAuthorizationCodeLength / Entropy: ≥ 128 bits (22 base64url characters).
+  expect((params.get('code') ?? '').length).toBeGreaterThanOrEqual(22)
+  expect(tokens.access_token).toBeTruthy()
+  expect(tokens.expires_in).toBeGreaterThan(0)
+  expect(tokens.expires_in).toBeLessThan(365 * 24 * 3600)
+}
+
+// Back-Channel Logout (oidcc-backchannel-rp-initiated-logout-certification-test-plan)
+
+/** `web`'s back-channel logout URI. */
+export const WEB_BC = 'https://rp.example.test/backchannel-logout'
+/** `web2`'s (it registered `backchannelLogoutSessionRequired`). */
+export const WEB2_BC = 'https://rp2.example.test/backchannel?tenant=a'
+export const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
+
+/** One POST the receiver got. */
+export interface Delivery {
+  url: string
+  method: string
+  contentType: string | null
+  body: URLSearchParams
+  redirect: RequestRedirect | undefined
+}
+
+/** What the receiver answers to one POST: a status, a hang (until aborted), or a network error. */
+export type Behaviour = number | 'hang' | 'network'
+
+export function createReceiver() {
+  const deliveries: Delivery[] = []
+  const scripts = new Map<string, Behaviour[]>()
+  const fetch = async (url: string, init: RequestInit): Promise<Response> => {
+    deliveries.push({
+      url,
+      method: init.method ?? 'GET',
+      contentType: new Headers(init.headers).get('content-type'),
+      body: new URLSearchParams(String(init.body)),
+      redirect: init.redirect,
+    })
+    const next = scripts.get(url)?.shift() ?? 200
+    if (next === 'network') throw new TypeError('fetch failed')
+    if (next === 'hang') {
+      return new Promise<Response>((_, reject) => {
+        init.signal?.addEventListener('abort', () => reject(new DOMException('aborted', 'AbortError')))
+      })
+    }
+    return new Response(next === 204 ? null : 'ok', { status: next })
+  }
+  return {
+    deliveries,
+    fetch,
+    /** Scripts the answers to the next POSTs to `url` (afterwards: 200). */
+    script(url: string, ...behaviours: Behaviour[]): void {
+      scripts.set(url, behaviours)
+    },
+  }
+}
+
+/** Resolves once `check` holds (polling), failing after `ms`. */
+export async function until(check: () => boolean, ms = 3000): Promise<void> {
+  const start = Date.now()
+  while (!check()) {
+    if (Date.now() - start > ms) throw new Error('timed out waiting')
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** A back-channel logout delivery's audit event. */
+export type DeliveryEvent = Extract<GatehouseEvent, { type: 'logout.delivered' | 'logout.delivery_failed' }>
+
+/** A service with `web` and `web2` on the receiver; fast retries. */
+export async function backchannelSetup(options: Partial<TokenServiceOptions> = {}) {
+  const receiver = createReceiver()
+  const events: GatehouseEvent[] = []
+  const ctx = await setup({
+    backchannelLogout: { fetch: receiver.fetch, retryDelays: [0.01, 0.02], timeout: 0.3 },
+    onEvent: (event) => {
+      events.push(event)
+    },
+    ...options,
+  })
+  await ctx.service.clients.update('web', { backchannelLogoutUri: WEB_BC })
+  await ctx.service.clients.update('web2', { backchannelLogoutUri: WEB2_BC, backchannelLogoutSessionRequired: true })
+  const deliveryEvents = (): DeliveryEvent[] =>
+    events.filter(
+      (event): event is DeliveryEvent => event.type === 'logout.delivered' || event.type === 'logout.delivery_failed',
+    )
+  return { ...ctx, receiver, events, deliveryEvents }
+}
+
+export type BackchannelCtx = Awaited<ReturnType<typeof backchannelSetup>>
+
+export const web2Client: oauth.Client = { client_id: 'web2' }
+export const web2Auth = oauth.ClientSecretBasic('web2-secret')
+
+/** alice signs in to `web`, then (single sign-on) to `web2`: both ID tokens. */
+export async function signInToBoth(ctx: BackchannelCtx): Promise<{ web: string; web2: string }> {
+  const first = await signIn(ctx)
+  const second = await signIn(ctx, {
+    client: web2Client,
+    auth: web2Auth,
+    redirectUri: 'https://rp2.example.test/cb',
+    scope: 'openid profile',
+  })
+  return { web: first.result.id_token as string, web2: second.result.id_token as string }
+}
+
+/** RP-Initiated Logout with `web`'s ID token: the response (a redirect to its PLRU). */
+export async function rpLogout(ctx: BackchannelCtx, idToken: string): Promise<Response> {
+  const url = new URL(ctx.as.end_session_endpoint as string)
+  url.searchParams.set('id_token_hint', idToken)
+  url.searchParams.set('post_logout_redirect_uri', PLRU)
+  url.searchParams.set('state', 'bye')
+  const response = await ctx.browser.request(url.href)
+  expect(response.status).toBe(303)
+  expect(response.headers.get('location')).toBe(`${PLRU}?state=bye`)
+  return response
+}
+
+/** A logout token verified against the service's published keys (jose), with its header. */
+export async function verifiedLogoutToken(
+  ctx: BackchannelCtx,
+  token: string,
+  clientId: string,
+): Promise<{ header: ProtectedHeaderParameters; claims: JWTPayload }> {
+  const keys = createLocalJWKSet((await ctx.service.keys.jwks()) as never)
+  const { payload } = await jwtVerify(token, keys, {
+    issuer: ctx.service.issuer,
+    audience: clientId,
+    typ: 'logout+jwt',
+    currentDate: new Date(ctx.clock.now() * 1000),
+  })
+  return { header: decodeProtectedHeader(token), claims: payload }
+}
+
+/** Whether the browser still has a session (prompt=none gets a code). */
+export async function isSignedIn(ctx: BackchannelCtx): Promise<boolean> {
+  const url = new URL(ctx.as.authorization_endpoint as string)
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: 'https://rp.example.test/cb',
+    scope: 'openid',
+    prompt: 'none',
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+    code_challenge_method: 'S256',
+  }).toString()
+  const result = await ctx.browser.navigate(url.href)
+  return result.callback?.searchParams.has('code') ?? false
 }

@@ -4,7 +4,7 @@
  */
 import { describe, it } from 'vitest'
 import { runBasicModule } from '../basic_modules.ts'
-import { FORMPOST_PLAN } from '../harness.ts'
+import { FORMPOST_PLAN } from '../suite.ts'
 
 describe(`#30 ${FORMPOST_PLAN}`, () => {
   it('oidcc-display-popup (form_post)', () => runBasicModule('oidcc-display-popup', 'form_post'), 60_000)

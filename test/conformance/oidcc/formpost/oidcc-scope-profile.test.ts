@@ -4,7 +4,7 @@
  */
 import { describe, it } from 'vitest'
 import { runBasicModule } from '../basic_modules.ts'
-import { FORMPOST_PLAN } from '../harness.ts'
+import { FORMPOST_PLAN } from '../suite.ts'
 
 describe(`#30 ${FORMPOST_PLAN}`, () => {
   it('oidcc-scope-profile (form_post)', () => runBasicModule('oidcc-scope-profile', 'form_post'), 60_000)
