@@ -334,6 +334,24 @@ const SERVERS: ServerDef[] = [
     scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS],
   },
   {
+    // #31: the A/B of Deno's signing path: ES256 and RS256 through Deno's node:crypto instead of
+    // WebCrypto (the shipped `denoServiceOptions()`), everything else the same.
+    id: 'gatehouse-deno-node-rsa',
+    label: 'Gatehouse · Deno · memory, ES256 and RS256 through node:crypto',
+    flavor: 'gatehouse',
+    command: [
+      deno,
+      'run',
+      '--allow-net',
+      '--allow-env',
+      '--allow-read',
+      '--allow-write',
+      'bench/servers/gatehouse_deno.ts',
+    ],
+    env: { DENO_SIGNER: 'node-rsa' },
+    scenarios: CEILING_FLOWS,
+  },
+  {
     id: 'oidc-provider',
     label: 'node-oidc-provider',
     flavor: 'oidc-provider',
