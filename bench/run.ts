@@ -397,7 +397,7 @@ const SERVERS: ServerDef[] = [
   // Gatehouse row is judged against what its runtime can do, not against Node's cryptography.
   {
     id: 'ceiling-bun',
-    label: 'ceiling · Bun: Bun.serve + node:crypto, batched signing',
+    label: `ceiling · Bun: Bun.serve + ${process.env.CEILING_BUN_SIGNER ? `SIGNER=${process.env.CEILING_BUN_SIGNER}` : 'node:crypto, batched signing'}`,
     flavor: 'ceiling',
     command: [bun, 'run', 'bench/servers/ceiling_bun.ts'],
     ...(process.env.CEILING_BUN_SIGNER ? { env: { SIGNER: process.env.CEILING_BUN_SIGNER } } : {}),
@@ -405,7 +405,7 @@ const SERVERS: ServerDef[] = [
   },
   {
     id: 'ceiling-deno',
-    label: 'ceiling · Deno: Deno.serve + WebCrypto',
+    label: `ceiling · Deno: Deno.serve + ${process.env.CEILING_DENO_SIGNER ? `SIGNER=${process.env.CEILING_DENO_SIGNER}` : 'WebCrypto'}`,
     flavor: 'ceiling',
     command: [
       deno,
