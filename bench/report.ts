@@ -95,6 +95,68 @@ export interface ReportInput {
    * for a variant that runs only the DPoP scenario (its plain twin is the shipped server).
    */
   dpop?: { plain: string; scenarios: string[]; plainOf?: Record<string, string> }
+  /**
+   * #31: each Gatehouse memory row against the ceilings of its own runtime (the fastest of them
+   * in the scenario), for these scenarios.
+   */
+  sameRuntime?: { scenarios: string[]; ceilingsOf: Record<string, string[]> }
+}
+
+/** The same-runtime target of #31: Gatehouse at least this share of its runtime's ceiling. */
+export const SAME_RUNTIME_TARGET = 0.8
+
+/**
+ * "÷ ceiling of the same runtime" (#31): per scenario and Gatehouse memory row, its requests/s, the
+ * fastest ceiling of its runtime in that scenario and the ratio (a ratio under the target is
+ * marked); then the server CPU time per request of both (medians over rounds, measured window) and
+ * the ceiling's CPU ÷ Gatehouse's: on a shared machine other processes move requests/s far more
+ * than the CPU a request costs, so the CPU ratio is the steadier reading of the same question.
+ * Empty when no row has both figures.
+ */
+export function sameRuntimeTable(input: ReportInput): string {
+  if (!input.sameRuntime) return ''
+  const label = (id: string) => input.servers.find((s) => s.id === id)?.label ?? id
+  const rps = (scenario: string, server: string) => {
+    const cell = findCell(input, scenario, server)
+    return cell ? summarize(cell)?.rps : undefined
+  }
+  const cpu = (scenario: string, server: string) => {
+    const valid = findCell(input, scenario, server)?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0)
+    return valid?.length ? median(valid.map((x) => x.cpu?.server ?? Number.NaN)) : undefined
+  }
+  const lines = [
+    '| scenario | Gatehouse on | req/s | fastest ceiling of its runtime | ceiling req/s | ÷ ceiling | CPU µs/req | ceiling CPU µs/req | ÷ ceiling by CPU |',
+    '|---|---|--:|---|--:|--:|--:|--:|--:|',
+  ]
+  const share = (value: number | undefined) => {
+    if (value === undefined || !Number.isFinite(value)) return '–'
+    return `${value.toFixed(2)}×${value < SAME_RUNTIME_TARGET ? ` (below ${SAME_RUNTIME_TARGET})` : ''}`
+  }
+  let rows = 0
+  for (const scenario of input.scenarios.filter((s) => input.sameRuntime?.scenarios.includes(s.id))) {
+    for (const [server, ceilings] of Object.entries(input.sameRuntime.ceilingsOf)) {
+      const own = rps(scenario.id, server)
+      const best = ceilings
+        .map((id) => ({ id, rps: rps(scenario.id, id) }))
+        .filter((c): c is { id: string; rps: number } => c.rps !== undefined)
+        .sort((a, b) => b.rps - a.rps)[0]
+      if (own === undefined || best === undefined) continue
+      const ownCpu = cpu(scenario.id, server)
+      const bestCpu = cpu(scenario.id, best.id)
+      const cells = [
+        int(own),
+        label(best.id),
+        int(best.rps),
+        share(own / best.rps),
+        ownCpu === undefined ? '–' : int(ownCpu),
+        bestCpu === undefined ? '–' : int(bestCpu),
+        share(ownCpu && bestCpu ? bestCpu / ownCpu : undefined),
+      ]
+      lines.push(`| ${scenario.label} | ${label(server)} | ${cells.join(' | ')} |`)
+      rows++
+    }
+  }
+  return rows > 0 ? lines.join('\n') : ''
 }
 
 function findCell(input: ReportInput, scenario: string, server: string): Cell | undefined {

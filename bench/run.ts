@@ -40,7 +40,9 @@ import {
   cpuTable,
   dpopTable,
   mainTable,
+  SAME_RUNTIME_TARGET,
   ratioTable,
+  sameRuntimeTable,
   signinTable,
   sizeTable,
   storeTable,
@@ -194,6 +196,9 @@ const EDDSA_FLOWS = ['client_credentials_eddsa', 'authorization_code_eddsa', 're
 /** #21: DPoP-bound client_credentials, beside the plain one. */
 const DPOP_FLOWS = ['client_credentials_dpop']
 
+/** #31: what the same-runtime ceilings answer (the ratio table "÷ ceiling of the same runtime"). */
+const CEILING_FLOWS = ['client_credentials', 'authorization_code', 'refresh_token']
+
 /** #28 item 8: the workerd + D1 and Node + SQLite rows, beside Node + PostgreSQL. */
 const EMBEDDED_FLOWS = ['client_credentials', 'authorization_code', 'refresh_token']
 
@@ -329,6 +334,24 @@ const SERVERS: ServerDef[] = [
     scenarios: [...USER_FLOWS, ...DPOP_FLOWS, ...EDDSA_FLOWS],
   },
   {
+    // #31: the A/B of Deno's signing path: ES256 and RS256 through Deno's node:crypto instead of
+    // WebCrypto (the shipped `denoServiceOptions()`), everything else the same.
+    id: 'gatehouse-deno-node-rsa',
+    label: 'Gatehouse · Deno · memory, ES256 and RS256 through node:crypto',
+    flavor: 'gatehouse',
+    command: [
+      deno,
+      'run',
+      '--allow-net',
+      '--allow-env',
+      '--allow-read',
+      '--allow-write',
+      'bench/servers/gatehouse_deno.ts',
+    ],
+    env: { DENO_SIGNER: 'node-rsa' },
+    scenarios: CEILING_FLOWS,
+  },
+  {
     id: 'oidc-provider',
     label: 'node-oidc-provider',
     flavor: 'oidc-provider',
@@ -368,7 +391,33 @@ const SERVERS: ServerDef[] = [
     flavor: 'ceiling',
     command: [...node, 'bench/servers/ceiling_node.ts'],
     env: { SIGNER: 'crypto-batch' },
-    scenarios: ['client_credentials', ...DPOP_FLOWS, 'client_credentials_dpop_ps256'],
+    scenarios: ['client_credentials', ...DPOP_FLOWS, 'client_credentials_dpop_ps256', ...CEILING_FLOWS.slice(1)],
+  },
+  // #31: each runtime's own ceiling (ceiling_core.ts behind the runtime's server), so that every
+  // Gatehouse row is judged against what its runtime can do, not against Node's cryptography.
+  {
+    id: 'ceiling-bun',
+    label: `ceiling · Bun: Bun.serve + ${process.env.CEILING_BUN_SIGNER ? `SIGNER=${process.env.CEILING_BUN_SIGNER}` : 'node:crypto, batched signing'}`,
+    flavor: 'ceiling',
+    command: [bun, 'run', 'bench/servers/ceiling_bun.ts'],
+    ...(process.env.CEILING_BUN_SIGNER ? { env: { SIGNER: process.env.CEILING_BUN_SIGNER } } : {}),
+    scenarios: CEILING_FLOWS,
+  },
+  {
+    id: 'ceiling-deno',
+    label: `ceiling · Deno: Deno.serve + ${process.env.CEILING_DENO_SIGNER ? `SIGNER=${process.env.CEILING_DENO_SIGNER}` : 'WebCrypto'}`,
+    flavor: 'ceiling',
+    command: [
+      deno,
+      'run',
+      '--allow-net',
+      '--allow-env',
+      '--allow-read',
+      '--allow-write',
+      'bench/servers/ceiling_deno.ts',
+    ],
+    ...(process.env.CEILING_DENO_SIGNER ? { env: { SIGNER: process.env.CEILING_DENO_SIGNER } } : {}),
+    scenarios: CEILING_FLOWS,
   },
   ...(['bare', 'gatehouse', 'hattip', 'hattip-buffered'] as const).map(
     (bridge): ServerDef => ({
@@ -1068,6 +1117,15 @@ const report: ReportInput = {
   peer: 'oidc-provider',
   storePeers: { 'gatehouse-node-postgres': 'oidc-provider-postgres' },
   ceilings: ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
+  sameRuntime: {
+    scenarios: CEILING_FLOWS,
+    ceilingsOf: {
+      'gatehouse-node': ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
+      'gatehouse-bun': ['ceiling-bun'],
+      'gatehouse-deno': ['ceiling-deno'],
+      // No workerd ceiling yet (#31 asks for one once start:workers is benched in memory).
+    },
+  },
   stores: scenarios.filter((s) => s.seed).map((s) => ({ scenario: s.id, tokens: s.seed as number })),
   storeServer: 'gatehouse-node',
   bridges: {
@@ -1082,6 +1140,7 @@ const report: ReportInput = {
   },
 }
 const bridges = bridgeTable(report)
+const sameRuntime = sameRuntimeTable(report)
 const ratios = ratioTable(report)
 const dpopCost = dpopTable(report)
 const storeCost = cpuTable(
@@ -1124,6 +1183,14 @@ const markdown = [
   mainTable(report),
   '',
   ...(ratios.split('\n').length > 2 ? ['## Ratios (requests/s)', '', ratios] : []),
+  ...(sameRuntime
+    ? [
+        '',
+        `## ÷ ceiling of the same runtime (#31: target ≥ ${SAME_RUNTIME_TARGET}× for client credentials, code redemption, refresh)`,
+        '',
+        sameRuntime,
+      ]
+    : []),
   ...(anyStore
     ? ['', '## Store size: flat cost and memory per refresh token (Gatehouse · Node · memory)', '', storeTable(report)]
     : []),

@@ -10,7 +10,12 @@
  * SIGNER=crypto with node:crypto directly (synchronous sign/verify, no JOSE library);
  * SIGNER=crypto-batch like crypto, but the signatures asked for during one turn of the event loop
  * are made back to back right after it (setImmediate), as Gatehouse's `nodeSigner` does: the
- * ceiling of that technique (client_credentials only).
+ * ceiling of that technique.
+ * #31: `grant_type=authorization_code` and `refresh_token` go to the runtime-neutral token endpoint
+ * of ceiling_core.ts (code redemption with PKCE, refresh rotation with the family check; the Bun
+ * and Deno ceilings answer all three grants with it), signing as SIGNER says (jose: WebCrypto;
+ * crypto: node:crypto inline; crypto-batch: batched per turn). CODES, CODES_FILE: codes to
+ * pre-create, as the Gatehouse servers do.
  * With a `DPoP` header (RFC 9449, the client_credentials_dpop scenarios, node:crypto signers only),
  * POST /token also does the least a DPoP check must: split the proof, read its header once per
  * key (typ, alg, the key imported and its RFC 7638 thumbprint), verify ONE signature (batched per
@@ -30,9 +35,12 @@ import {
   timingSafeEqual,
   verify,
 } from 'node:crypto'
+import { writeFile } from 'node:fs/promises'
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http'
 import { SignJWT, exportJWK, generateKeyPair, jwtVerify } from 'jose'
 import { API_SCOPE, SERVICE_CLIENT } from '../fixtures.ts'
+import { CEILING_HEADERS, createCeiling } from './ceiling_core.ts'
+import { ceilingSigner } from './ceiling_signers.ts'
 
 const port = Number(process.env.PORT)
 const issuer = `http://127.0.0.1:${port}`
@@ -50,6 +58,14 @@ const nodePrivateKey = createPrivateKey({ key: privateJwk as never, format: 'jwk
 const nodePublicKey = createPublicKey({ key: (await exportJWK(publicKey)) as never, format: 'jwk' })
 const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url')
 const headerSegment = b64(JSON.stringify({ alg: 'ES256', kid, typ: 'at+jwt' }))
+
+const userGrants = createCeiling(
+  issuer,
+  await ceilingSigner({ jose: 'webcrypto', crypto: 'node', 'crypto-batch': 'node-batch' }[signer]),
+)
+if (Number(process.env.CODES ?? '0') > 0 && process.env.CODES_FILE) {
+  await writeFile(process.env.CODES_FILE, userGrants.createCodes(Number(process.env.CODES)))
+}
 
 const signNow = (input: Buffer) => sign('sha256', input, { key: nodePrivateKey, dsaEncoding: 'ieee-p1363' })
 
@@ -184,7 +200,14 @@ function send(response: ServerResponse, status: number, body: unknown): void {
 
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
   if (request.method !== 'POST') return send(response, 405, { error: 'invalid_request' })
-  const params = new URLSearchParams(await readBody(request))
+  const form = await readBody(request)
+  const params = new URLSearchParams(form)
+  const grantType = params.get('grant_type')
+  if (request.url === '/token' && (grantType === 'authorization_code' || grantType === 'refresh_token')) {
+    const { status, body } = await userGrants.token(request.headers.authorization, form)
+    response.writeHead(status, CEILING_HEADERS)
+    return void response.end(body)
+  }
   const clientId = authenticate(request.headers.authorization)
   if (!clientId) return send(response, 401, { error: 'invalid_client' })
   if (request.url === '/token') {

@@ -1,9 +1,12 @@
 /**
  * Bench server: Gatehouse on Deno through adapters/deno.ts (Deno.serve), in-memory store, with
  * `denoServiceOptions()` as `npm run start:deno` passes.
- * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts). Prints `READY {json}`.
+ * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts); DENO_SIGNER=node-rsa (#31, the
+ * `gatehouse-deno-node-rsa` row): RS256 and ES256 through Deno's node:crypto as well, not WebCrypto,
+ * the A/B of the shipped choice. Prints `READY {json}`.
  */
 import { denoServiceOptions, serveDeno } from '../../adapters/deno.ts'
+import { nodeSigner } from '../../adapters/node_crypto.ts'
 import { setupGatehouse } from './gatehouse_setup.ts'
 
 // The Deno API used here, declared for tsc (bench/ is type-checked with Node's types; Deno
@@ -16,7 +19,10 @@ declare const Deno: {
 }
 
 const service = await setupGatehouse({
-  serviceOptions: denoServiceOptions(),
+  serviceOptions:
+    Deno.env.get('DENO_SIGNER') === 'node-rsa'
+      ? { ...denoServiceOptions(), signer: nodeSigner({ algorithms: ['EdDSA', 'RS256', 'ES256'], batch: false }) }
+      : denoServiceOptions(),
   env: (name) => Deno.env.get(name),
   writeTextFile: (path, text) => Deno.writeTextFile(path, text),
 })
