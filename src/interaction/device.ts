@@ -9,7 +9,6 @@
  */
 import { hostOf, isSelfRegistered } from '../client_record.ts'
 import type { Context } from '../context.ts'
-import { setCookie } from '../cookies.ts'
 import { redirect } from '../authorization_response.ts'
 import type { RequestMeta } from '../events.ts'
 import { errorPage } from '../pages.ts'
@@ -17,7 +16,14 @@ import { metaOf } from '../request_meta.ts'
 import type { ClientRecord, DeviceCodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken } from '../tokens/opaque.ts'
 import { formatUserCode } from '../tokens/user_code.ts'
-import { type Authentication, authenticationOf, browserBinding, checkLogin, endSession, loadSession } from './flow.ts'
+import {
+  type Authentication,
+  authenticationOf,
+  browserBinding,
+  checkLogin,
+  loadSession,
+  signedInSession,
+} from './flow.ts'
 import { deviceDonePage } from './device_pages.ts'
 import type { InteractionResult, PendingInteraction } from './types.ts'
 
@@ -74,27 +80,9 @@ export async function keepSession(
   ctx: Context,
 ): Promise<string | undefined> {
   const { session: current } = request ? await loadSession(request, ctx) : {}
-  if (current && current.sub === auth.sub) {
-    const session: SessionRecord = { ...current, authTime: auth.authTime }
-    if (auth.acr !== undefined) session.acr = auth.acr
-    if (auth.amr !== undefined) session.amr = auth.amr
-    await ctx.store.sessions.put(session)
-    return undefined
-  }
-  if (current) await endSession(current, ctx)
-  const cookie = randomToken()
-  await ctx.store.sessions.put({
-    id: await ctx.sha256(cookie),
-    sid: randomToken(16),
-    sub: auth.sub,
-    authTime: auth.authTime,
-    clients: [],
-    consents: {},
-    expiresAt: ctx.now() + ctx.config.sessionTtl,
-    ...(auth.acr !== undefined ? { acr: auth.acr } : {}),
-    ...(auth.amr !== undefined ? { amr: auth.amr } : {}),
-  })
-  return setCookie(ctx, ctx.config.cookieName, cookie, ctx.config.sessionTtl)
+  const { session, setCookie } = await signedInSession(auth, current, ctx)
+  await ctx.store.sessions.put(session)
+  return setCookie
 }
 
 /** Records a sign-in on the interaction and sends the browser to the confirmation. */

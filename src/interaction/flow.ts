@@ -296,6 +296,37 @@ export function consentedScopes(requested: readonly string[], consent: readonly 
 }
 
 /**
+ * The browser session after a sign-in (not yet stored): the same end-user's session with the new
+ * authentication, or a new session (another end-user's is ended) with its Set-Cookie.
+ */
+export async function signedInSession(
+  auth: Authentication,
+  current: SessionRecord | undefined,
+  ctx: Context,
+): Promise<{ session: SessionRecord; setCookie?: string }> {
+  if (current && current.sub === auth.sub) {
+    const session: SessionRecord = { ...current, authTime: auth.authTime }
+    if (auth.acr !== undefined) session.acr = auth.acr
+    if (auth.amr !== undefined) session.amr = auth.amr
+    return { session }
+  }
+  if (current) await endSession(current, ctx)
+  const cookie = randomToken()
+  const session: SessionRecord = {
+    id: await ctx.sha256(cookie),
+    sid: randomToken(16),
+    sub: auth.sub,
+    authTime: auth.authTime,
+    clients: [],
+    consents: {},
+    expiresAt: ctx.now() + ctx.config.sessionTtl,
+    ...(auth.acr !== undefined ? { acr: auth.acr } : {}),
+    ...(auth.amr !== undefined ? { amr: auth.amr } : {}),
+  }
+  return { session, setCookie: setCookie(ctx, ctx.config.cookieName, cookie, ctx.config.sessionTtl) }
+}
+
+/**
  * Keeps the session (creates it, or refreshes the authentication of the same end-user) and
  * redirects to the client with code, state and iss (RFC 6749 §4.1.2, RFC 9207), in the request's
  * response mode. `consentedClaims`: the claims requested on their own that a consent step
@@ -313,27 +344,8 @@ export async function issueCodeRedirect(
   const now = ctx.now()
   const headers = new Headers(options.extraHeaders)
 
-  let session: SessionRecord
-  if (current && current.sub === auth.sub) {
-    session = { ...current, authTime: auth.authTime }
-    if (auth.acr !== undefined) session.acr = auth.acr
-    if (auth.amr !== undefined) session.amr = auth.amr
-  } else {
-    if (current) await endSession(current, ctx)
-    const cookie = randomToken()
-    session = {
-      id: await ctx.sha256(cookie),
-      sid: randomToken(16),
-      sub: auth.sub,
-      authTime: auth.authTime,
-      clients: [],
-      consents: {},
-      expiresAt: now + ctx.config.sessionTtl,
-      ...(auth.acr !== undefined ? { acr: auth.acr } : {}),
-      ...(auth.amr !== undefined ? { amr: auth.amr } : {}),
-    }
-    headers.append('set-cookie', setCookie(ctx, ctx.config.cookieName, cookie, ctx.config.sessionTtl))
-  }
+  const { session, setCookie: cookie } = await signedInSession(auth, current, ctx)
+  if (cookie) headers.append('set-cookie', cookie)
   if (!session.clients.includes(client.clientId)) session.clients = [...session.clients, client.clientId]
   if (options.consented) {
     const previous = session.consents[client.clientId] ?? []
