@@ -303,6 +303,20 @@ const SERVERS: ServerDef[] = [
     ...(node22.skip ? { skip: node22.skip } : {}),
   },
   {
+    // #31: the same with the in-memory store (start:workers' GATEHOUSE_STORE=memory, one isolate):
+    // the workerd row of "÷ ceiling of the same runtime", against `ceiling-workers`.
+    id: 'gatehouse-workers',
+    label: 'Gatehouse · workerd · memory',
+    flavor: 'gatehouse',
+    command: [...node22Command, 'bench/servers/gatehouse_workers.ts'],
+    env: { STORE: 'memory' },
+    dataDir: true,
+    inProcessStore: true,
+    codeRate: 600,
+    scenarios: CEILING_FLOWS,
+    ...(node22.skip ? { skip: node22.skip } : {}),
+  },
+  {
     id: 'gatehouse-node-redis',
     label: 'Gatehouse · Node · Redis',
     flavor: 'gatehouse',
@@ -418,6 +432,17 @@ const SERVERS: ServerDef[] = [
     ],
     ...(process.env.CEILING_DENO_SIGNER ? { env: { SIGNER: process.env.CEILING_DENO_SIGNER } } : {}),
     scenarios: CEILING_FLOWS,
+  },
+  {
+    // #31: ceiling_core.ts in a module Worker on workerd (Miniflare, as start:workers runs it).
+    id: 'ceiling-workers',
+    label: `ceiling · workerd: module Worker + ${process.env.CEILING_WORKERS_SIGNER ? `SIGNER=${process.env.CEILING_WORKERS_SIGNER}` : 'WebCrypto'}`,
+    flavor: 'ceiling',
+    command: [...node22Command, 'bench/servers/ceiling_workers.ts'],
+    ...(process.env.CEILING_WORKERS_SIGNER ? { env: { SIGNER: process.env.CEILING_WORKERS_SIGNER } } : {}),
+    codeRate: 1000,
+    scenarios: CEILING_FLOWS,
+    ...(node22.skip ? { skip: node22.skip } : {}),
   },
   ...(['bare', 'gatehouse', 'hattip', 'hattip-buffered'] as const).map(
     (bridge): ServerDef => ({
@@ -1111,6 +1136,7 @@ const report: ReportInput = {
     'gatehouse-node-redis',
     'gatehouse-node-sqlite',
     'gatehouse-workers-d1',
+    'gatehouse-workers',
     'gatehouse-bun',
     'gatehouse-deno',
   ],
@@ -1123,7 +1149,7 @@ const report: ReportInput = {
       'gatehouse-node': ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
       'gatehouse-bun': ['ceiling-bun'],
       'gatehouse-deno': ['ceiling-deno'],
-      // No workerd ceiling yet (#31 asks for one once start:workers is benched in memory).
+      'gatehouse-workers': ['ceiling-workers'],
     },
   },
   stores: scenarios.filter((s) => s.seed).map((s) => ({ scenario: s.id, tokens: s.seed as number })),

@@ -8,7 +8,8 @@
  *
  * - client lookup by id and the secret check of Gatehouse's verified-secret cache: the SHA3-256 of
  *   a per-process key and the presented secret, compared with the remembered one
- *   (`nodeSecretDigest` of adapters/node_crypto.ts);
+ *   (`nodeSecretDigest` of adapters/node_crypto.ts), or the runtime's keyed hash where it has no
+ *   SHA3 (`CeilingOptions.secretDigest`: workerd, whose node:crypto is BoringSSL's);
  * - client_credentials: scope check, one ES256 access token (`gty`);
  * - authorization_code: the code looked up by its SHA-256 and consumed (kept, marked, for replay
  *   detection), client, redirect URI, expiry and PKCE S256 checked, the family's revocation looked
@@ -20,6 +21,9 @@
  *
  * Token contents are Gatehouse's byte for byte in shape (claims, their order, headers, `kid`s,
  * 22-character jtis and ids, 43-character refresh tokens and codes).
+ *
+ * Nothing random happens at import (workerd refuses random values outside a request): the
+ * per-instance key and the `kid`s are made by `createCeiling`.
  */
 import { Buffer } from 'node:buffer'
 import { createHash, randomBytes } from 'node:crypto'
@@ -36,11 +40,17 @@ export interface CeilingReply {
 const b64 = (value: string | Uint8Array): string => Buffer.from(value).toString('base64url')
 const randomId = (bytes: number): string => randomBytes(bytes).toString('base64url')
 const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest()
-const secretKey = randomId(32)
-const secretDigest = (secret: string): string =>
+/** A synchronous keyed hash of a client secret under a per-instance random key (base64url). */
+export type CeilingSecretDigest = (key: string, secret: string) => string
+const sha3SecretDigest: CeilingSecretDigest = (key, secret) =>
   createHash('sha3-256')
-    .update(secretKey + secret)
+    .update(key + secret)
     .digest('base64url')
+
+export interface CeilingOptions {
+  /** The verified-secret cache's keyed hash (default SHA3-256 of key ‖ secret, as on Node, Bun and Deno). */
+  secretDigest?: CeilingSecretDigest
+}
 
 interface Client {
   digest: string
@@ -77,7 +87,10 @@ const REFRESH_TTL = 14 * 86400
 const FAMILY_TTL = 30 * 86400
 
 /** The ceiling for one runtime: `token(authorization, form)` answers POST /token. */
-export function createCeiling(issuer: string, sign: CeilingSign) {
+export function createCeiling(issuer: string, sign: CeilingSign, options: CeilingOptions = {}) {
+  const secretKey = randomId(32)
+  const keyedDigest = options.secretDigest ?? sha3SecretDigest
+  const secretDigest = (secret: string): string => keyedDigest(secretKey, secret)
   const clients = new Map<string, Client>([
     [SERVICE_CLIENT.id, { digest: secretDigest(SERVICE_CLIENT.secret), grants: new Set(['client_credentials']) }],
     [

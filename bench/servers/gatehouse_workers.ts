@@ -1,5 +1,6 @@
 /**
- * Bench server (#28 item 8): Gatehouse on workerd with its local D1, as shipped: this process
+ * Bench server (#28 item 8, #31): Gatehouse on workerd with its local D1 (`gatehouse-workers-d1`)
+ * or its in-memory store (`gatehouse-workers`, STORE=memory), as shipped: this process
  * launches `npm run start:workers` (bin/serve_workers.ts, Miniflare, under the Node 22+ that runs
  * this file) with a configuration file holding the bench clients (`benchClients()`, as the Node
  * servers register them in process) and one user, waits until it answers `/healthz`, and prints
@@ -16,17 +17,18 @@
  * for the codes with that session (`createCodes()`, as in process on Node).
  *
  * Environment: PORT, HOST, GATEHOUSE_DATA_DIR (a fresh folder per process: bench/run.ts makes it;
- * the local D1 lives in it), CODES, CODES_FILE, ACCESS_TOKEN_ALG, ID_TOKEN_ALG. DATABASE_URL and
- * REDIS_URL are not passed on: the store is the local D1 (GATEHOUSE_STORE=d1).
+ * the configuration file and the local D1 live in it), STORE (`d1`, the default, or `memory`:
+ * start:workers' GATEHOUSE_STORE, one isolate), CODES, CODES_FILE, ACCESS_TOKEN_ALG, ID_TOKEN_ALG.
+ * DATABASE_URL and REDIS_URL are not passed on.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { readFileSync, readdirSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SIGNIN_PASSWORD, USER_SUB, WEB_CLIENT } from '../fixtures.ts'
 import { signInForm } from '../signin_form.ts'
 import { benchClients, codeRequest, createCodes } from './gatehouse_setup.ts'
+import { descendants } from './process_tree.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const env = (name: string): string | undefined => process.env[name] || undefined
@@ -36,6 +38,9 @@ const issuer = `http://${host}:${port}`
 const dataDir = env('GATEHOUSE_DATA_DIR')
 if (!dataDir) throw new Error('gatehouse_workers.ts needs GATEHOUSE_DATA_DIR (a fresh folder)')
 const USERNAME = 'bench-user'
+const store = env('STORE') ?? 'd1'
+if (store !== 'd1' && store !== 'memory')
+  throw new Error(`gatehouse_workers.ts: STORE must be d1 or memory, got ${store}`)
 
 /** The configuration file of `start:workers`: the bench clients and the user codes are issued for. */
 const configPath = join(dataDir, 'gatehouse.json')
@@ -55,7 +60,7 @@ const launcher: ChildProcess = spawn(
   ['--import', 'tsx', join(root, 'bin/serve_workers.ts'), '--config', configPath],
   {
     cwd: root,
-    env: { ...inherited, GATEHOUSE_STORE: 'd1', ISSUER: issuer, PORT: String(port), HOST: host },
+    env: { ...inherited, GATEHOUSE_STORE: store, ISSUER: issuer, PORT: String(port), HOST: host },
     stdio: ['ignore', 'inherit', 'inherit'],
   },
 )
@@ -75,31 +80,6 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     launcher.once('exit', () => process.exit(0))
     launcher.kill('SIGTERM')
   })
-}
-
-/** Every descendant of `pid`, with its command name, from /proc. */
-function descendants(pid: number): { pid: number; name: string }[] {
-  const children = new Map<number, { pid: number; name: string }[]>()
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      children.set(ppid, [...(children.get(ppid) ?? []), { pid: Number(entry), name }])
-    } catch {
-      // exited meanwhile
-    }
-  }
-  const found: { pid: number; name: string }[] = []
-  const visit = (parent: number): void => {
-    for (const child of children.get(parent) ?? []) {
-      found.push(child)
-      visit(child.pid)
-    }
-  }
-  visit(pid)
-  return found
 }
 
 // Ready when the Worker answers (start:workers itself makes the isolate's first request).
