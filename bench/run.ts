@@ -461,6 +461,32 @@ const SERVERS: ServerDef[] = [
   ),
 ]
 
+/**
+ * A/B in one run (#31: "a change that claims speed shows old and new in one run"): BENCH_BASE names
+ * a checkout of an earlier commit (a `git worktree` with node_modules linked) and adds `<id>-base`
+ * for the Gatehouse memory servers on Node, Bun and Deno, each running that checkout's bench server
+ * (so its src/), measured in the same rounds as today's and judged against the same ceilings.
+ */
+const BASE_OF = ['gatehouse-node', 'gatehouse-bun', 'gatehouse-deno']
+const benchBase = process.env.BENCH_BASE ? resolve(process.env.BENCH_BASE) : undefined
+if (benchBase) {
+  let commit = 'base'
+  try {
+    commit = execFileSync('git', ['-C', benchBase, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()
+  } catch {
+    // not a git checkout: the label says "base"
+  }
+  for (const server of SERVERS.filter((s) => BASE_OF.includes(s.id))) {
+    SERVERS.push({
+      ...server,
+      id: `${server.id}-base`,
+      label: `${server.label} (${commit})`,
+      command: server.command.map((part) => (part.startsWith('bench/servers/') ? join(benchBase, part) : part)),
+    })
+  }
+}
+const withBase = (ids: string[]): string[] => (benchBase ? [...ids, ...ids.map((id) => `${id}-base`)] : ids)
+
 const onlyServers = listFlag('--only')
 const onlyScenarios = listFlag('--scenario')
 const servers = SERVERS.filter((s) => !onlyServers || onlyServers.includes(s.id))
@@ -1137,8 +1163,8 @@ const report: ReportInput = {
     'gatehouse-node-sqlite',
     'gatehouse-workers-d1',
     'gatehouse-workers',
-    'gatehouse-bun',
-    'gatehouse-deno',
+    ...withBase(['gatehouse-bun', 'gatehouse-deno']),
+    ...(benchBase ? ['gatehouse-node-base'] : []),
   ],
   peer: 'oidc-provider',
   storePeers: { 'gatehouse-node-postgres': 'oidc-provider-postgres' },
@@ -1150,6 +1176,13 @@ const report: ReportInput = {
       'gatehouse-bun': ['ceiling-bun'],
       'gatehouse-deno': ['ceiling-deno'],
       'gatehouse-workers': ['ceiling-workers'],
+      ...(benchBase
+        ? {
+            'gatehouse-node-base': ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
+            'gatehouse-bun-base': ['ceiling-bun'],
+            'gatehouse-deno-base': ['ceiling-deno'],
+          }
+        : {}),
     },
   },
   stores: scenarios.filter((s) => s.seed).map((s) => ({ scenario: s.id, tokens: s.seed as number })),
