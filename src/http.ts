@@ -90,13 +90,9 @@ function tooLarge(limit: number): OAuthError {
 export function parseParams(text: string, maxParameterLength: number, multiValued?: ReadonlySet<string>): Params {
   const params: Params = new Map()
   const seen = new Set<string>()
-  // One pass over the text instead of two per parameter: percent-decoding yields U+0000 only from
-  // `%00` or a raw U+0000, and never an unpaired surrogate (invalid UTF-8 decodes to U+FFFD), so a
-  // text without those three holds no parameter `checkParameter` would refuse for its characters.
-  const limit = UNSAFE_TEXT.test(text) ? undefined : maxParameterLength
   for (const [name, value] of formPairs(text)) {
     if (multiValued?.has(name)) {
-      checkParsed(name, value, maxParameterLength, limit)
+      checkParameter(name, value, maxParameterLength)
       if (value === '') continue
       params.lists ??= new Map()
       const list = params.lists.get(name)
@@ -109,19 +105,10 @@ export function parseParams(text: string, maxParameterLength: number, multiValue
     }
     if (seen.has(name)) throw new OAuthError('invalid_request', `${parameterName(name)} is repeated`)
     seen.add(name)
-    checkParsed(name, value, maxParameterLength, limit)
+    checkParameter(name, value, maxParameterLength)
     if (value !== '') params.set(name, value)
   }
   return params
-}
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is exactly what this looks for.
-const UNSAFE_TEXT = /\u0000|%00|\p{Cs}/u
-
-/** `checkParameter`, or only its length check when `safeLimit` says the text was found safe. */
-function checkParsed(name: string, value: string, maxParameterLength: number, safeLimit: number | undefined): void {
-  if (safeLimit === undefined) checkParameter(name, value, maxParameterLength)
-  else if (value.length > safeLimit) throw new OAuthError('invalid_request', `${parameterName(name)} is too long`)
 }
 
 /** U+0000 and unpaired surrogates: no store keeps them (PostgreSQL text refuses NUL outright). */
