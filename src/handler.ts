@@ -1,6 +1,6 @@
 /**
  * @module handler
- * The one fetch handler: routes by path below the issuer, answers 404 for unknown paths (a page for
+ * The one fetch handler: routes by the route table (routes.ts), answers 404 for unknown paths (a page for
  * browsers, JSON otherwise) and 405 for unknown methods, and turns every thrown error into an RFC
  * error response (HTML on browser-facing pages).
  * The issuer and endpoint URLs come from configuration, never from the request's Host header.
@@ -9,60 +9,33 @@
  * With the `health` option, liveness and readiness probes answer at host paths before routing;
  * with `metrics`, every routed request reports its endpoint, status and latency (see ops/).
  */
-import { PATHS, type Context } from './context.ts'
+import type { Context } from './context.ts'
 import { type CorsRoute, appendVary, createOriginPolicy, preflightResponse, withCors } from './cors.ts'
-import { handleAuthorize } from './endpoints/authorize.ts'
-import { handleDeviceAuthorization } from './endpoints/device_authorization.ts'
-import { handleDiscovery, handleJwks, metadata } from './endpoints/discovery.ts'
-import { handleInteraction } from './endpoints/interaction.ts'
-import { handleIntrospection } from './endpoints/introspection.ts'
-import { handleLogout } from './endpoints/logout.ts'
-import { handlePushedAuthorizationRequest } from './endpoints/par.ts'
-import { createRegistration } from './endpoints/registration.ts'
-import { handleRevocation } from './endpoints/revocation.ts'
-import { handleToken } from './endpoints/token.ts'
-import { handleUserinfo } from './endpoints/userinfo.ts'
-import { handleVerification } from './endpoints/verify.ts'
 import { OAuthError, StoreUnavailableError, errorResponse, toOAuthError } from './errors.ts'
-import { createProbes } from './ops/health.ts'
 import type { EndpointName } from './ops/metrics.ts'
 import { errorPage, notFoundPage } from './pages.ts'
+import { type Handle, ROUTES, type Shared, corsOf } from './routes.ts'
 import { createStoreErrorLog } from './store_error_log.ts'
 
-type Handle = (request: Request) => Promise<Response> | Response
-
+/** A route of the table (routes.ts) as the handler runs it. */
 interface Route {
   /** The `endpoint` label of the metrics. */
   name: EndpointName
   methods: Partial<Record<string, Handle>>
   /** Browser-facing: errors are HTML pages. */
-  page?: boolean
+  page: boolean
+  /** A health probe: answered before routing, outside the metrics. */
+  probe: boolean
   /** Called cross-origin by browser apps: answers CORS for registered origins. */
-  cors?: CorsRoute
-  /**
-   * Answers CORS for every origin (public documents and open registration, when clients register
-   * themselves: their origins are not known before they come). Never with credentials.
-   */
-  anyOrigin?: boolean
+  cors: CorsRoute | undefined
+  /** Answers CORS for every origin (never with credentials). */
+  anyOrigin: boolean
 }
 
-/** CORS of the endpoints: what a browser app may send (header names spelled out, never `*`). */
-const CORS = {
-  document: { methods: 'GET, HEAD', headers: 'accept' },
-  // DPoP (RFC 9449): browser apps send proofs in a DPoP header and read DPoP-Nonce (EXPOSE_HEADERS).
-  token: { methods: 'POST', headers: 'authorization, content-type, dpop' },
-  userinfo: { methods: 'GET, POST', headers: 'authorization, content-type, dpop' },
-  par: { methods: 'POST', headers: 'authorization, content-type, dpop' },
-  revocation: { methods: 'POST', headers: 'authorization, content-type' },
-  // MCP clients send MCP-Protocol-Version with discovery and registration requests.
-  publicDocument: { methods: 'GET, HEAD', headers: 'accept, mcp-protocol-version' },
-  registration: { methods: 'POST', headers: 'authorization, content-type, accept, mcp-protocol-version' },
-} as const satisfies Record<string, CorsRoute>
-
-/** Publicly cacheable documents differ by Origin once CORS is answered: shared caches must key on it. */
-function varyOrigin(response: Response): Response {
-  appendVary(response.headers)
-  return response
+/** The compiled table: one Map from the whole request path, and the routes matched by a path prefix. */
+interface Routes {
+  exact: Map<string, Route>
+  prefixes: { prefix: string; route: Route }[]
 }
 
 /** RFC 9110 §9.3.2: a HEAD response carries the GET response's headers and no content. */
@@ -105,13 +78,53 @@ export function pathnameOf(url: string): string {
   return new URL(url).pathname
 }
 
+/**
+ * Compiles the route table for a context, once: a route's handler is built when it is mounted,
+ * the parts routes share once for all of them. Precedence: probes, then the well-known paths with
+ * the issuer's path inserted, then the paths below the issuer (prefix routes: see `createHandler`).
+ */
+function compileRoutes(ctx: Context): Routes {
+  const { config } = ctx
+  const issuerPath = new URL(config.issuer).pathname.replace(/\/$/, '')
+  const issuerBase = config.issuer.endsWith('/') ? config.issuer.slice(0, -1) : config.issuer
+  const parts = new Map<unknown, unknown>()
+  const shared: Shared = <T>(make: (ctx: Context) => T): T => {
+    if (!parts.has(make)) parts.set(make, make(ctx))
+    return parts.get(make) as T
+  }
+  const below = new Map<string, Route>()
+  const inserted = new Map<string, Route>()
+  const host = new Map<string, Route>()
+  const prefixes: Routes['prefixes'] = []
+  for (const entry of ROUTES) {
+    if (entry.when && !entry.when(config)) continue
+    const paths = typeof entry.paths === 'function' ? entry.paths(config) : entry.paths
+    if (!paths.some((path) => path !== undefined)) continue
+    const handle = entry.handler(ctx, shared)
+    const route: Route = {
+      name: entry.name,
+      methods: Object.fromEntries(entry.methods.map((method) => [method, handle])),
+      page: entry.kind === 'browser',
+      probe: entry.kind === 'probe',
+      ...(entry.cors ? corsOf(entry.cors, config) : { cors: undefined, anyOrigin: false }),
+    }
+    for (const path of paths) {
+      if (path === undefined) continue
+      if (entry.at === 'host') host.set(path, route)
+      else if (entry.at === 'prefix') prefixes.push({ prefix: new URL(issuerBase + path).pathname, route })
+      else below.set(issuerPath + path, route)
+      // RFC 8414 §3.1: for an issuer with a path, the well-known suffix is inserted before the path.
+      if (entry.inserted && issuerPath !== '') inserted.set(path + issuerPath, route)
+    }
+  }
+  return { exact: new Map([...below, ...inserted, ...host]), prefixes }
+}
+
 /** Creates the request handler for a context. */
 export function createHandler(ctx: Context): (request: Request) => Promise<Response> {
-  const issuerPath = new URL(ctx.config.issuer).pathname.replace(/\/$/, '')
   const metrics = ctx.config.metrics
   // An outage fails every request the same way: counted per kind, not a line per request.
   const storeErrors = createStoreErrorLog(ctx.logger)
-  const document = JSON.stringify(metadata(ctx))
   const origins = createOriginPolicy({
     store: ctx.store,
     now: ctx.now,
@@ -120,99 +133,14 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
         error: error instanceof Error ? error.name : typeof error,
       }),
   })
-  // With self-registration on, a browser client (MCP Inspector, a web agent) reads discovery and the
-  // JWKS before any of its origins is registered: those public documents then answer every origin.
-  const openDocuments = Boolean(ctx.config.dynamicClientRegistration || ctx.config.clientIdMetadataDocuments)
-  const documentCors = openDocuments ? { cors: CORS.publicDocument, anyOrigin: true } : { cors: CORS.document }
-  const discovery: Route = {
-    name: 'discovery',
-    ...documentCors,
-    methods: { GET: () => varyOrigin(handleDiscovery(document)) },
-  }
-  const routes = new Map<string, Route>([
-    [PATHS.openidConfiguration, discovery],
-    [PATHS.oauthMetadata, discovery],
-    [PATHS.jwks, { name: 'jwks', ...documentCors, methods: { GET: async () => varyOrigin(await handleJwks(ctx)) } }],
-    [PATHS.token, { name: 'token', cors: CORS.token, methods: { POST: (r) => handleToken(r, ctx) } }],
-    [
-      PATHS.deviceAuthorization,
-      {
-        name: 'device_authorization',
-        cors: CORS.token,
-        methods: { POST: (r) => handleDeviceAuthorization(r, ctx) },
-      },
-    ],
-    [PATHS.par, { name: 'par', cors: CORS.par, methods: { POST: (r) => handlePushedAuthorizationRequest(r, ctx) } }],
-    [PATHS.introspection, { name: 'introspection', methods: { POST: (r) => handleIntrospection(r, ctx) } }],
-    [
-      PATHS.revocation,
-      { name: 'revocation', cors: CORS.revocation, methods: { POST: (r) => handleRevocation(r, ctx) } },
-    ],
-    [
-      PATHS.userinfo,
-      {
-        name: 'userinfo',
-        cors: CORS.userinfo,
-        methods: { GET: (r) => handleUserinfo(r, ctx), POST: (r) => handleUserinfo(r, ctx) },
-      },
-    ],
-    [
-      PATHS.authorization,
-      {
-        name: 'authorization',
-        page: true,
-        methods: { GET: (r) => handleAuthorize(r, ctx), POST: (r) => handleAuthorize(r, ctx) },
-      },
-    ],
-    [
-      PATHS.interaction,
-      {
-        name: 'interaction',
-        page: true,
-        methods: { GET: (r) => handleInteraction(r, ctx), POST: (r) => handleInteraction(r, ctx) },
-      },
-    ],
-    [
-      PATHS.verification,
-      {
-        name: 'verification',
-        page: true,
-        methods: { GET: (r) => handleVerification(r, ctx), POST: (r) => handleVerification(r, ctx) },
-      },
-    ],
-    [
-      PATHS.logout,
-      { name: 'logout', page: true, methods: { GET: (r) => handleLogout(r, ctx), POST: (r) => handleLogout(r, ctx) } },
-    ],
-  ])
-  // Dynamic client registration (RFC 7591) and its management URIs (RFC 7592), when configured.
-  let management: Route | undefined
-  let managementPrefix: string | undefined
-  if (ctx.config.dynamicClientRegistration) {
-    const registration = createRegistration(ctx)
-    routes.set(PATHS.registration, {
-      name: 'registration',
-      cors: CORS.registration,
-      anyOrigin: true,
-      methods: { POST: registration.register },
-    })
-    management = {
-      name: 'registration',
-      methods: { GET: registration.manage, PUT: registration.manage, DELETE: registration.manage },
-    }
-    managementPrefix = registration.managementPrefix
-  }
-  // RFC 8414 §3.1: for an issuer with a path, the well-known suffix is inserted before the path.
-  // MCP clients try that location for the OpenID document too, so both are served there as well
-  // as appended to the path.
-  const insertedMetadataPath = issuerPath === '' ? undefined : PATHS.oauthMetadata + issuerPath
-  const insertedOpenidPath = issuerPath === '' ? undefined : PATHS.openidConfiguration + issuerPath
+  const { exact, prefixes } = compileRoutes(ctx)
 
+  /** One Map lookup; a probe's path wins over a prefix (the RFC 7592 management URIs), which wins over the rest. */
   function find(pathname: string): Route | undefined {
-    if (pathname === insertedMetadataPath || pathname === insertedOpenidPath) return discovery
-    if (managementPrefix !== undefined && pathname.startsWith(managementPrefix)) return management
-    if (!pathname.startsWith(issuerPath)) return undefined
-    return routes.get(pathname.slice(issuerPath.length))
+    const route = exact.get(pathname)
+    if (route?.probe) return route
+    for (const { prefix, route: below } of prefixes) if (pathname.startsWith(prefix)) return below
+    return route
   }
 
   /** Routes and runs the request; every thrown error becomes an error response. */
@@ -306,20 +234,10 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
       }
     : dispatch
 
-  const health = ctx.config.health
-  if (health?.livenessPath === undefined && health?.readinessPath === undefined) {
-    return (request) => measured(request, find(pathnameOf(request.url)))
-  }
-  // Probes answer at paths of the host, before routing (and outside the request metrics).
-  const probes = createProbes(ctx)
-  const probeRoutes = new Map<string, Handle>()
-  if (health.livenessPath !== undefined) probeRoutes.set(health.livenessPath, probes.liveness)
-  if (health.readinessPath !== undefined) probeRoutes.set(health.readinessPath, probes.readiness)
-  return async function handle(request: Request): Promise<Response> {
-    const pathname = pathnameOf(request.url)
-    const probe = probeRoutes.get(pathname)
-    if (probe === undefined) return measured(request, find(pathname))
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
+  /** A probe: GET or HEAD only (405 as JSON otherwise). */
+  async function probe(request: Request, route: Route): Promise<Response> {
+    const handle = route.methods.GET
+    if (handle === undefined || (request.method !== 'GET' && request.method !== 'HEAD')) {
       return errorResponse(
         new OAuthError('invalid_request', 'the request method is not allowed here', {
           status: 405,
@@ -328,6 +246,11 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
         ctx.config.issuer,
       )
     }
-    return withoutBodyForHead(request, await probe(request))
+    return withoutBodyForHead(request, await handle(request))
+  }
+
+  return (request) => {
+    const route = find(pathnameOf(request.url))
+    return route?.probe ? probe(request, route) : measured(request, route)
   }
 }

@@ -2,32 +2,17 @@
  * @module gatehouse
  * An OAuth 2.0 and OpenID Connect token service as one Web-standard fetch handler.
  */
-import { type ClientRegistry, createClientRegistry } from './clients.ts'
-import { type AccountProvider, type Logger, type TokenServiceOptions, parseOptions } from './config.ts'
-import { type MetadataDocumentResolver, createMetadataDocumentResolver } from './client_id_metadata_document.ts'
-import type { Config } from './config.ts'
-import { type Context, endpointUrls } from './context.ts'
+import type { ClientRegistry } from './clients.ts'
+import { type TokenServiceOptions, parseOptions } from './config.ts'
 import { createHandler } from './handler.ts'
 import { completeHostInteraction, pendingInteraction } from './interaction/host.ts'
 import { endRequestSession, endSubjectSessions } from './endpoints/logout.ts'
 import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
-import { createKeyring } from './keys/keyring.ts'
 import type { KeyRecord, Store } from './storage/types.ts'
 import type { SigningAlgorithm } from './options.ts'
-import { type ScopeRegistry, createScopeRegistry } from './scopes.ts'
-import { createVerificationCache } from './secrets.ts'
-import { sha256 } from './tokens/opaque.ts'
-import { signingAlgorithms } from './keys/algorithms.ts'
-import { createClientKeySource } from './client_auth/client_jwks.ts'
-import { createDpopNonces } from './dpop/nonce.ts'
-import { dpopNonceSecret } from './dpop/nonce_secret.ts'
-import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
-import { createMemoryStore } from './storage/memory.ts'
-import { createUserDirectory } from './users.ts'
-import { createEmitter, metricsObserver } from './events.ts'
 import { canonicalAddress } from './networks.ts'
 import { bindRequest } from './request_meta.ts'
-import { type Limiter, createExclusiveRunner, createRulesCache, storeLimiter } from './throttle.ts'
+import { createServiceContext } from './service/create_context.ts'
 
 /** What the runtime adapter knows about a request beyond the Request itself. */
 export interface RequestInfo {
@@ -104,11 +89,6 @@ function toKeyInfo(record: KeyRecord): KeyInfo {
   }
 }
 
-const consoleLogger: Logger = {
-  warn: (message, detail) => console.warn(`[gatehouse] ${message}`, detail ?? ''),
-  error: (message, detail) => console.error(`[gatehouse] ${message}`, detail ?? ''),
-}
-
 /**
  * Creates the token service. Options are validated here: a bad option throws a TypeError naming it.
  *
@@ -123,93 +103,8 @@ const consoleLogger: Logger = {
  */
 export function createTokenService(options: TokenServiceOptions): TokenService {
   const config = parseOptions(options)
-  const now = config.now ?? (() => Math.floor(Date.now() / 1000))
-  const store = config.store ?? createMemoryStore({ now })
-  const emit = createEmitter(
-    config.onEvent,
-    config.logger ?? consoleLogger,
-    now,
-    config.metrics ? metricsObserver(config.metrics) : undefined,
-    config.waitUntil,
-  )
-  const hashing = {
-    iterations: config.secretHashIterations,
-    ...(config.secretHashMaxIterations !== undefined ? { maxIterations: config.secretHashMaxIterations } : {}),
-  }
-  const users = createUserDirectory(config.users, hashing, config.logger ?? consoleLogger)
-  const accounts: AccountProvider = config.accounts ?? users
-  const limiter = config.throttle === false ? undefined : (config.throttle.limiter ?? storeLimiter(store))
-  const scopes = createScopeRegistry(config.scopes)
-  const clients = createClientRegistry({
-    store,
-    now,
-    iterations: config.secretHashIterations,
-    ...(hashing.maxIterations !== undefined ? { maxIterations: hashing.maxIterations } : {}),
-    algorithms: signingAlgorithms(config),
-    ...(config.waitUntil ? { waitUntil: config.waitUntil } : {}),
-    ...(typeof config.dynamicClientRegistration?.pruneUnusedAfter === 'number'
-      ? { pruneUnusedAfter: config.dynamicClientRegistration.pruneUnusedAfter }
-      : {}),
-    ...(config.clientIdMetadataDocuments
-      ? { documents: metadataDocuments(config.clientIdMetadataDocuments, config, scopes, now, limiter) }
-      : {}),
-  })
-  const keyring = createKeyring({
-    store,
-    now,
-    algorithms: signingAlgorithms(config),
-    ...(config.keys ? { configured: config.keys.keys } : {}),
-    ...(config.keyRotationInterval !== undefined ? { rotationInterval: config.keyRotationInterval } : {}),
-    publishAhead: config.keyPublishAhead,
-    // A retired key stays published while tokens it signed may still be presented.
-    retainFor: Math.max(config.accessTokenTtl, config.idTokenTtl) + 3600,
-    ...(config.signer ? { signer: config.signer } : {}),
-    onRotated: (created) =>
-      emit(undefined, {
-        type: 'key.rotated',
-        kids: created.map((key) => key.kid),
-        algorithms: created.map((key) => key.alg),
-      }),
-  })
-  const ctx: Context = {
-    config,
-    store,
-    keyring,
-    clients,
-    scopes,
-    users,
-    accounts,
-    secretCache: createVerificationCache({
-      ttl: config.secretCacheTtl,
-      max: 10_000,
-      now,
-      ...(config.secretDigest ? { digest: config.secretDigest } : {}),
-      ...(hashing.maxIterations !== undefined ? { maxIterations: hashing.maxIterations } : {}),
-    }),
-    sha256: config.sha256 ?? sha256,
-    verifiedTokens: createVerifiedTokenCache({ max: 10_000 }),
-    urls: endpointUrls(config.issuer),
-    logger: config.logger ?? consoleLogger,
-    now,
-    secureCookies: config.issuer.startsWith('https:'),
-    ...(config.throttle === false
-      ? {}
-      : {
-          throttle: {
-            limiter: limiter ?? storeLimiter(store),
-            clientRules: createRulesCache('client', config.throttle.clientAuthentication, config.throttle.window),
-            userRules: createRulesCache('user', config.throttle.signIn, config.throttle.window),
-            exclusive: createExclusiveRunner(),
-          },
-        }),
-    emit,
-    clientKeys: createClientKeySource({
-      now,
-      ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
-      ...(limiter && config.throttle !== false ? { limiter, window: config.throttle.window } : {}),
-    }),
-    dpopNonces: createDpopNonces({ secret: dpopNonceSecret(keyring, now), now }),
-  }
+  const ctx = createServiceContext(config)
+  const { store, keyring, clients, users } = ctx
   const handler = createHandler(ctx)
   const clientAddress = config.clientAddress
   /** The host's `clientAddress`; one that throws counts as no address (logged, never a 500). */
@@ -275,34 +170,6 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       await store.close?.()
     },
   }
-}
-
-/** The resolver of the `clientIdMetadataDocuments` option; every scope it names must be known. */
-function metadataDocuments(
-  settings: NonNullable<Config['clientIdMetadataDocuments']>,
-  config: Config,
-  scopes: ScopeRegistry,
-  now: () => number,
-  limiter: Limiter | undefined,
-): MetadataDocumentResolver {
-  for (const scope of settings.scopes) {
-    if (!scopes.get(scope)) {
-      throw new TypeError(
-        `invalid token service options\nclientIdMetadataDocuments.scopes: ${JSON.stringify(scope)} is not a known scope`,
-      )
-    }
-  }
-  return createMetadataDocumentResolver({
-    scopes: settings.scopes,
-    allowPrivateNetworks: settings.allowPrivateNetworks,
-    timeout: settings.timeout,
-    limits: settings.fetchLimits,
-    redirectSchemes: settings.redirectSchemes,
-    ...(settings.fetch ? { fetch: settings.fetch } : {}),
-    ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
-    now,
-    ...(limiter && config.throttle !== false ? { limiter, window: config.throttle.window } : {}),
-  })
 }
 
 /** The names of the endpoints whose absolute URLs `service.endpoints` lists. */

@@ -13,8 +13,8 @@ import { isConfidential } from '../client_record.ts'
 import type { DpopProof } from '../dpop/proof.ts'
 import type { RequestedClaims } from '../claims_request.ts'
 import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
-import { issueAccessToken } from '../tokens/access_token.ts'
-import { issueIdToken } from '../tokens/id_token.ts'
+import { type IssueAccessTokenInput, issueAccessToken } from '../tokens/access_token.ts'
+import { type IssueIdTokenInput, issueIdToken } from '../tokens/id_token.ts'
 import type { SigningKey } from '../keys/keyring.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
 import { randomToken } from '../tokens/opaque.ts'
@@ -145,24 +145,8 @@ export async function issueUserTokens(
 ): Promise<{ response: TokenResponse; refreshRecord?: RefreshTokenRecord; jti: string }> {
   const now = ctx.now()
   const accessTtl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
-  // RFC 8707 §2: a token asked for resources is for exactly those; else for its scopes' audiences.
-  const audience = grant.tokenResources?.length ? grant.tokenResources : ctx.scopes.audiences(grant.tokenScopes)
   const { token: accessToken, claims } = await issueAccessToken(
-    {
-      issuer: ctx.config.issuer,
-      sub: grant.sub,
-      audience: audience.length > 0 ? audience : [ctx.config.issuer],
-      clientId: client.clientId,
-      scope: grant.tokenScopes.join(' '),
-      now,
-      ttl: accessTtl,
-      familyId: grant.familyId,
-      authTime: grant.authTime,
-      ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
-      ...(grant.claims?.userinfo ? { userinfoClaims: grant.claims.userinfo } : {}),
-      // RFC 9449 §6.1: bound to the proof's key.
-      ...(options.proof ? { jkt: options.proof.jkt } : {}),
-    },
+    accessTokenInput(grant, client, ctx, now, accessTtl, options.proof),
     await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
   )
   // A grant made for resources: UserInfo refuses its tokens (#27 item 4). Written while the ID
@@ -178,26 +162,7 @@ export async function issueUserTokens(
   }
   if (grant.tokenScopes.includes('openid')) {
     response.id_token = await issueIdToken(
-      {
-        issuer: ctx.config.issuer,
-        sub: grant.sub,
-        clientId: client.clientId,
-        now,
-        ttl: client.lifetimes.idToken ?? ctx.config.idTokenTtl,
-        authTime: grant.authTime,
-        accessToken,
-        ...(grant.nonce !== undefined ? { nonce: grant.nonce } : {}),
-        ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
-        ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
-        ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
-        // Core §5.5: claims requested for the ID token are in it whatever `idTokenClaims` says.
-        claims: scopedClaims(
-          options.account,
-          idTokenClaimsOf(ctx.config) === 'scopes' ? grant.tokenScopes : [],
-          ctx,
-          grant.claims?.id_token,
-        ),
-      },
+      idTokenInput(grant, client, ctx, now, accessToken, options.account),
       await idTokenKey(client, ctx),
       ctx.sha256,
     )
@@ -206,9 +171,82 @@ export async function issueUserTokens(
   const jti = String(claims.jti)
   if (!options.refresh) return { response, jti }
   const value = randomToken()
+  const refreshRecord = nextRefreshRecord(grant, client, now, await ctx.sha256(value), options.proof, ctx)
+  response.refresh_token = value
+  return { response, refreshRecord, jti }
+}
+
+/** The claims input of the grant's access token; with a DPoP proof, bound to its key (RFC 9449 §6.1). */
+function accessTokenInput(
+  grant: UserGrant,
+  client: ClientRecord,
+  ctx: Context,
+  now: number,
+  ttl: number,
+  proof: DpopProof | undefined,
+): IssueAccessTokenInput {
+  // RFC 8707 §2: a token asked for resources is for exactly those; else for its scopes' audiences.
+  const audience = grant.tokenResources?.length ? grant.tokenResources : ctx.scopes.audiences(grant.tokenScopes)
+  return {
+    issuer: ctx.config.issuer,
+    sub: grant.sub,
+    audience: audience.length > 0 ? audience : [ctx.config.issuer],
+    clientId: client.clientId,
+    scope: grant.tokenScopes.join(' '),
+    now,
+    ttl,
+    familyId: grant.familyId,
+    authTime: grant.authTime,
+    ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
+    ...(grant.claims?.userinfo ? { userinfoClaims: grant.claims.userinfo } : {}),
+    // RFC 9449 §6.1: bound to the proof's key.
+    ...(proof ? { jkt: proof.jkt } : {}),
+  }
+}
+
+/** The claims input of the grant's ID token, with the end-user claims it may carry. */
+function idTokenInput(
+  grant: UserGrant,
+  client: ClientRecord,
+  ctx: Context,
+  now: number,
+  accessToken: string,
+  account: Record<string, unknown>,
+): IssueIdTokenInput {
+  return {
+    issuer: ctx.config.issuer,
+    sub: grant.sub,
+    clientId: client.clientId,
+    now,
+    ttl: client.lifetimes.idToken ?? ctx.config.idTokenTtl,
+    authTime: grant.authTime,
+    accessToken,
+    ...(grant.nonce !== undefined ? { nonce: grant.nonce } : {}),
+    ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
+    ...(grant.acr !== undefined ? { acr: grant.acr } : {}),
+    ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
+    // Core §5.5: claims requested for the ID token are in it whatever `idTokenClaims` says.
+    claims: scopedClaims(
+      account,
+      idTokenClaimsOf(ctx.config) === 'scopes' ? grant.tokenScopes : [],
+      ctx,
+      grant.claims?.id_token,
+    ),
+  }
+}
+
+/** The record of the family's next refresh token, stored under `id` (the hash of its value). */
+function nextRefreshRecord(
+  grant: UserGrant,
+  client: ClientRecord,
+  now: number,
+  id: string,
+  proof: DpopProof | undefined,
+  ctx: Context,
+): RefreshTokenRecord {
   const refreshTtl = client.lifetimes.refreshToken ?? ctx.config.refreshTokenTtl
-  const refreshRecord: RefreshTokenRecord = {
-    id: await ctx.sha256(value),
+  return {
+    id,
     familyId: grant.familyId,
     clientId: client.clientId,
     sub: grant.sub,
@@ -224,8 +262,6 @@ export async function issueUserTokens(
     ...(grant.claims ? { claims: grant.claims } : {}),
     // RFC 9449 §5: a public client's refresh token is bound to the proof's key; a confidential
     // client's is not (client authentication already constrains it).
-    ...(options.proof && !isConfidential(client) ? { dpopJkt: options.proof.jkt } : {}),
+    ...(proof && !isConfidential(client) ? { dpopJkt: proof.jkt } : {}),
   }
-  response.refresh_token = value
-  return { response, refreshRecord, jti }
 }

@@ -3,6 +3,7 @@
  * a module that imports it back) and no file grows past 400 lines. Walks every `.ts` file of src/,
  * bin/ and adapters/ and follows their relative imports: `import`, `import type`, `export … from`
  * and literal `import('./…')` (a lazy import is still a dependency).
+ * #32: no function in src/ or adapters/ has more than 80 lines of its own.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -13,6 +14,7 @@ import { describe, expect, it } from 'vitest'
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const FOLDERS = ['src', 'bin', 'adapters']
 const MAX_LINES = 400
+const MAX_OWN_LINES = 80
 
 /** Every `.ts` file below `folder`, as a path relative to the repository root. */
 function tsFiles(folder: string): string[] {
@@ -142,6 +144,62 @@ function cyclePath(component: string[], modules: Map<string, Module>): string[] 
   return [start, start]
 }
 
+interface FunctionSize {
+  where: string
+  name: string
+  own: number
+}
+
+function isFunction(node: ts.Node): node is ts.FunctionLikeDeclaration {
+  return (
+    ts.isFunctionDeclaration(node) ||
+    ts.isFunctionExpression(node) ||
+    ts.isArrowFunction(node) ||
+    ts.isMethodDeclaration(node) ||
+    ts.isGetAccessor(node) ||
+    ts.isSetAccessor(node) ||
+    ts.isConstructorDeclaration(node)
+  )
+}
+
+/** A function's name: its own, else the variable or property it is assigned to, else `<anonymous>`. */
+function functionName(node: ts.FunctionLikeDeclaration, source: ts.SourceFile): string {
+  if (node.name) return node.name.getText(source)
+  const parent = node.parent
+  if ((ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) && parent.name) {
+    return parent.name.getText(source)
+  }
+  return ts.isConstructorDeclaration(node) ? 'constructor' : '<anonymous>'
+}
+
+/**
+ * Own lines of every function, arrow, method and accessor of a file: the lines its body spans
+ * minus the lines the bodies of the functions nested in it span (each of those counts on its own).
+ */
+function functionSizes(file: string): FunctionSize[] {
+  const text = readFileSync(join(ROOT, file), 'utf8')
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+  const lineOf = (pos: number): number => source.getLineAndCharacterOfPosition(pos).line
+  const sizes: FunctionSize[] = []
+  const visit = (node: ts.Node, enclosing: FunctionSize | undefined): void => {
+    if (isFunction(node) && node.body) {
+      const span = lineOf(node.body.getEnd()) - lineOf(node.body.getStart(source)) + 1
+      const size = {
+        where: `${file}:${lineOf(node.getStart(source)) + 1}`,
+        name: functionName(node, source),
+        own: span,
+      }
+      if (enclosing) enclosing.own -= span
+      sizes.push(size)
+      ts.forEachChild(node, (child) => visit(child, size))
+      return
+    }
+    ts.forEachChild(node, (child) => visit(child, enclosing))
+  }
+  visit(source, undefined)
+  return sizes
+}
+
 describe('#22 module structure of src/, bin/ and adapters/', () => {
   const modules = readModules()
 
@@ -159,5 +217,16 @@ describe('#22 module structure of src/, bin/ and adapters/', () => {
       .filter(([, module]) => module.lines > MAX_LINES)
       .map(([file, module]) => `${file}: ${module.lines} lines`)
     expect(oversized, `files over ${MAX_LINES} lines:\n${oversized.join('\n')}`).toEqual([])
+  })
+
+  it(`#32 has no function in src/ or adapters/ with more than ${MAX_OWN_LINES} lines of its own`, () => {
+    const files = [...modules.keys()].filter((file) => file.startsWith('src/') || file.startsWith('adapters/'))
+    const sizes = files.flatMap(functionSizes)
+    // The walk finds the functions (a measure that found none would pass on anything).
+    expect(sizes.length).toBeGreaterThan(500)
+    const long = sizes
+      .filter((size) => size.own > MAX_OWN_LINES)
+      .map((size) => `${size.where} ${size.name}: ${size.own} own lines`)
+    expect(long, `functions over ${MAX_OWN_LINES} own lines:\n${long.join('\n')}`).toEqual([])
   })
 })
