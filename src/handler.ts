@@ -26,8 +26,8 @@ import { handleVerification } from './endpoints/verify.ts'
 import { OAuthError, StoreUnavailableError, errorResponse, toOAuthError } from './errors.ts'
 import { createProbes } from './ops/health.ts'
 import type { EndpointName } from './ops/metrics.ts'
-import { errorPage, notFoundPage } from './pages.ts'
-import { createStoreErrorLog } from './store_error_log.ts'
+import { errorPage, notFoundPage } from './pages/index.ts'
+import { createStoreErrorLog } from './events/store_error_log.ts'
 
 type Handle = (request: Request) => Promise<Response> | Response
 

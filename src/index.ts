@@ -2,10 +2,10 @@
  * @module gatehouse
  * An OAuth 2.0 and OpenID Connect token service as one Web-standard fetch handler.
  */
-import { type ClientRegistry, createClientRegistry } from './clients.ts'
-import { type AccountProvider, type Logger, type TokenServiceOptions, parseOptions } from './config.ts'
-import { type MetadataDocumentResolver, createMetadataDocumentResolver } from './client_id_metadata_document.ts'
-import type { Config } from './config.ts'
+import { type ClientRegistry, createClientRegistry } from './clients/index.ts'
+import { type AccountProvider, type Logger, type TokenServiceOptions, parseOptions } from './config/index.ts'
+import { type MetadataDocumentResolver, createMetadataDocumentResolver } from './clients/metadata_document.ts'
+import type { Config } from './config/index.ts'
 import { type Context, endpointUrls } from './context.ts'
 import { createHandler } from './handler.ts'
 import { completeHostInteraction, pendingInteraction } from './interaction/host.ts'
@@ -13,9 +13,9 @@ import { endRequestSession, endSubjectSessions } from './endpoints/logout.ts'
 import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
 import { createKeyring } from './keys/keyring.ts'
 import type { KeyRecord, Store } from './storage/types.ts'
-import type { SigningAlgorithm } from './options.ts'
-import { type ScopeRegistry, createScopeRegistry } from './scopes.ts'
-import { createVerificationCache } from './secrets.ts'
+import type { SigningAlgorithm } from './config/options.ts'
+import { type ScopeRegistry, createScopeRegistry } from './protocol/scopes.ts'
+import { createVerificationCache } from './security/secrets.ts'
 import { sha256 } from './tokens/opaque.ts'
 import { signingAlgorithms } from './keys/algorithms.ts'
 import { createClientKeySource } from './client_auth/client_jwks.ts'
@@ -23,11 +23,11 @@ import { createDpopNonces } from './dpop/nonce.ts'
 import { dpopNonceSecret } from './dpop/nonce_secret.ts'
 import { createVerifiedTokenCache } from './tokens/verified_cache.ts'
 import { createMemoryStore } from './storage/memory.ts'
-import { createUserDirectory } from './users.ts'
-import { createEmitter, metricsObserver } from './events.ts'
-import { canonicalAddress } from './networks.ts'
-import { bindRequest } from './request_meta.ts'
-import { type Limiter, createExclusiveRunner, createRulesCache, storeLimiter } from './throttle.ts'
+import { createUserDirectory } from './accounts/users.ts'
+import { createEmitter, metricsObserver } from './events/index.ts'
+import { canonicalAddress } from './security/networks.ts'
+import { bindRequest } from './security/request_meta.ts'
+import { type Limiter, createExclusiveRunner, createRulesCache, storeLimiter } from './security/throttle.ts'
 
 /** What the runtime adapter knows about a request beyond the Request itself. */
 export interface RequestInfo {
@@ -35,7 +35,7 @@ export interface RequestInfo {
   address?: string
 }
 
-export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clients.ts'
+export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clients/index.ts'
 export type {
   AccountProvider,
   AccountRequest,
@@ -51,9 +51,9 @@ export type {
   TokenServiceOptions,
   UserConfig,
   BackchannelLogoutOptions,
-} from './options.ts'
+} from './config/options.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
-export type { EventHook, GatehouseEvent, GatehouseEventType } from './events.ts'
+export type { EventHook, GatehouseEvent, GatehouseEventType } from './events/index.ts'
 export type { CheckResult, HealthOptions } from './ops/health.ts'
 export { createMetrics } from './ops/metrics.ts'
 export type {
@@ -64,13 +64,13 @@ export type {
   MetricsHook,
   ThrottledKind,
 } from './ops/metrics.ts'
-export type { AttemptLimits, Limiter, ThrottleRule } from './throttle.ts'
-export { storeLimiter } from './throttle.ts'
+export type { AttemptLimits, Limiter, ThrottleRule } from './security/throttle.ts'
+export { storeLimiter } from './security/throttle.ts'
 export type { OAuthErrorCode } from './errors.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction/types.ts'
-export { Permissions, scopePermission } from './permissions.ts'
-export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './secrets.ts'
-export type { SecretDigest } from './secrets.ts'
+export { Permissions, scopePermission } from './clients/permissions.ts'
+export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './security/secrets.ts'
+export type { SecretDigest } from './security/secrets.ts'
 export type { JwsSigner, SignFunction, SignerKey } from './tokens/compact_jws.ts'
 export type {
   TokenExchangeActor,
@@ -78,7 +78,7 @@ export type {
   TokenExchangeOptions,
   TokenExchangeParty,
   TokenExchangeRequest,
-} from './token_exchange/options.ts'
+} from './grants/token_exchange_options.ts'
 export { createMemoryStore } from './storage/memory.ts'
 export type * from './storage/types.ts'
 

@@ -8,7 +8,7 @@
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import type { GatehouseEvent, TokenServiceOptions } from '../../src/index.ts'
-import { parseConfigFile } from '../../src/config_file.ts'
+import { parseConfigFile } from '../../src/config/file.ts'
 import { createTokenService } from '../../src/index.ts'
 import { authorizationUrl, redeemCallback, setup } from '../helpers/flow.ts'
 import { ISSUER, basic, clock, form, inProcess, makeService } from '../helpers/service.ts'

@@ -8,7 +8,7 @@
  */
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
-import { parseConfigFile } from '../../src/config_file.ts'
+import { parseConfigFile } from '../../src/config/file.ts'
 import type { PendingInteraction } from '../../src/index.ts'
 import { authorizationUrl, setup, signIn } from '../helpers/flow.ts'
 import { CLIENTS } from '../helpers/service.ts'

@@ -14,9 +14,9 @@ import {
   hashSecret,
 } from '../../src/index.ts'
 import { hashIterations as setupIterations } from '../../bin/setup.ts'
-import { parseConfigFile } from '../../src/config_file.ts'
-import { hashIterations } from '../../src/secrets.ts'
-import { createUserDirectory } from '../../src/users.ts'
+import { parseConfigFile } from '../../src/config/file.ts'
+import { hashIterations } from '../../src/security/secrets.ts'
+import { createUserDirectory } from '../../src/accounts/users.ts'
 import { ISSUER, basic, form, makeService } from '../helpers/service.ts'
 
 const SECRET = 'a-client-secret-of-some-length'

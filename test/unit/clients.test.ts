@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createTokenService } from '../../src/index.ts'
-import { hashSecret, verifySecret } from '../../src/secrets.ts'
+import { hashSecret, verifySecret } from '../../src/security/secrets.ts'
 import { CLIENTS, ISSUER, clock } from '../helpers/service.ts'
 
 async function setup() {

@@ -3,9 +3,9 @@
  * source of truth for the clients it lists), next to `ensure`'s skip-if-exists.
  */
 import { describe, expect, it } from 'vitest'
-import type { ClientRegistration } from '../../src/config.ts'
-import { parseConfigFile } from '../../src/config_file.ts'
-import { hashSecret } from '../../src/secrets.ts'
+import type { ClientRegistration } from '../../src/config/index.ts'
+import { parseConfigFile } from '../../src/config/file.ts'
+import { hashSecret } from '../../src/security/secrets.ts'
 import { ISSUER, basic, form, makeService } from '../helpers/service.ts'
 
 const JOB: ClientRegistration = {

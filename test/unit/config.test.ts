@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { isLoopback, parseClientRegistration, parseOptions } from '../../src/config.ts'
-import { parseConfigFile } from '../../src/config_file.ts'
+import { isLoopback, parseClientRegistration, parseOptions } from '../../src/config/index.ts'
+import { parseConfigFile } from '../../src/config/file.ts'
 import { createTokenService } from '../../src/index.ts'
 
 const ISSUER = 'https://auth.example.test'

@@ -18,9 +18,9 @@ import {
   notFoundPage,
   page,
   signedOutPage,
-} from '../../src/pages.ts'
+} from '../../src/pages/index.ts'
 import { landingPage } from '../../src/ops/landing.ts'
-import { consentPage, logoutConfirmPage } from '../../src/consent_pages.ts'
+import { consentPage, logoutConfirmPage } from '../../src/pages/consent.ts'
 import { deviceConfirmPage, deviceDonePage, userCodePage } from '../../src/interaction/device_pages.ts'
 
 const LOGIN = { action: 'https://id.example/connect/interaction', uid: 'u1', csrf: 'c1', clientName: 'Web App' }

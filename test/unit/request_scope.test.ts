@@ -1,11 +1,11 @@
 /**
  * #28 item 4: the request scope of a Worker event (src/storage/request_scope.ts), which holds the
- * event's PostgreSQL connections, and the `scope` option of the Worker handlers (src/worker.ts)
+ * event's PostgreSQL connections, and the `scope` option of the Worker handlers (src/worker/index.ts)
  * that runs every event (the service's build included) inside one.
  */
 import { describe, expect, it } from 'vitest'
 import { RequestScope } from '../../src/storage/request_scope.ts'
-import { type WorkerContext, createWorkerHandlers } from '../../src/worker.ts'
+import { type WorkerContext, createWorkerHandlers } from '../../src/worker/index.ts'
 
 /** A resource that records its closing. */
 function resource(closed: string[], name: string) {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.ts'
-import { createStoreErrorLog, storeErrorKind } from '../../src/store_error_log.ts'
+import { createStoreErrorLog, storeErrorKind } from '../../src/events/store_error_log.ts'
 
 function harness() {
   const lines: { message: string; detail?: Record<string, unknown> }[] = []

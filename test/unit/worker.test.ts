@@ -1,13 +1,13 @@
 /**
- * #28 item 3: the Worker's handlers (src/worker.ts, behind gatehouse/adapters/workers) and the
- * store a Worker's `env` chooses (src/worker_store.ts), in Node with a stand-in `ctx`; the same
+ * #28 item 3: the Worker's handlers (src/worker/index.ts, behind gatehouse/adapters/workers) and the
+ * store a Worker's `env` chooses (src/worker/store.ts), in Node with a stand-in `ctx`; the same
  * handlers run on workerd in the runtime matrix (`workers` rows, through `npm run start:workers`).
  */
 import { describe, expect, it, vi } from 'vitest'
 import { type GatehouseEvent, createMemoryStore, createTokenService } from '../../src/index.ts'
-import { createWorkerHandlers } from '../../src/worker.ts'
-import { hashIterations } from '../../src/secrets.ts'
-import { chooseWorkerStore, describeWorkerStore, openWorkerStore } from '../../src/worker_store.ts'
+import { createWorkerHandlers } from '../../src/worker/index.ts'
+import { hashIterations } from '../../src/security/secrets.ts'
+import { chooseWorkerStore, describeWorkerStore, openWorkerStore } from '../../src/worker/store.ts'
 
 const ISSUER = 'https://auth.example.com'
 const ctx = { waitUntil: () => {} }
