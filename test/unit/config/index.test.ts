@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { isLoopback, parseClientRegistration, parseOptions } from '../../src/config/index.ts'
-import { parseConfigFile } from '../../src/config/file.ts'
-import { createTokenService } from '../../src/index.ts'
+import { isLoopback, parseClientRegistration, parseOptions } from '../../../src/config/index.ts'
+import { parseConfigFile } from '../../../src/config/file.ts'
+import { createTokenService } from '../../../src/index.ts'
 
 const ISSUER = 'https://auth.example.test'
 

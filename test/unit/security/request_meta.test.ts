@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { bindRequest, metaOf } from '../../src/security/request_meta.ts'
+import { bindRequest, metaOf } from '../../../src/security/request_meta.ts'
 
 const URL_ = 'https://auth.example.test/connect/token'
 

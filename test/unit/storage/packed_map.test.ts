@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { PackedRecordMap } from '../../src/storage/packed_map.ts'
+import { PackedRecordMap } from '../../../src/storage/packed_map.ts'
 
 interface Rec {
   expiresAt: number

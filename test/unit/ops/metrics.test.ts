@@ -4,12 +4,12 @@
  * store errors), and liveness/readiness answers.
  */
 import { describe, expect, it } from 'vitest'
-import { createMetrics } from '../../src/index.ts'
-import type { Store } from '../../src/storage/types.ts'
-import { createMemoryStore } from '../../src/storage/memory.ts'
-import { StoreUnavailableError } from '../../src/errors.ts'
-import { signIn, setup } from '../helpers/flow.ts'
-import { ISSUER, basic, form, makeService } from '../helpers/service.ts'
+import { createMetrics } from '../../../src/index.ts'
+import type { Store } from '../../../src/storage/types.ts'
+import { createMemoryStore } from '../../../src/storage/memory.ts'
+import { StoreUnavailableError } from '../../../src/errors.ts'
+import { signIn, setup } from '../../helpers/flow.ts'
+import { ISSUER, basic, form, makeService } from '../../helpers/service.ts'
 
 /** The samples of a Prometheus text exposition: `name{labels}` → value. */
 function samples(text: string): Map<string, number> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createMemoryStore } from '../../src/storage/memory.ts'
-import { type ThrottleRule, attemptRules, createRulesCache, storeLimiter } from '../../src/security/throttle.ts'
+import { createMemoryStore } from '../../../src/storage/memory.ts'
+import { type ThrottleRule, attemptRules, createRulesCache, storeLimiter } from '../../../src/security/throttle.ts'
 
 const NOW = 1_800_000_000
 const LIMITS = { perIdentityAndAddress: 3, perIdentity: 10, perAddress: 20 }

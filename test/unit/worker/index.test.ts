@@ -4,10 +4,10 @@
  * handlers run on workerd in the runtime matrix (`workers` rows, through `npm run start:workers`).
  */
 import { describe, expect, it, vi } from 'vitest'
-import { type GatehouseEvent, createMemoryStore, createTokenService } from '../../src/index.ts'
-import { createWorkerHandlers } from '../../src/worker/index.ts'
-import { hashIterations } from '../../src/security/secrets.ts'
-import { chooseWorkerStore, describeWorkerStore, openWorkerStore } from '../../src/worker/store.ts'
+import { type GatehouseEvent, createMemoryStore, createTokenService } from '../../../src/index.ts'
+import { createWorkerHandlers } from '../../../src/worker/index.ts'
+import { hashIterations } from '../../../src/security/secrets.ts'
+import { chooseWorkerStore, describeWorkerStore, openWorkerStore } from '../../../src/worker/store.ts'
 
 const ISSUER = 'https://auth.example.com'
 const ctx = { waitUntil: () => {} }

@@ -6,7 +6,7 @@ import {
   isCidr,
   isPublicAddress,
   networkMatcher,
-} from '../../src/security/networks.ts'
+} from '../../../src/security/networks.ts'
 
 describe('networks', () => {
   it.each([

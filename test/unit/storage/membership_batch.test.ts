@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { membershipBatch } from '../../src/storage/membership_batch.ts'
+import { membershipBatch } from '../../../src/storage/membership_batch.ts'
 
 /** A fake query: records each call's keys and settles when the test says so. */
 function fakeQuery(members: Set<string>) {

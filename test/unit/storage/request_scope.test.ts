@@ -4,8 +4,8 @@
  * that runs every event (the service's build included) inside one.
  */
 import { describe, expect, it } from 'vitest'
-import { RequestScope } from '../../src/storage/request_scope.ts'
-import { type WorkerContext, createWorkerHandlers } from '../../src/worker/index.ts'
+import { RequestScope } from '../../../src/storage/request_scope.ts'
+import { type WorkerContext, createWorkerHandlers } from '../../../src/worker/index.ts'
 
 /** A resource that records its closing. */
 function resource(closed: string[], name: string) {

@@ -3,8 +3,8 @@
  * window's clock is the test's own (`later` queues the window's end; the test runs it): no sleeping.
  */
 import { describe, expect, it } from 'vitest'
-import { StoreUnavailableError } from '../../src/errors.ts'
-import { createStoreErrorLog, storeErrorKind } from '../../src/events/store_error_log.ts'
+import { StoreUnavailableError } from '../../../src/errors.ts'
+import { createStoreErrorLog, storeErrorKind } from '../../../src/events/store_error_log.ts'
 
 function harness() {
   const lines: { message: string; detail?: Record<string, unknown> }[] = []

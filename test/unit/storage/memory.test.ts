@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createMemoryStore } from '../../src/storage/memory.ts'
+import { createMemoryStore } from '../../../src/storage/memory.ts'
 
 const NOW = 1_800_000_000
 

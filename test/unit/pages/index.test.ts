@@ -7,7 +7,7 @@
  */
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { createTokenService } from '../../src/index.ts'
+import { createTokenService } from '../../../src/index.ts'
 import {
   CSS_COLOR,
   DEFAULT_TEXTS,
@@ -18,10 +18,10 @@ import {
   notFoundPage,
   page,
   signedOutPage,
-} from '../../src/pages/index.ts'
-import { landingPage } from '../../src/ops/landing.ts'
-import { consentPage, logoutConfirmPage } from '../../src/pages/consent.ts'
-import { deviceConfirmPage, deviceDonePage, userCodePage } from '../../src/interaction/device_pages.ts'
+} from '../../../src/pages/index.ts'
+import { landingPage } from '../../../src/ops/landing.ts'
+import { consentPage, logoutConfirmPage } from '../../../src/pages/consent.ts'
+import { deviceConfirmPage, deviceDonePage, userCodePage } from '../../../src/interaction/device_pages.ts'
 
 const LOGIN = { action: 'https://id.example/connect/interaction', uid: 'u1', csrf: 'c1', clientName: 'Web App' }
 

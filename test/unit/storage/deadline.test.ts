@@ -3,7 +3,7 @@
  * are the test's own: no sleeping.
  */
 import { describe, expect, it } from 'vitest'
-import { DeadlineExceededError, createDeadlines } from '../../src/storage/deadline.ts'
+import { DeadlineExceededError, createDeadlines } from '../../../src/storage/deadline.ts'
 
 function harness() {
   let clock = 0

@@ -5,7 +5,7 @@ import {
   hashSecret,
   isSecretHash,
   verifySecret,
-} from '../../src/security/secrets.ts'
+} from '../../../src/security/secrets.ts'
 
 const FORMAT = /^pbkdf2-sha256\$(\d+)\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/
 

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { formatUserCode, generateUserCode, normalizeUserCode, USER_CODE_ALPHABET } from '../../src/tokens/user_code.ts'
+import {
+  formatUserCode,
+  generateUserCode,
+  normalizeUserCode,
+  USER_CODE_ALPHABET,
+} from '../../../src/tokens/user_code.ts'
 
 describe('#29 user codes (RFC 8628 §6.1)', () => {
   it('#29 a generated code has 8 characters of the alphabet, and codes differ', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { createTokenService } from '../../src/index.ts'
-import { hashSecret, verifySecret } from '../../src/security/secrets.ts'
-import { CLIENTS, ISSUER, clock } from '../helpers/service.ts'
+import { createTokenService } from '../../../src/index.ts'
+import { hashSecret, verifySecret } from '../../../src/security/secrets.ts'
+import { CLIENTS, ISSUER, clock } from '../../helpers/service.ts'
 
 async function setup() {
   const time = clock()

@@ -3,8 +3,8 @@
  * not wait a microtask turn per request for it), and a miss or an expired entry through the store.
  */
 import { describe, expect, it } from 'vitest'
-import { createClientRegistry } from '../../src/clients/index.ts'
-import { createMemoryStore } from '../../src/storage/memory.ts'
+import { createClientRegistry } from '../../../src/clients/index.ts'
+import { createMemoryStore } from '../../../src/storage/memory.ts'
 
 describe('clients.get', () => {
   it('a cached client, and a cached unknown id, answer synchronously until cacheTtl passes', async () => {
