@@ -15,7 +15,7 @@ import {
   verify,
 } from 'node:crypto'
 import type { DpopVerifier, VerifyFunction } from '../src/dpop/proof_key.ts'
-import type { SecretDigest } from '../src/secrets.ts'
+import type { SecretDigest } from '../src/security/secrets.ts'
 import { nodeResolveHost } from './node_dns.ts'
 import type { JwsSigner, SignFunction } from '../src/tokens/compact_jws.ts'
 

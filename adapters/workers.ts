@@ -4,15 +4,15 @@
  * The service is built once per isolate from `env`; the client address is Cloudflare's
  * `CF-Connecting-IP`; work after the response goes through `waitUntil` of `cloudflare:workers`;
  * the `scheduled` handler (a Cron Trigger) prunes the store's expired records. The logic is
- * Web-standard and lives in src/worker.ts; the store `env` asks for, in src/worker_store.ts.
+ * Web-standard and lives in src/worker/index.ts; the store `env` asks for, in src/worker/store.ts.
  *
  * @example
  * import { createWorker, workerStore } from 'gatehouse/adapters/workers'
  * export default createWorker(async (env) => ({ issuer: env.ISSUER, store: await workerStore(env) }))
  */
 import type { TokenServiceOptions } from '../src/index.ts'
-import { type WorkerHandlers, type WorkerOptions, createWorkerHandlers } from '../src/worker.ts'
-import { chooseWorkerStore, openWorkerStore } from '../src/worker_store.ts'
+import { type WorkerHandlers, type WorkerOptions, createWorkerHandlers } from '../src/worker/index.ts'
+import { chooseWorkerStore, openWorkerStore } from '../src/worker/store.ts'
 import type { Store } from '../src/storage/types.ts'
 
 /**
@@ -23,10 +23,10 @@ import type { Store } from '../src/storage/types.ts'
 const CLOUDFLARE_WORKERS = 'cloudflare:workers'
 const { waitUntil } = (await import(CLOUDFLARE_WORKERS)) as { waitUntil(promise: Promise<unknown>): void }
 
-export type { WorkerContext, WorkerFetch, WorkerHandlers, WorkerOptions } from '../src/worker.ts'
-export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker_store.ts'
+export type { WorkerContext, WorkerFetch, WorkerHandlers, WorkerOptions } from '../src/worker/index.ts'
+export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker/store.ts'
 
-/** The store `env` asks for (GATEHOUSE_STORE, DATABASE_URL; see src/worker_store.ts); undefined: memory. */
+/** The store `env` asks for (GATEHOUSE_STORE, DATABASE_URL; see src/worker/store.ts); undefined: memory. */
 export function workerStore(env: object): Promise<Store | undefined> {
   return openWorkerStore(chooseWorkerStore(env as Record<string, unknown>))
 }

@@ -887,7 +887,7 @@ const coldCells = COLD.filter((c) => !onlyServers || onlyServers.includes(c.serv
 
 /** Inputs every cold start shares: the client's stored hash (Gatehouse) and the peer's keys. */
 async function coldInputs(): Promise<Record<string, string>> {
-  const { hashSecret } = await import('../src/secrets.ts')
+  const { hashSecret } = await import('../src/security/secrets.ts')
   const { exportJWK, generateKeyPair } = await import('jose')
   const key = async (alg: 'ES256' | 'RS256') => ({
     ...(await exportJWK((await generateKeyPair(alg, { extractable: true })).privateKey)),

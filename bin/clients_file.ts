@@ -4,9 +4,9 @@
  * is validated as the server would load it, then written atomically with the file's mode.
  */
 import { chmod, realpath, rename, stat, unlink, writeFile } from 'node:fs/promises'
-import { secretId } from '../src/clients.ts'
-import { type ConfigFile, parseConfigFile } from '../src/config_file.ts'
-import { isSecretHash } from '../src/secrets.ts'
+import { secretId } from '../src/clients/index.ts'
+import { type ConfigFile, parseConfigFile } from '../src/config/file.ts'
+import { isSecretHash } from '../src/security/secrets.ts'
 import { CliError } from './args.ts'
 import { type Setup, requireFile } from './setup.ts'
 

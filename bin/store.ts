@@ -13,7 +13,7 @@
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { StoreConfig } from '../src/config_file.ts'
+import type { StoreConfig } from '../src/config/file.ts'
 import type { Store } from '../src/storage/types.ts'
 
 /** The store configuration the environment and the file ask for. */

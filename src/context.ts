@@ -4,17 +4,17 @@
  * endpoint URLs derived from the issuer (never from the request).
  */
 import type { ClientKeySource } from './client_auth/client_jwks.ts'
-import type { ClientRegistry } from './clients.ts'
+import type { ClientRegistry } from './clients/index.ts'
 import type { DpopNonces } from './dpop/nonce.ts'
-import type { AccountProvider, Config, Logger } from './config.ts'
+import type { AccountProvider, Config, Logger } from './config/index.ts'
 import type { Keyring } from './keys/keyring.ts'
-import type { ScopeRegistry } from './scopes.ts'
-import type { createVerificationCache } from './secrets.ts'
-import type { Emitter } from './events.ts'
+import type { ScopeRegistry } from './protocol/scopes.ts'
+import type { createVerificationCache } from './security/secrets.ts'
+import type { Emitter } from './events/index.ts'
 import type { Store } from './storage/types.ts'
-import type { AttemptRules, Limiter } from './throttle.ts'
+import type { AttemptRules, Limiter } from './security/throttle.ts'
 import type { VerifiedTokenCache } from './tokens/verified_cache.ts'
-import type { UserDirectory } from './users.ts'
+import type { UserDirectory } from './accounts/users.ts'
 
 /** Paths of the endpoints relative to the issuer. */
 export const PATHS = {

@@ -13,9 +13,9 @@ import type { Context } from './context.ts'
 import { type CorsRoute, appendVary, createOriginPolicy, preflightResponse, withCors } from './cors.ts'
 import { OAuthError, StoreUnavailableError, errorResponse, toOAuthError } from './errors.ts'
 import type { EndpointName } from './ops/metrics.ts'
-import { errorPage, notFoundPage } from './pages.ts'
+import { errorPage, notFoundPage } from './pages/index.ts'
 import { type Handle, ROUTES, type Shared, corsOf } from './routes.ts'
-import { createStoreErrorLog } from './store_error_log.ts'
+import { createStoreErrorLog } from './events/store_error_log.ts'
 
 /** A route of the table (routes.ts) as the handler runs it. */
 interface Route {

@@ -2,16 +2,16 @@
  * @module gatehouse
  * An OAuth 2.0 and OpenID Connect token service as one Web-standard fetch handler.
  */
-import type { ClientRegistry } from './clients.ts'
-import { type TokenServiceOptions, parseOptions } from './config.ts'
+import type { ClientRegistry } from './clients/index.ts'
+import { type TokenServiceOptions, parseOptions } from './config/index.ts'
 import { createHandler } from './handler.ts'
 import { completeHostInteraction, pendingInteraction } from './interaction/host.ts'
 import { endRequestSession, endSubjectSessions } from './endpoints/logout.ts'
 import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
 import type { KeyRecord, Store } from './storage/types.ts'
-import type { SigningAlgorithm } from './options.ts'
-import { canonicalAddress } from './networks.ts'
-import { bindRequest } from './request_meta.ts'
+import type { SigningAlgorithm } from './config/options.ts'
+import { canonicalAddress } from './security/networks.ts'
+import { bindRequest } from './security/request_meta.ts'
 import { createServiceContext } from './service/create_context.ts'
 
 /** What the runtime adapter knows about a request beyond the Request itself. */
@@ -20,7 +20,7 @@ export interface RequestInfo {
   address?: string
 }
 
-export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clients.ts'
+export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clients/index.ts'
 export type {
   AccountProvider,
   AccountRequest,
@@ -36,9 +36,9 @@ export type {
   TokenServiceOptions,
   UserConfig,
   BackchannelLogoutOptions,
-} from './options.ts'
+} from './config/options.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
-export type { EventHook, GatehouseEvent, GatehouseEventType } from './events.ts'
+export type { EventHook, GatehouseEvent, GatehouseEventType } from './events/index.ts'
 export type { CheckResult, HealthOptions } from './ops/health.ts'
 export { createMetrics } from './ops/metrics.ts'
 export type {
@@ -49,13 +49,13 @@ export type {
   MetricsHook,
   ThrottledKind,
 } from './ops/metrics.ts'
-export type { AttemptLimits, Limiter, ThrottleRule } from './throttle.ts'
-export { storeLimiter } from './throttle.ts'
+export type { AttemptLimits, Limiter, ThrottleRule } from './security/throttle.ts'
+export { storeLimiter } from './security/throttle.ts'
 export type { OAuthErrorCode } from './errors.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction/types.ts'
-export { Permissions, scopePermission } from './permissions.ts'
-export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './secrets.ts'
-export type { SecretDigest } from './secrets.ts'
+export { Permissions, scopePermission } from './clients/permissions.ts'
+export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './security/secrets.ts'
+export type { SecretDigest } from './security/secrets.ts'
 export type { JwsSigner, SignFunction, SignerKey } from './tokens/compact_jws.ts'
 export type {
   TokenExchangeActor,
@@ -63,7 +63,7 @@ export type {
   TokenExchangeOptions,
   TokenExchangeParty,
   TokenExchangeRequest,
-} from './token_exchange/options.ts'
+} from './grants/token_exchange_options.ts'
 export { createMemoryStore } from './storage/memory.ts'
 export type * from './storage/types.ts'
 

@@ -4,7 +4,7 @@
  * a browser page or an API, its metrics label, when it is mounted). `createHandler` (handler.ts)
  * compiles it once per service into one Map from the whole request path to its route.
  */
-import type { Config } from './config.ts'
+import type { Config } from './config/index.ts'
 import { PATHS, type Context } from './context.ts'
 import { type CorsRoute, appendVary } from './cors.ts'
 import { handleAuthorize } from './endpoints/authorize.ts'

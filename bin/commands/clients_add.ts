@@ -2,10 +2,10 @@
  * `gatehouse clients add`: registers a client through the host API, or (in-memory store) adds it to
  * the configuration file with its secret hashed. A generated secret is printed once, on stdout.
  */
-import { generateSecret } from '../../src/clients.ts'
-import { type ClientRegistration, parseClientRegistration } from '../../src/config.ts'
+import { generateSecret } from '../../src/clients/index.ts'
+import { type ClientRegistration, parseClientRegistration } from '../../src/config/index.ts'
 import { hashSecret } from '../../src/index.ts'
-import { isSecretHash } from '../../src/secrets.ts'
+import { isSecretHash } from '../../src/security/secrets.ts'
 import { defineCommand, readSecret } from '../args.ts'
 import { editClients, fileClientInfo } from '../clients_file.ts'
 import { json, out, progress } from '../io.ts'

@@ -2,7 +2,7 @@
  * `gatehouse clients rotate-secret ID`: adds a new secret and retires the others after a grace
  * period (in-memory store: replaces the file's secret). A generated secret is printed once.
  */
-import { generateSecret, secretId } from '../../src/clients.ts'
+import { generateSecret, secretId } from '../../src/clients/index.ts'
 import { hashSecret } from '../../src/index.ts'
 import { CliError, defineCommand, readSecret } from '../args.ts'
 import { editClients, fileClientIndex } from '../clients_file.ts'

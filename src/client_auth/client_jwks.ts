@@ -31,8 +31,8 @@
 import type { JWK } from 'jose'
 import { OAuthError } from '../errors.ts'
 import { mediaType, readCapped } from '../http.ts'
-import { isLoopback, isPublicAddress } from '../networks.ts'
-import { type FetchBudget, type Limiter, fetchBudget } from '../throttle.ts'
+import { isLoopback, isPublicAddress } from '../security/networks.ts'
+import { type FetchBudget, type Limiter, fetchBudget } from '../security/throttle.ts'
 
 /** Largest JWK set read, bytes. */
 export const MAX_JWKS_BYTES = 65_536

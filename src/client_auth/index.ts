@@ -18,14 +18,14 @@
  *   client_secret_basic and client_secret_post told apart), and the profile admits the client
  *   (`fapi2-security`: private_key_jwt only)
  */
-import { isConfidential } from '../clients.ts'
+import { isConfidential } from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { type Params, checkParameter } from '../http.ts'
-import { inNetworks } from '../networks.ts'
-import { profileRefusal } from '../profile.ts'
-import { metaOf } from '../request_meta.ts'
-import { type SecretCheck, hashIterations, unmatchableHash, verifySecret } from '../secrets.ts'
+import { inNetworks } from '../security/networks.ts'
+import { profileRefusal } from '../config/profile.ts'
+import { metaOf } from '../security/request_meta.ts'
+import { type SecretCheck, hashIterations, unmatchableHash, verifySecret } from '../security/secrets.ts'
 import type { ClientRecord, TokenEndpointAuthMethod } from '../storage/types.ts'
 import { documentFailure, failure, invalidClient, refuseIfThrottled } from './failure.ts'
 import { type AuthenticatingEndpoint, authenticateWithAssertion, hasAssertion } from './private_key_jwt.ts'

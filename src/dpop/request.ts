@@ -4,10 +4,10 @@
  * proof sent to one of its URLs (replay record in the store, server nonces), the token endpoint's
  * rules (§5, §5.2) and the key bindings of codes and refresh tokens (§5, §10).
  */
-import type { Config } from '../config.ts'
+import type { Config } from '../config/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import { FAPI2_ALGORITHMS, isFapi2, requiresDpop } from '../profile.ts'
+import { FAPI2_ALGORITHMS, isFapi2, requiresDpop } from '../config/profile.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { timingSafeEqual } from '../tokens/opaque.ts'
 import { DEFAULT_DPOP_ALGORITHMS, type DpopProof, verifyDpopProof } from './proof.ts'

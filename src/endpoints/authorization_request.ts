@@ -23,28 +23,28 @@
  * verified redirect_uri, answered in the request's response_mode when it is a valid one (Form Post
  * Response Mode §2: errors too). The PAR endpoint answers both as JSON (RFC 9126 §2.3).
  */
-import type { ResponseMode } from '../authorization_response.ts'
-import { parseClaimsParameter, parseDisplay } from '../claims_request.ts'
-import { isConfidential } from '../client_record.ts'
+import type { ResponseMode } from '../protocol/authorization_response.ts'
+import { parseClaimsParameter, parseDisplay } from '../protocol/claims_request.ts'
+import { isConfidential } from '../clients/record.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { type Params, checkParameter, parameterName } from '../http.ts'
 import type { AuthorizationRequest } from '../interaction/flow.ts'
-import { Permissions, scopePermission } from '../permissions.ts'
+import { Permissions, scopePermission } from '../clients/permissions.ts'
 import {
   allowsPlainPkce,
   allowsResponseMode,
   profileRefusal,
   requiresPkce,
   requiresPushedRequests,
-} from '../profile.ts'
+} from '../config/profile.ts'
 import {
   RESOURCE_PARAMETERS,
   defaultScopesForResources,
   parseResources,
   scopesForResources,
-} from '../resource_indicators.ts'
-import { parseScope } from '../scopes.ts'
+} from '../protocol/resource_indicators.ts'
+import { parseScope } from '../protocol/scopes.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
 import { isValidChallenge } from '../tokens/pkce.ts'

@@ -13,8 +13,8 @@
  * 3. sign-in / consent when needed (prompt=none → login_required / consent_required), and the
  *    code redirect with code, state and iss (RFC 9207).
  */
-import { authorizationError } from '../authorization_response.ts'
-import { isSelfRegistered } from '../client_record.ts'
+import { authorizationError } from '../protocol/authorization_response.ts'
+import { isSelfRegistered } from '../clients/record.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { formPairs, mediaType, notAForm, readText } from '../http.ts'
@@ -25,8 +25,8 @@ import {
   loadSession,
   startInteraction,
 } from '../interaction/flow.ts'
-import { errorPage } from '../pages.ts'
-import { metaOf } from '../request_meta.ts'
+import { errorPage } from '../pages/index.ts'
+import { metaOf } from '../security/request_meta.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import {
   type RawParams,

@@ -7,9 +7,9 @@
  * - a wrong username or password shows the form again with a message, never a redirect
  * - cancel / deny → access_denied to the client
  */
-import { isSelfRegistered, selfRegistrationNotice } from '../clients.ts'
+import { isSelfRegistered, selfRegistrationNotice } from '../clients/index.ts'
 import type { Context } from '../context.ts'
-import { browserCookieName, readCookie } from '../cookies.ts'
+import { browserCookieName, readCookie } from '../interaction/cookies.ts'
 import { OAuthError } from '../errors.ts'
 import { parseParams, readForm } from '../http.ts'
 import {
@@ -18,8 +18,8 @@ import {
   completeInteraction,
   loadSession,
 } from '../interaction/flow.ts'
-import { consentPage } from '../consent_pages.ts'
-import { errorPage, loginPage } from '../pages.ts'
+import { consentPage } from '../pages/consent.ts'
+import { errorPage, loginPage } from '../pages/index.ts'
 import { checkPassword } from '../interaction/password.ts'
 import type { InteractionRecord } from '../storage/types.ts'
 import { timingSafeEqual } from '../tokens/opaque.ts'

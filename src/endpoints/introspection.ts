@@ -11,12 +11,12 @@
  * (§6.2: "If the token_type member is included ... it MUST contain the value DPoP"); the binding
  * itself is not checked here (the resource server checks it against the proof it received).
  */
-import { metaOf } from '../request_meta.ts'
+import { metaOf } from '../security/request_meta.ts'
 import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { noStoreJson, readForm } from '../http.ts'
-import { Permissions } from '../permissions.ts'
+import { Permissions } from '../clients/permissions.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { type AccessTokenClaims, looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
 

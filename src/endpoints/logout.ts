@@ -15,23 +15,23 @@
  *   (RFC 9700 §4.11.2, open redirector; #27 item 3)
  * Ending the session deletes it from the store, revokes the grants made in it without
  * `offline_access` (their refresh and access tokens), sends back-channel logout tokens to its
- * clients in the background (src/interaction/backchannel_logout.ts) and clears the cookie; a
+ * clients in the background (src/logout/backchannel.ts) and clears the cookie; a
  * logout without a session is not an error (§4).
  */
-import { hostOf, isSelfRegistered } from '../client_record.ts'
+import { hostOf, isSelfRegistered } from '../clients/record.ts'
 import type { Context } from '../context.ts'
-import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
+import { browserCookieName, readCookie, setCookie } from '../interaction/cookies.ts'
 import { OAuthError } from '../errors.ts'
 import { parseParams, readForm } from '../http.ts'
 import { browserBinding, endSession, loadSession } from '../interaction/flow.ts'
-import { logoutConfirmPage } from '../consent_pages.ts'
-import { errorPage, page, signedOutPage } from '../pages.ts'
-import { Permissions } from '../permissions.ts'
+import { logoutConfirmPage } from '../pages/consent.ts'
+import { errorPage, page, signedOutPage } from '../pages/index.ts'
+import { Permissions } from '../clients/permissions.ts'
 import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken, timingSafeEqual } from '../tokens/opaque.ts'
 import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
-import { metaOf } from '../request_meta.ts'
-import { appendQuery, redirect } from '../authorization_response.ts'
+import { metaOf } from '../security/request_meta.ts'
+import { appendQuery, redirect } from '../protocol/authorization_response.ts'
 
 async function readParams(request: Request, ctx: Context): Promise<Map<string, string>> {
   if (request.method === 'POST') return readForm(request, ctx.config.limits)

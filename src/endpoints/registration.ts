@@ -14,21 +14,21 @@
  * - the other metadata (else invalid_client_metadata); `grant_types` and `scope` are cut to what
  *   the option allows, unknown members are ignored (RFC 7591 §2); a private_key_jwt client
  *   registers `jwks` or `jwks_uri` (never both) and gets no secret
- * Error descriptions name the field, never its value (src/client_metadata.ts checks the metadata).
+ * Error descriptions name the field, never its value (src/clients/metadata.ts checks the metadata).
  */
-import { type RegisteredClientMetadata, type RegistrationPolicy, clientFields } from '../client_metadata.ts'
-import { generateSecret } from '../client_secrets.ts'
-import { OPTION_DEFAULTS } from '../config_defaults.ts'
+import { type RegisteredClientMetadata, type RegistrationPolicy, clientFields } from '../clients/metadata.ts'
+import { generateSecret } from '../clients/secrets.ts'
+import { OPTION_DEFAULTS } from '../config/defaults.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import type { RequestMeta } from '../events.ts'
+import type { RequestMeta } from '../events/index.ts'
 import { noStoreJson } from '../http.ts'
-import { addressBucket } from '../networks.ts'
-import { metaOf } from '../request_meta.ts'
-import { hashSecret } from '../secrets.ts'
+import { addressBucket } from '../security/networks.ts'
+import { metaOf } from '../security/request_meta.ts'
+import { hashSecret } from '../security/secrets.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
 import type { AttemptCounter, AttemptTaken, ClientRecord } from '../storage/types.ts'
-import { throttledAfter } from '../throttle.ts'
+import { throttledAfter } from '../security/throttle.ts'
 import { randomToken } from '../tokens/opaque.ts'
 import { type ManagementSettings, handleManagement } from './registration_management.ts'
 import { checkRegistrationToken, clientInformation, parseMetadata, readMetadata } from './registration_requests.ts'

@@ -10,13 +10,13 @@ import {
   type RegistrationPolicy,
   badMetadata,
   parseClientMetadata,
-} from '../client_metadata.ts'
+} from '../clients/metadata.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import type { RequestMeta } from '../events.ts'
+import type { RequestMeta } from '../events/index.ts'
 import { bearerToken, mediaType, readText } from '../http.ts'
 import type { ClientRecord } from '../storage/types.ts'
-import { type ThrottleRule, attemptRules, throttledAfter } from '../throttle.ts'
+import { type ThrottleRule, attemptRules, throttledAfter } from '../security/throttle.ts'
 import { timingSafeEqual } from '../tokens/opaque.ts'
 
 /** Emits `client.registration_failed` for bad metadata and throws `invalid_client_metadata`. */
@@ -97,7 +97,7 @@ export async function readMetadata(
   }
 }
 
-/** The body checked as client metadata (src/client_metadata.ts); a refusal is an audit event. */
+/** The body checked as client metadata (src/clients/metadata.ts); a refusal is an audit event. */
 export function parseMetadata(
   ctx: Context,
   policy: RegistrationPolicy,

@@ -12,11 +12,11 @@ import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { noStoreJson, readForm } from '../http.ts'
-import { Permissions } from '../permissions.ts'
+import { Permissions } from '../clients/permissions.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
-import type { RequestMeta } from '../events.ts'
-import { metaOf } from '../request_meta.ts'
+import type { RequestMeta } from '../events/index.ts'
+import { metaOf } from '../security/request_meta.ts'
 
 function notYours(): OAuthError {
   return new OAuthError('invalid_request', 'the token was not issued to this client')

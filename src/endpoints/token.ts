@@ -17,8 +17,8 @@ import { refreshToken } from '../grants/refresh_token.ts'
 import { tokenExchange } from '../grants/token_exchange.ts'
 import type { Grant } from '../grants/types.ts'
 import { noStoreJson, readForm } from '../http.ts'
-import { Permissions } from '../permissions.ts'
-import { RESOURCE_PARAMETERS } from '../resource_indicators.ts'
+import { Permissions } from '../clients/permissions.ts'
+import { RESOURCE_PARAMETERS } from '../protocol/resource_indicators.ts'
 
 /** Parameters that may repeat: `resource` (RFC 8707 §2) and token exchange's `audience` (RFC 8693 §2.1). */
 const MULTI_VALUED: ReadonlySet<string> = new Set([...RESOURCE_PARAMETERS, 'audience'])

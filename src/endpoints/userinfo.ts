@@ -19,7 +19,7 @@ import { type PresentedToken, checkTokenBinding, dpopChallengeError, readAuthori
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { mediaType, noStoreJson, readForm } from '../http.ts'
 import { scopedClaims } from '../grants/issue.ts'
-import { isForUserinfo } from '../resource_indicators.ts'
+import { isForUserinfo } from '../protocol/resource_indicators.ts'
 import { findActiveAccessToken } from './introspection.ts'
 
 async function readAccessToken(request: Request, ctx: Context): Promise<PresentedToken | undefined> {

@@ -11,15 +11,15 @@
  * The confirmation always follows the sign-in, whatever the client's consent setting.
  */
 import type { Context } from '../context.ts'
-import { browserCookieName, readCookie } from '../cookies.ts'
+import { browserCookieName, readCookie } from '../interaction/cookies.ts'
 import { OAuthError } from '../errors.ts'
 import { parseParams, readForm } from '../http.ts'
 import { type DeviceOutcome, decideDevice, deviceNotice, deviceRequestOf, recordSignIn } from '../interaction/device.ts'
 import { deviceConfirmPage, deviceDonePage } from '../interaction/device_pages.ts'
 import { isUserCodeFormGenuine, submitUserCode, userCodeForm } from '../interaction/device_user_code.ts'
 import { checkPassword } from '../interaction/password.ts'
-import { errorPage, loginPage, textsOf } from '../pages.ts'
-import { metaOf } from '../request_meta.ts'
+import { errorPage, loginPage, textsOf } from '../pages/index.ts'
+import { metaOf } from '../security/request_meta.ts'
 import type { InteractionRecord } from '../storage/types.ts'
 import { timingSafeEqual } from '../tokens/opaque.ts'
 import { formatUserCode } from '../tokens/user_code.ts'

@@ -23,13 +23,13 @@
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import { Permissions } from '../permissions.ts'
+import { Permissions } from '../clients/permissions.ts'
 import { checkCodeVerifier } from '../tokens/pkce.ts'
 import { checkKeyBinding } from '../dpop/request.ts'
 import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
-import { metaOf } from '../request_meta.ts'
+import { metaOf } from '../security/request_meta.ts'
 import { allValues } from '../http.ts'
-import { grantResources, scopesForResources } from '../resource_indicators.ts'
+import { grantResources, scopesForResources } from '../protocol/resource_indicators.ts'
 import type { CodeRecord } from '../storage/types.ts'
 import type { Grant } from './types.ts'
 

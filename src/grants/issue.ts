@@ -5,20 +5,20 @@
  * DPoP proof the access token is bound to its key (RFC 9449 §6.1, token_type DPoP), and so is a
  * public client's refresh token (§5).
  */
-import type { Config, IdTokenClaims } from '../config.ts'
+import type { Config, IdTokenClaims } from '../config/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import { Permissions, scopePermission } from '../permissions.ts'
-import { isConfidential } from '../client_record.ts'
+import { Permissions, scopePermission } from '../clients/permissions.ts'
+import { isConfidential } from '../clients/record.ts'
 import type { DpopProof } from '../dpop/proof.ts'
-import type { RequestedClaims } from '../claims_request.ts'
+import type { RequestedClaims } from '../protocol/claims_request.ts'
 import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
 import { type IssueAccessTokenInput, issueAccessToken } from '../tokens/access_token.ts'
 import { type IssueIdTokenInput, issueIdToken } from '../tokens/id_token.ts'
 import type { SigningKey } from '../keys/keyring.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
 import { randomToken } from '../tokens/opaque.ts'
-import { markResourceBound } from '../resource_indicators.ts'
+import { markResourceBound } from '../protocol/resource_indicators.ts'
 import type { TokenResponse } from './types.ts'
 
 /** What an end-user grant is about. */

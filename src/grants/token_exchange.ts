@@ -13,7 +13,7 @@
  * - `act` = { sub: actor token's sub, else the client id }, nesting the subject token's `act`
  * - the subject's grant id (`gid`) is carried over: revoking that grant revokes this token
  * - lifetime: the client's access token lifetime, capped by the subject's (and actor's) remaining one
- * - the host's `tokenExchange.authorize` hook may refuse or narrow (see token_exchange/options.ts)
+ * - the host's `tokenExchange.authorize` hook may refuse or narrow (see token_exchange_options.ts)
  * - response: access_token, issued_token_type, token_type (DPoP with a proof), expires_in, scope;
  *   never a refresh token (§2.2.1)
  */
@@ -21,13 +21,13 @@ import type { ClientRecord } from '../storage/types.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { allValues } from '../http.ts'
-import { Permissions, scopePermission } from '../permissions.ts'
-import { metaOf } from '../request_meta.ts'
-import { parseAudiences, parseResources } from '../resource_indicators.ts'
-import { parseScope } from '../scopes.ts'
+import { Permissions, scopePermission } from '../clients/permissions.ts'
+import { metaOf } from '../security/request_meta.ts'
+import { parseAudiences, parseResources } from '../protocol/resource_indicators.ts'
+import { parseScope } from '../protocol/scopes.ts'
 import { type TokenActor, issueAccessToken } from '../tokens/access_token.ts'
-import { type TokenExchangeParty, TokenTypes, applyExchangePolicy } from '../token_exchange/options.ts'
-import { type ExchangeParty, checkBoundParty, readExchangeToken } from '../token_exchange/subject.ts'
+import { type TokenExchangeParty, TokenTypes, applyExchangePolicy } from './token_exchange_options.ts'
+import { type ExchangeParty, checkBoundParty, readExchangeToken } from './token_exchange_subject.ts'
 import type { Grant } from './types.ts'
 
 /** The grant type (RFC 8693 §2.1). */

@@ -7,12 +7,12 @@
  * the browser session: it gets no `sid` and no entry in the session's `grants` (the approving
  * browser may be a phone; signing it out does not sign the device out).
  */
-import { hostOf, isSelfRegistered } from '../client_record.ts'
+import { hostOf, isSelfRegistered } from '../clients/record.ts'
 import type { Context } from '../context.ts'
-import { redirect } from '../authorization_response.ts'
-import type { RequestMeta } from '../events.ts'
-import { errorPage } from '../pages.ts'
-import { metaOf } from '../request_meta.ts'
+import { redirect } from '../protocol/authorization_response.ts'
+import type { RequestMeta } from '../events/index.ts'
+import { errorPage } from '../pages/index.ts'
+import { metaOf } from '../security/request_meta.ts'
 import type { ClientRecord, DeviceCodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken } from '../tokens/opaque.ts'
 import { formatUserCode } from '../tokens/user_code.ts'

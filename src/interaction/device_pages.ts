@@ -4,10 +4,10 @@
  * confirmation naming the client (bidi-isolated) and the scopes with the user code to compare
  * (§5.4), and the pages saying what the device may do next. Every value is escaped.
  */
-import { noticeParagraph, scopeItems } from '../consent_pages.ts'
+import { noticeParagraph, scopeItems } from '../pages/consent.ts'
 import { escapeHtml as e } from '../http.ts'
-import type { Theme } from '../options.ts'
-import { ALERT_ICON, hidden, page, textsOf, withClient } from '../pages.ts'
+import type { Theme } from '../config/options.ts'
+import { ALERT_ICON, hidden, page, textsOf, withClient } from '../pages/index.ts'
 
 export interface UserCodePageInput {
   action: string

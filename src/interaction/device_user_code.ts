@@ -8,11 +8,11 @@
  * checked before the store is asked, so a throttled guess learns nothing, even a right one.
  */
 import type { Context } from '../context.ts'
-import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
-import { addressBucket } from '../networks.ts'
-import { textsOf } from '../pages.ts'
-import { metaOf } from '../request_meta.ts'
-import { type ThrottleRule, throttledAfter } from '../throttle.ts'
+import { browserCookieName, readCookie, setCookie } from './cookies.ts'
+import { addressBucket } from '../security/networks.ts'
+import { textsOf } from '../pages/index.ts'
+import { metaOf } from '../security/request_meta.ts'
+import { type ThrottleRule, throttledAfter } from '../security/throttle.ts'
 import { randomToken, timingSafeEqual } from '../tokens/opaque.ts'
 import { normalizeUserCode } from '../tokens/user_code.ts'
 import { startDeviceInteraction } from './device.ts'

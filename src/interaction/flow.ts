@@ -4,17 +4,18 @@
  * session, starting an interaction (built-in pages or the host's hook), completing it, keeping the
  * session (single sign-on) and issuing the authorization code.
  */
-import { isSelfRegistered, selfRegistrationNotice } from '../client_record.ts'
+import { isSelfRegistered, selfRegistrationNotice } from '../clients/record.ts'
 import type { Context } from '../context.ts'
-import { browserCookieName, readCookie, setCookie } from '../cookies.ts'
-import { type ResponseMode, authorizationError, authorizationResponse, redirect } from '../authorization_response.ts'
-import { type Display, type RequestedClaims, approvedClaims, requestedClaimNames } from '../claims_request.ts'
-import { errorPage } from '../pages.ts'
-import { codeTtl } from '../profile.ts'
+import { browserCookieName, readCookie, setCookie } from './cookies.ts'
+import type { ResponseMode } from '../protocol/authorization_response.ts'
+import { authorizationError, authorizationResponse, redirect } from '../protocol/authorization_response.ts'
+import { type Display, type RequestedClaims, approvedClaims, requestedClaimNames } from '../protocol/claims_request.ts'
+import { errorPage } from '../pages/index.ts'
+import { codeTtl } from '../config/profile.ts'
 import type { ClientRecord, CodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
 import { randomToken } from '../tokens/opaque.ts'
-import type { RequestMeta } from '../events.ts'
-import { startBackchannelLogout } from './backchannel_logout.ts'
+import type { RequestMeta } from '../events/index.ts'
+import { startBackchannelLogout } from '../logout/backchannel.ts'
 import type { InteractionResult, LoginResult, PendingInteraction } from './types.ts'
 
 /** A validated authorization request. */
@@ -63,10 +64,9 @@ export interface Authentication {
 export const SESSION_GRANTS_MAX = 200
 
 /**
- * Ends a session: deletes it and revokes the grants started in it without `offline_access`
- * (their codes, refresh tokens and access tokens), as node-oidc-provider and OpenIddict do, then
- * starts the back-channel logout of its clients (in the background: see
- * src/interaction/backchannel_logout.ts). `meta` is the request's, for the delivery events.
+ * Ends a session: deletes it and revokes the grants started in it without `offline_access` (their codes, refresh tokens
+ * and access tokens), as node-oidc-provider and OpenIddict do, then starts the back-channel logout of its clients (in
+ * the background: see src/logout/backchannel.ts). `meta` is the request's, for the delivery events.
  */
 export async function endSession(session: SessionRecord, ctx: Context, meta?: RequestMeta): Promise<void> {
   await ctx.store.sessions.delete(session.id)

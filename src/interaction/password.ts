@@ -1,12 +1,12 @@
 /**
  * @module interaction/password
  * The built-in sign-in's password check, shared by the authorization interaction and the device
- * verification pages: throttled per username and address (src/throttle.ts) before the password is
+ * verification pages: throttled per username and address (src/security/throttle.ts) before the password is
  * verified, with the `signin.failed` / `signin.succeeded` events.
  */
 import type { Context } from '../context.ts'
-import { metaOf } from '../request_meta.ts'
-import { throttledAfter } from '../throttle.ts'
+import { metaOf } from '../security/request_meta.ts'
+import { throttledAfter } from '../security/throttle.ts'
 import type { Authentication } from './flow.ts'
 
 /** The outcome of a sign-in attempt: the authentication, or the message for the form. */

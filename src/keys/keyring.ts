@@ -8,7 +8,7 @@
  * therefore converge on the same one after their next reload.
  */
 import { type CryptoKey, type JWK, compactVerify, exportJWK, generateKeyPair, importJWK } from 'jose'
-import type { SigningAlg } from '../config.ts'
+import type { SigningAlg } from '../config/index.ts'
 import type { KeyRecord, Store } from '../storage/types.ts'
 import { type JwsSigner, type SignFunction, headerSegment, signCompact } from '../tokens/compact_jws.ts'
 import { randomToken } from '../tokens/opaque.ts'

@@ -12,7 +12,7 @@
 import { base64url, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose'
 import type { Endpoint } from '../context.ts'
 import { escapeHtml as e } from '../http.ts'
-import { type Theme, page } from '../pages.ts'
+import { type Theme, page } from '../pages/index.ts'
 import { randomToken, sha256 } from '../tokens/opaque.ts'
 
 /** What the demo client needs of the service. */

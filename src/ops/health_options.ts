@@ -3,7 +3,7 @@
  * The `health` option: the probe paths and the readiness time bound (see src/ops/health.ts for the
  * probes). Apart from the probes so the options schema does not depend on the service context.
  */
-import type { HealthOptions } from '../options.ts'
+import type { HealthOptions } from '../config/options.ts'
 import * as v from 'valibot'
 
 /** An absolute path on the host (not below the issuer): `/` and a path without query or fragment. */
@@ -22,7 +22,7 @@ export const HealthSchema = v.strictObject({
   readinessTimeout: v.optional(v.pipe(v.number(), v.minValue(0.01), v.maxValue(60)), 2),
 })
 export type { HealthOptions }
-// The public HealthOptions (src/options.ts) is written out; it must be what HealthSchema accepts.
+// The public HealthOptions (src/config/options.ts) is written out; it must be what HealthSchema accepts.
 const _healthMatches: [HealthOptions] extends [v.InferInput<typeof HealthSchema>]
   ? [v.InferInput<typeof HealthSchema>] extends [HealthOptions]
     ? true

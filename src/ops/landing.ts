@@ -6,7 +6,7 @@
  */
 import type { Endpoint } from '../context.ts'
 import { escapeHtml as e } from '../http.ts'
-import { type Theme, page } from '../pages.ts'
+import { type Theme, page } from '../pages/index.ts'
 
 export interface LandingInput {
   issuer: string

@@ -7,7 +7,7 @@
  * from a hook of your own).
  * @see https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format
  */
-import type { ClientAuthenticationFailure } from '../event_types.ts'
+import type { ClientAuthenticationFailure } from '../events/types.ts'
 
 export type { ClientAuthenticationFailure }
 

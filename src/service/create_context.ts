@@ -5,24 +5,24 @@
  * throttling. `createTokenService` (index.ts) serves it through the handler and the host API.
  */
 import { createClientKeySource } from '../client_auth/client_jwks.ts'
-import { type MetadataDocumentResolver, createMetadataDocumentResolver } from '../client_id_metadata_document.ts'
-import { type ClientRegistry, createClientRegistry } from '../clients.ts'
-import type { Config, Logger } from '../config.ts'
+import { type MetadataDocumentResolver, createMetadataDocumentResolver } from '../clients/metadata_document.ts'
+import { type ClientRegistry, createClientRegistry } from '../clients/index.ts'
+import type { Config, Logger } from '../config/index.ts'
 import { type Context, endpointUrls } from '../context.ts'
 import { createDpopNonces } from '../dpop/nonce.ts'
 import { dpopNonceSecret } from '../dpop/nonce_secret.ts'
-import { type Emitter, createEmitter, metricsObserver } from '../events.ts'
+import { type Emitter, createEmitter, metricsObserver } from '../events/index.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
 import { type Keyring, createKeyring } from '../keys/keyring.ts'
-import type { ScopeRegistry } from '../scopes.ts'
-import { createScopeRegistry } from '../scopes.ts'
-import { createVerificationCache } from '../secrets.ts'
+import type { ScopeRegistry } from '../protocol/scopes.ts'
+import { createScopeRegistry } from '../protocol/scopes.ts'
+import { createVerificationCache } from '../security/secrets.ts'
 import { createMemoryStore } from '../storage/memory.ts'
 import type { Store } from '../storage/types.ts'
-import { type Limiter, createExclusiveRunner, createRulesCache, storeLimiter } from '../throttle.ts'
+import { type Limiter, createExclusiveRunner, createRulesCache, storeLimiter } from '../security/throttle.ts'
 import { sha256 } from '../tokens/opaque.ts'
 import { createVerifiedTokenCache } from '../tokens/verified_cache.ts'
-import { createUserDirectory } from '../users.ts'
+import { createUserDirectory } from '../accounts/users.ts'
 
 const consoleLogger: Logger = {
   warn: (message, detail) => console.warn(`[gatehouse] ${message}`, detail ?? ''),

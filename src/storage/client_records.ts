@@ -18,7 +18,7 @@ export interface PublicJwkSet {
 
 /** A client secret, hashed at rest. */
 export interface SecretRecord {
-  /** Hash in the `pbkdf2-sha256$<iterations>$<salt>$<hash>` format (see `src/secrets.ts`). */
+  /** Hash in the `pbkdf2-sha256$<iterations>$<salt>$<hash>` format (see `src/security/secrets.ts`). */
   hash: string
   /** When the secret was added (epoch s). */
   createdAt: number

@@ -3,7 +3,7 @@
  * The storage contract every adapter (memory, PostgreSQL, Redis, …) implements. All state of the
  * service goes through it; one-time use and rotation are atomic here, not in the callers.
  */
-import type { RequestedClaims } from '../claims_request.ts'
+import type { RequestedClaims } from '../protocol/claims_request.ts'
 import type { ClientRecord } from './client_records.ts'
 
 export type {

@@ -8,7 +8,7 @@ import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
 import type { Keyring, SigningKey } from '../keys/keyring.ts'
 import { signJwt } from './compact_jws.ts'
 import { randomToken } from './opaque.ts'
-import type { TokenExchangeActor } from '../token_exchange/options.ts'
+import type { TokenExchangeActor } from '../grants/token_exchange_options.ts'
 
 /** Claims of an access token we issue. */
 export interface AccessTokenClaims extends JWTPayload {

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { parseConfigFile } from '../../src/config_file.ts'
+import { parseConfigFile } from '../../src/config/file.ts'
 import { SUITE_CLIENTS } from '../conformance/oidcc/suite.ts'
 
 const text = readFileSync(new URL('../../docs/certification.md', import.meta.url), 'utf8')

@@ -14,7 +14,7 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js'
-import type { ResourceServer } from '../../src/resource_server.ts'
+import type { ResourceServer } from '../../src/resource_server/index.ts'
 import { Browser } from './browser.ts'
 
 /** A fetch handler, as `service.fetch` and `serveNode` take it. */

@@ -8,7 +8,7 @@ import {
   TokenRequestError,
   createClientCredentialsSource,
 } from '../../src/client_credentials_source.ts'
-import { createResourceServer } from '../../src/resource_server.ts'
+import { createResourceServer } from '../../src/resource_server/index.ts'
 import { clock } from '../helpers/service.ts'
 import { type Gatehouse, WRITER, startGatehouse } from './gatehouse.ts'
 

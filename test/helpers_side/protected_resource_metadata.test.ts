@@ -17,7 +17,7 @@ import {
   type ResourceServerOptions,
   type VerifyResult,
   createResourceServer,
-} from '../../src/resource_server.ts'
+} from '../../src/resource_server/index.ts'
 import { type Gatehouse, startGatehouse } from './gatehouse.ts'
 
 const ISSUER = 'https://id.example.test'

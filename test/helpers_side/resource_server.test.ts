@@ -9,7 +9,7 @@ import {
   type VerifyResult,
   IssuerUnavailableError,
   createResourceServer,
-} from '../../src/resource_server.ts'
+} from '../../src/resource_server/index.ts'
 import { type Gatehouse, WRITER, startGatehouse } from './gatehouse.ts'
 
 const JWKS = '/.well-known/jwks.json'

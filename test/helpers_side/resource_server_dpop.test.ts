@@ -7,7 +7,7 @@
 import { type CryptoKey, type JWK, SignJWT, base64url, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ResourceServerOptions, type VerifyResult, createResourceServer } from '../../src/resource_server.ts'
+import { type ResourceServerOptions, type VerifyResult, createResourceServer } from '../../src/resource_server/index.ts'
 import { basic } from '../helpers/service.ts'
 import { type Gatehouse, startGatehouse } from './gatehouse.ts'
 

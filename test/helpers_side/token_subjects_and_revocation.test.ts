@@ -7,7 +7,7 @@
  */
 import { decodeJwt } from 'jose'
 import { describe, expect, it } from 'vitest'
-import { IssuerUnavailableError, createResourceServer } from '../../src/resource_server.ts'
+import { IssuerUnavailableError, createResourceServer } from '../../src/resource_server/index.ts'
 import { setup, signIn } from '../helpers/flow.ts'
 import { ISSUER, basic, form } from '../helpers/service.ts'
 

@@ -231,13 +231,13 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
     '#28 item 1 #29 the conformance tests that run on every store (double redemption, DPoP replays, registration caps, device code races, …) pass on SQLite under Node 22',
     () => {
       const files = [
-        'test/conformance/code_double_redemption.test.ts',
-        'test/conformance/dpop_shared_store.test.ts',
-        'test/conformance/permissions_at_use.test.ts',
-        'test/conformance/dynamic_registration_caps.test.ts',
-        'test/conformance/request_hygiene.test.ts',
-        'test/conformance/token_exchange_stores.test.ts',
-        'test/conformance/device_stores.test.ts',
+        'test/conformance/grants/code_double_redemption.test.ts',
+        'test/conformance/dpop/dpop_shared_store.test.ts',
+        'test/conformance/clients/permissions_at_use.test.ts',
+        'test/conformance/clients/dynamic_registration_caps.test.ts',
+        'test/conformance/endpoints/request_hygiene.test.ts',
+        'test/conformance/grants/token_exchange_stores.test.ts',
+        'test/conformance/grants/device_stores.test.ts',
       ]
       // Memory and SQLite only: PostgreSQL and Redis ran them already under this Node.
       const { DATABASE_URL: _d, REDIS_URL: _r, ...env } = process.env

@@ -4,8 +4,12 @@
  * bin/ and adapters/ and follows their relative imports: `import`, `import type`, `export … from`
  * and literal `import('./…')` (a lazy import is still a dependency).
  * #32: no function in src/ or adapters/ has more than 80 lines of its own.
+ *
+ * test/unit/ mirrors src/ (#32): the unit test of src/P/X.ts is test/unit/P/X.test.ts, a second file
+ * of tests on it test/unit/P/X.<topic>.test.ts, and the tests of a folder src/P/ as a whole (with or
+ * without an index.ts) test/unit/P/index.test.ts.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
@@ -15,6 +19,11 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const FOLDERS = ['src', 'bin', 'adapters']
 const MAX_LINES = 400
 const MAX_OWN_LINES = 80
+/** Unit tests of something outside src/ (test/unit/ paths), which so have no src/ file of their name. */
+const UNIT_TESTS_OUTSIDE_SRC = new Set([
+  'structure.test.ts', // the shape of src/, bin/ and adapters/ (this file)
+  'global_setup.test.ts', // test/global_setup.ts
+])
 
 /** Every `.ts` file below `folder`, as a path relative to the repository root. */
 function tsFiles(folder: string): string[] {
@@ -228,5 +237,44 @@ describe('#22 module structure of src/, bin/ and adapters/', () => {
       .filter((size) => size.own > MAX_OWN_LINES)
       .map((size) => `${size.where} ${size.name}: ${size.own} own lines`)
     expect(long, `functions over ${MAX_OWN_LINES} own lines:\n${long.join('\n')}`).toEqual([])
+  })
+})
+
+/**
+ * The src/ path a unit test's path names (test/unit/P/X[.topic].test.ts → src/P/X.ts or the folder
+ * src/P/X/; test/unit/P/index[.topic].test.ts → the folder src/P/), or undefined if there is none.
+ */
+function testedSource(testPath: string): string | undefined {
+  const folder = dirname(testPath)
+  const stem = (testPath.split('/').pop() as string).split('.')[0] as string
+  const base = folder === '.' ? join(ROOT, 'src', stem) : join(ROOT, 'src', folder, stem)
+  const candidates = [`${base}.ts`, base]
+  if (stem === 'index') candidates.push(dirname(base))
+  return candidates.find((candidate) => existsSync(candidate))
+}
+
+describe('#32 test/unit/ mirrors src/', () => {
+  const tests = readdirSync(join(ROOT, 'test/unit'), { recursive: true, encoding: 'utf8' })
+    .map((name) => name.split('\\').join('/'))
+    .filter((name) => name.endsWith('.test.ts'))
+    .sort()
+
+  it('#32 every unit test is named by the path of the src/ file or folder it tests', () => {
+    expect(tests.length).toBeGreaterThan(30)
+    const orphans = tests.filter((test) => !UNIT_TESTS_OUTSIDE_SRC.has(test) && testedSource(test) === undefined)
+    expect(orphans, `unit tests without a src/ file or folder of their path:\n${orphans.join('\n')}`).toEqual([])
+  })
+
+  it('#32 the path rule finds a file, a second file of tests, a folder, and refuses an unknown name', () => {
+    expect(testedSource('clients/cache.test.ts')).toBe(join(ROOT, 'src/clients/cache.ts'))
+    expect(testedSource('dpop/proof.nonce.test.ts')).toBe(join(ROOT, 'src/dpop/proof.ts'))
+    expect(testedSource('dpop/index.test.ts')).toBe(join(ROOT, 'src/dpop'))
+    expect(testedSource('http.test.ts')).toBe(join(ROOT, 'src/http.ts'))
+    expect(testedSource('clients_sync.test.ts')).toBeUndefined()
+    expect(testedSource('dpop/binding.test.ts')).toBeUndefined()
+  })
+
+  it('#32 the exceptions are still there (a stale exception is removed)', () => {
+    for (const test of UNIT_TESTS_OUTSIDE_SRC) expect(tests).toContain(test)
   })
 })

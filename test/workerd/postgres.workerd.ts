@@ -13,7 +13,7 @@ import { workerdSocket } from '../../adapters/workerd_socket.ts'
 import { StoreUnavailableError } from '../../src/errors.ts'
 import { createWorkerPostgresStore } from '../../src/storage/postgres_worker.ts'
 import { RequestScope } from '../../src/storage/request_scope.ts'
-import { chooseWorkerStore, openWorkerStore } from '../../src/worker_store.ts'
+import { chooseWorkerStore, openWorkerStore } from '../../src/worker/store.ts'
 import { codeRecord, describeStorageContract } from '../storage/contract.ts'
 import { TABLES, runSchema } from '../storage/sql_helpers.ts'
 

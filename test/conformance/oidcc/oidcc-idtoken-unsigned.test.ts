@@ -8,7 +8,7 @@
  */
 import { decodeProtectedHeader } from 'jose'
 import { describe, expect, it } from 'vitest'
-import { parseClientRegistration } from '../../../src/client_registration.ts'
+import { parseClientRegistration } from '../../../src/clients/registration.ts'
 import { CLIENT_AUTH_VARIANTS, SUITE_CLIENTS, codeFlow, createSuite } from './suite.ts'
 
 describe.each(CLIENT_AUTH_VARIANTS)('#30 oidcc-idtoken-unsigned ($method)', (client) => {

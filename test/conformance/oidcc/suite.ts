@@ -19,7 +19,7 @@
  * in for the clients' `backchannel_logout_uri`s (records each POST; answers per URL with a scripted
  * sequence of statuses, a hang until the sender's time-out, or a network failure), a service whose
  * `web` and `web2` clients registered URIs on it, and the logged-in browser of an end-user who used
- * both (test/conformance/backchannel_logout.test.ts uses them too).
+ * both (test/conformance/logout/backchannel_logout.test.ts uses them too).
  */
 import {
   type JWK,
@@ -33,7 +33,7 @@ import * as oauth from 'oauth4webapi'
 import type { AddressInfo } from 'node:net'
 import { expect, onTestFinished } from 'vitest'
 import { serveNode } from '../../../adapters/node.ts'
-import type { ClientRegistration } from '../../../src/config.ts'
+import type { ClientRegistration } from '../../../src/config/index.ts'
 import type { GatehouseEvent, TokenServiceOptions } from '../../../src/index.ts'
 import { Browser, type Page, unescapeHtml } from '../../helpers/browser.ts'
 import { setup, signIn } from '../../helpers/flow.ts'

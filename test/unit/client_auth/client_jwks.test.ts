@@ -10,7 +10,7 @@ import {
 } from '../../../src/client_auth/client_jwks.ts'
 import { OAuthError } from '../../../src/errors.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
-import { storeLimiter } from '../../../src/throttle.ts'
+import { storeLimiter } from '../../../src/security/throttle.ts'
 
 const NOW = 1_800_000_000
 const URI = 'https://client.example.test/jwks'

@@ -1,11 +1,11 @@
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import { authenticateClient, parseBasic, requirePermission } from '../../../src/client_auth/index.ts'
-import { createClientRegistry } from '../../../src/clients.ts'
+import { createClientRegistry } from '../../../src/clients/index.ts'
 import type { Context } from '../../../src/context.ts'
 import { OAuthError } from '../../../src/errors.ts'
 import { parseParams } from '../../../src/http.ts'
-import { createVerificationCache, hashSecret } from '../../../src/secrets.ts'
+import { createVerificationCache, hashSecret } from '../../../src/security/secrets.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
 import { ISSUER, basic, inProcess, makeService } from '../../helpers/service.ts'
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createHash } from 'node:crypto'
 import { nodeSecretDigest } from '../../../adapters/node.ts'
-import { createVerificationCache, hashSecret } from '../../../src/secrets.ts'
+import { createVerificationCache, hashSecret } from '../../../src/security/secrets.ts'
 import { createVerifiedTokenCache } from '../../../src/tokens/verified_cache.ts'
 import { basic, form, makeService } from '../../helpers/service.ts'
 

@@ -1,0 +1,99 @@
+/**
+ * @module config/file
+ * The JSON configuration file of `npm start` (`--config FILE` or `GATEHOUSE_CONFIG`): clients to
+ * register (plain-text secrets, hashed on load), built-in users, extra scopes and service settings.
+ */
+import * as v from 'valibot'
+import {
+  ClientRegistrationSchema,
+  OptionsSchema,
+  ScopeSchema,
+  UserSchema,
+  clientIdMetadataDocumentSettings,
+  formatIssues,
+  throttleSettings,
+} from './index.ts'
+import { strictObject } from './schema_issues.ts'
+
+const settings = OptionsSchema.entries
+
+/** Which store `npm start` uses (the environment may override it, see `bin/store.ts`). */
+export const StoreConfigSchema = v.variant('type', [
+  strictObject({ type: v.literal('memory') }),
+  strictObject({
+    type: v.literal('postgres'),
+    url: v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')),
+    schema: v.optional(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier'))),
+  }),
+  strictObject({
+    type: v.literal('redis'),
+    url: v.pipe(v.string(), v.regex(/^rediss?:\/\//, 'must be a redis:// URL')),
+    prefix: v.optional(v.pipe(v.string(), v.minLength(1))),
+  }),
+  strictObject({ type: v.literal('pglite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
+  // #28: the file gatehouse.db in dataDir (gatehouse/storage/sqlite: Node ≥ 22.5, Bun or Deno).
+  strictObject({ type: v.literal('sqlite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
+])
+export type StoreConfig = v.InferOutput<typeof StoreConfigSchema>
+
+/** The configuration file's schema. */
+export const ConfigFileSchema = strictObject({
+  $schema: v.optional(v.string()),
+  issuer: v.optional(settings.issuer),
+  store: v.optional(StoreConfigSchema),
+  clients: v.optional(v.array(ClientRegistrationSchema), []),
+  /** Delete stored clients the file does not list (default false: they may come from the API or CLI). */
+  pruneClients: v.optional(v.boolean(), false),
+  users: v.optional(v.array(UserSchema), []),
+  scopes: v.optional(v.array(ScopeSchema), []),
+  accessTokenTtl: settings.accessTokenTtl,
+  authorizationCodeTtl: settings.authorizationCodeTtl,
+  idTokenTtl: settings.idTokenTtl,
+  refreshTokenTtl: settings.refreshTokenTtl,
+  refreshTokenFamilyTtl: settings.refreshTokenFamilyTtl,
+  sessionTtl: settings.sessionTtl,
+  interactionTtl: settings.interactionTtl,
+  deviceCodeTtl: settings.deviceCodeTtl,
+  deviceCodeInterval: settings.deviceCodeInterval,
+  accessTokenSigningAlg: settings.accessTokenSigningAlg,
+  idTokenSigningAlg: settings.idTokenSigningAlg,
+  keyRotationInterval: settings.keyRotationInterval,
+  keyPublishAhead: settings.keyPublishAhead,
+  requireOfflineAccess: settings.requireOfflineAccess,
+  idTokenClaims: settings.idTokenClaims,
+  idTokenIncludesClaims: settings.idTokenIncludesClaims,
+  secretHashIterations: settings.secretHashIterations,
+  secretHashMaxIterations: settings.secretHashMaxIterations,
+  limits: settings.limits,
+  theme: settings.theme,
+  dynamicClientRegistration: settings.dynamicClientRegistration,
+  throttle: v.optional(v.union([v.literal(false), strictObject(throttleSettings)]), {}),
+  clientIdMetadataDocuments: v.optional(strictObject(clientIdMetadataDocumentSettings)),
+  // #21: pushed authorization requests, DPoP and the FAPI 2.0 profile
+  requirePushedAuthorizationRequests: settings.requirePushedAuthorizationRequests,
+  parTtl: settings.parTtl,
+  dpop: settings.dpop,
+  profile: settings.profile,
+})
+export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
+
+/** Parses the file's text; throws a TypeError naming the file and every bad field. */
+export function parseConfigFile(text: string, source = 'configuration file'): ConfigFile {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (err) {
+    throw new TypeError(`${source}: not valid JSON (${(err as Error).message})`)
+  }
+  const result = v.safeParse(ConfigFileSchema, json)
+  if (!result.success) throw new TypeError(`${source}: invalid configuration\n${formatIssues(result.issues)}`)
+  const ids = new Set<string>()
+  for (const client of result.output.clients) {
+    if (ids.has(client.clientId))
+      throw new TypeError(
+        `${source}: invalid configuration\nclients: clientId ${JSON.stringify(client.clientId)} appears twice`,
+      )
+    ids.add(client.clientId)
+  }
+  return result.output
+}

@@ -1,0 +1,502 @@
+/**
+ * #29 token exchange (RFC 8693) through oauth4webapi's generic grant: an agent (a confidential
+ * client holding `gt:urn:ietf:params:oauth:grant-type:token-exchange`) trades a user's access token
+ * or ID token for an access token about the user that names the agent as its actor (`act`).
+ */
+import { decodeJwt } from 'jose'
+import * as oauth from 'oauth4webapi'
+import { describe, expect, it } from 'vitest'
+import type { ClientRegistration } from '../../../src/config/index.ts'
+import type { GatehouseEvent } from '../../../src/events/index.ts'
+import type { TokenExchangeRequest } from '../../../src/index.ts'
+import { Browser } from '../../helpers/browser.ts'
+import { setup, signIn } from '../../helpers/flow.ts'
+import { ISSUER, RU, basic, form } from '../../helpers/service.ts'
+import { dpopKey } from '../dpop/dpop_fixtures.ts'
+
+const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange'
+const AT = 'urn:ietf:params:oauth:token-type:access_token'
+const IDT = 'urn:ietf:params:oauth:token-type:id_token'
+const MAIL = 'https://mail.example.test/'
+const CAL = 'https://calendar.example.test/'
+const SCOPES = [
+  { name: 'mail.read', audience: MAIL },
+  { name: 'calendar.read', audience: CAL },
+]
+
+/** The app the user signs in to: its tokens are the subject tokens. */
+const APP: ClientRegistration = {
+  clientId: 'app',
+  clientSecret: 'app-secret',
+  permissions: [
+    'ept:authorization',
+    'ept:token',
+    'ept:revocation',
+    'gt:authorization_code',
+    'gt:refresh_token',
+    'rst:code',
+    'scp:openid',
+    'scp:profile',
+    'scp:api1',
+    'scp:mail.read',
+    'scp:calendar.read',
+  ],
+  redirectUris: [RU],
+}
+const EXCHANGE = 'gt:urn:ietf:params:oauth:grant-type:token-exchange'
+/** The agent: may exchange for api1 and mail.read (not calendar.read, not profile). */
+const AGENT: ClientRegistration = {
+  clientId: 'agent',
+  clientSecret: 'agent-secret',
+  permissions: ['ept:token', 'ept:introspection', EXCHANGE, 'scp:openid', 'scp:api1', 'scp:mail.read'],
+}
+/** A second agent, downstream of the first (nested delegation). */
+const AGENT2: ClientRegistration = {
+  clientId: 'agent2',
+  clientSecret: 'agent2-secret',
+  permissions: ['ept:token', 'ept:introspection', EXCHANGE, 'scp:mail.read'],
+}
+/** Holds the scopes but not the grant. */
+const NO_EXCHANGE: ClientRegistration = {
+  clientId: 'plain',
+  clientSecret: 'plain-secret',
+  permissions: ['ept:token', 'scp:api1', 'scp:mail.read'],
+}
+
+const USER_SCOPE = 'openid profile api1 mail.read'
+
+async function start(options: Parameters<typeof setup>[0] = {}) {
+  const ctx = await setup({ scopes: SCOPES, ...options })
+  for (const client of [APP, AGENT, AGENT2, NO_EXCHANGE]) await ctx.service.clients.ensure(client)
+  const user = await signIn(ctx, {
+    client: { client_id: 'app' },
+    auth: oauth.ClientSecretBasic('app-secret'),
+    scope: USER_SCOPE,
+  })
+  return { ...ctx, user: user.result }
+}
+type Ctx = Awaited<ReturnType<typeof start>>
+
+/** The exchange as `clientId` through oauth4webapi; the raw response. */
+function exchangeRequest(
+  ctx: Ctx,
+  parameters: Record<string, string> | string[][],
+  clientId = 'agent',
+  options: { DPoP?: oauth.DPoPHandle } = {},
+): Promise<Response> {
+  const auth = oauth.ClientSecretBasic(`${clientId}-secret`)
+  return oauth.genericTokenEndpointRequest(ctx.as, { client_id: clientId }, auth, GRANT, parameters, {
+    ...ctx.opts,
+    ...options,
+  })
+}
+
+/** A successful exchange, processed by oauth4webapi; the response body and the token's claims. */
+async function exchange(
+  ctx: Ctx,
+  parameters: Record<string, string> | string[][],
+  clientId = 'agent',
+  options: { DPoP?: oauth.DPoPHandle } = {},
+) {
+  const response = await exchangeRequest(ctx, parameters, clientId, options)
+  const raw = (await response.clone().json()) as Record<string, unknown>
+  const result = await oauth.processGenericTokenEndpointResponse(ctx.as, { client_id: clientId }, response)
+  return { raw, result, claims: decodeJwt(result.access_token) }
+}
+
+/** An exchange that must fail with `error` (status 400 unless told). */
+async function refused(
+  ctx: Ctx,
+  parameters: Record<string, string> | string[][],
+  error: string,
+  clientId = 'agent',
+  status = 400,
+) {
+  const response = await exchangeRequest(ctx, parameters, clientId)
+  await expect(
+    oauth.processGenericTokenEndpointResponse(ctx.as, { client_id: clientId }, response),
+  ).rejects.toMatchObject({ error, status })
+}
+
+function subject(ctx: Ctx): Record<string, string> {
+  return { subject_token: ctx.user.access_token, subject_token_type: AT }
+}
+
+/** Introspects `token` as `agent`. */
+async function introspect(ctx: Ctx, token: string, clientId = 'agent') {
+  const response = await oauth.introspectionRequest(
+    ctx.as,
+    { client_id: clientId },
+    oauth.ClientSecretBasic(`${clientId}-secret`),
+    token,
+    ctx.opts,
+  )
+  return oauth.processIntrospectionResponse(ctx.as, { client_id: clientId }, response)
+}
+
+describe('#29 token exchange (RFC 8693)', () => {
+  it('#29 token exchange: discovery lists the grant type in both documents', async () => {
+    const ctx = await start()
+    expect(ctx.as.grant_types_supported).toContain(GRANT)
+    const oauthDoc = await ctx.service.fetch(new Request(`${ISSUER}/.well-known/oauth-authorization-server`))
+    expect(((await oauthDoc.json()) as { grant_types_supported: string[] }).grant_types_supported).toContain(GRANT)
+  })
+
+  it('#29 token exchange: sub of the subject, client_id and act of the agent, issued_token_type, no refresh token', async () => {
+    const ctx = await start()
+    const { raw, result, claims } = await exchange(ctx, subject(ctx))
+    expect(Object.keys(raw).sort()).toEqual(['access_token', 'expires_in', 'issued_token_type', 'scope', 'token_type'])
+    expect(raw).toMatchObject({ issued_token_type: AT, token_type: 'Bearer', expires_in: 3600 })
+    expect(result.refresh_token).toBeUndefined()
+    // openid is in the subject's scope and the agent's; profile is not the agent's: left out.
+    expect((raw.scope as string).split(' ').sort()).toEqual(['api1', 'mail.read', 'openid'])
+    const user = decodeJwt(ctx.user.access_token)
+    expect(claims).toMatchObject({ iss: ISSUER, sub: 'user-1', client_id: 'agent', act: { sub: 'agent' } })
+    expect(claims.gid).toBe(user.gid)
+    expect(claims.auth_time).toBe(user.auth_time)
+    expect(claims.cnf).toBeUndefined()
+  })
+
+  it('#29 token exchange: an exchanged token exchanged again nests act (the chain of delegation is kept)', async () => {
+    const ctx = await start()
+    const first = await exchange(ctx, { ...subject(ctx), scope: 'mail.read' })
+    const second = await exchange(
+      ctx,
+      { subject_token: first.result.access_token, subject_token_type: AT, scope: 'mail.read' },
+      'agent2',
+    )
+    expect(second.claims).toMatchObject({
+      sub: 'user-1',
+      client_id: 'agent2',
+      act: { sub: 'agent2', act: { sub: 'agent' } },
+    })
+    const third = await exchange(ctx, { subject_token: second.result.access_token, subject_token_type: AT })
+    expect(third.claims.act).toEqual({ sub: 'agent', act: { sub: 'agent2', act: { sub: 'agent' } } })
+  })
+
+  it('#29 token exchange: with an actor token act names its sub (access token or ID token)', async () => {
+    const ctx = await start()
+    const cc = await oauth.clientCredentialsGrantRequest(
+      ctx.as,
+      { client_id: 'service' },
+      oauth.ClientSecretBasic('service-secret'),
+      { scope: 'api1' },
+      ctx.opts,
+    )
+    const actorToken = (await oauth.processClientCredentialsResponse(ctx.as, { client_id: 'service' }, cc)).access_token
+    const withAccessToken = await exchange(ctx, { ...subject(ctx), actor_token: actorToken, actor_token_type: AT })
+    expect(withAccessToken.claims).toMatchObject({ sub: 'user-1', client_id: 'agent', act: { sub: 'service' } })
+    // Bob signs in on another browser (a new sign-in on Alice's would end her session and grant).
+    const bob = await signIn(
+      { ...ctx, browser: new Browser(ctx.service.fetch) },
+      {
+        client: { client_id: 'app' },
+        auth: oauth.ClientSecretBasic('app-secret'),
+        scope: 'openid',
+        credentials: { username: 'bob', password: 'bob-password' },
+      },
+    )
+    const withIdToken = await exchange(ctx, {
+      ...subject(ctx),
+      actor_token: bob.result.id_token as string,
+      actor_token_type: IDT,
+    })
+    expect(withIdToken.claims.act).toEqual({ sub: 'user-2' })
+  })
+
+  it('#29 token exchange: scope narrows to the requested subset; outside the subject or the client is invalid_scope', async () => {
+    const ctx = await start()
+    const { raw, claims } = await exchange(ctx, { ...subject(ctx), scope: 'mail.read' })
+    expect(raw.scope).toBe('mail.read')
+    expect(claims.scope).toBe('mail.read')
+    expect(claims.aud).toBe(MAIL)
+    // calendar.read: the app may have it, the user token has not.
+    await refused(ctx, { ...subject(ctx), scope: 'calendar.read' }, 'invalid_scope')
+    // profile: in the user token, but not one of the agent's scp: permissions.
+    await refused(ctx, { ...subject(ctx), scope: 'profile' }, 'invalid_scope')
+    await refused(ctx, { ...subject(ctx), scope: 'offline_access' }, 'invalid_scope')
+    await refused(ctx, { ...subject(ctx), scope: 'nonexistent' }, 'invalid_scope')
+  })
+
+  it('#29 token exchange: resource and audience narrow aud and scope; a target the client may not use is invalid_target', async () => {
+    const ctx = await start()
+    const byResource = await exchange(ctx, { ...subject(ctx), resource: MAIL })
+    expect(byResource.claims).toMatchObject({ aud: MAIL, scope: 'mail.read', act: { sub: 'agent' } })
+    // audience is a logical name (RFC 8693 §2.1): api1's audience is `api1`.
+    const byAudience = await exchange(ctx, { ...subject(ctx), audience: 'api1' })
+    expect(byAudience.claims).toMatchObject({ aud: 'api1', scope: 'api1' })
+    const both = await exchange(ctx, [
+      ['subject_token', ctx.user.access_token],
+      ['subject_token_type', AT],
+      ['audience', 'api1'],
+      ['audience', MAIL],
+    ])
+    expect(both.claims.aud).toEqual(['api1', MAIL])
+    expect((both.claims.scope as string).split(' ').sort()).toEqual(['api1', 'mail.read'])
+    // The agent may not target the calendar; nobody may target an unknown audience.
+    await refused(ctx, { ...subject(ctx), resource: CAL }, 'invalid_target')
+    await refused(ctx, { ...subject(ctx), audience: CAL }, 'invalid_target')
+    await refused(ctx, { ...subject(ctx), audience: 'elsewhere' }, 'invalid_target')
+    await refused(ctx, { ...subject(ctx), resource: 'not a uri' }, 'invalid_target')
+    // A resource the client may target but for which the granted scope holds nothing.
+    await refused(ctx, { ...subject(ctx), scope: 'api1', resource: MAIL }, 'invalid_target')
+  })
+
+  it('#29 token exchange: invalid_request for a missing, unknown, expired or revoked subject or actor token and unsupported types', async () => {
+    const ctx = await start()
+    const good = subject(ctx)
+    await refused(ctx, { subject_token_type: AT }, 'invalid_request')
+    await refused(ctx, { subject_token: good.subject_token as string }, 'invalid_request')
+    await refused(ctx, { subject_token: 'not-a-token', subject_token_type: AT }, 'invalid_request')
+    await refused(
+      ctx,
+      { ...good, subject_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' },
+      'invalid_request',
+    )
+    await refused(ctx, { ...good, subject_token_type: 'urn:ietf:params:oauth:token-type:saml2' }, 'invalid_request')
+    // An access token presented as an ID token (and the reverse) does not verify.
+    await refused(ctx, { ...good, subject_token_type: IDT }, 'invalid_request')
+    await refused(ctx, { subject_token: ctx.user.id_token as string, subject_token_type: AT }, 'invalid_request')
+    await refused(
+      ctx,
+      { ...good, requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' },
+      'invalid_request',
+    )
+    await refused(ctx, { ...good, requested_token_type: IDT }, 'invalid_request')
+    await refused(ctx, { ...good, actor_token: 'not-a-token', actor_token_type: AT }, 'invalid_request')
+    await refused(ctx, { ...good, actor_token: ctx.user.access_token }, 'invalid_request')
+    await refused(ctx, { ...good, actor_token_type: AT }, 'invalid_request')
+    // An explicit requested_token_type of access_token is fine.
+    await exchange(ctx, { ...good, requested_token_type: AT })
+    // Revoked subject token (its jti denylisted by the revocation endpoint).
+    const revoke = await oauth.revocationRequest(
+      ctx.as,
+      { client_id: 'app' },
+      oauth.ClientSecretBasic('app-secret'),
+      ctx.user.access_token,
+      ctx.opts,
+    )
+    await oauth.processRevocationResponse(revoke)
+    await refused(ctx, good, 'invalid_request')
+  })
+
+  it('#29 token exchange: an expired subject token (access or ID token) is invalid_request', async () => {
+    const ctx = await start()
+    ctx.clock.advance(3600)
+    await refused(ctx, subject(ctx), 'invalid_request')
+    await refused(ctx, { subject_token: ctx.user.id_token as string, subject_token_type: IDT }, 'invalid_request')
+  })
+
+  it('#29 token exchange: a revoked actor token is invalid_request', async () => {
+    const ctx = await start()
+    const actor = await exchange(ctx, { ...subject(ctx), scope: 'api1' })
+    const response = await ctx.service.fetch(
+      form(
+        ctx.as.revocation_endpoint as string,
+        { token: ctx.user.access_token },
+        { authorization: basic('app', 'app-secret') },
+      ),
+    )
+    expect(response.status).toBe(200)
+    // The user token's jti is revoked: as actor token it is refused (the exchanged subject is not).
+    await refused(
+      ctx,
+      {
+        subject_token: actor.result.access_token,
+        subject_token_type: AT,
+        actor_token: ctx.user.access_token,
+        actor_token_type: AT,
+      },
+      'invalid_request',
+    )
+  })
+
+  it('#29 token exchange: a client without the permission is unauthorized_client; a public client cannot hold it', async () => {
+    const ctx = await start()
+    await refused(ctx, subject(ctx), 'unauthorized_client', 'plain')
+    await expect(
+      ctx.service.clients.ensure({ clientId: 'public-agent', permissions: ['ept:token', EXCHANGE, 'scp:api1'] }),
+    ).rejects.toThrow(/public client cannot use token exchange/)
+    // The grant refuses public clients (client_id only) as client_credentials does.
+    await ctx.service.clients.ensure({ clientId: 'spa-like', permissions: ['ept:token', 'scp:api1'] })
+    const response = await ctx.service.fetch(
+      form(ctx.as.token_endpoint as string, { grant_type: GRANT, client_id: 'spa-like', ...subject(ctx) }),
+    )
+    expect(response.status).toBe(401)
+    expect(await response.json()).toMatchObject({ error: 'invalid_client' })
+  })
+
+  it('#29 token exchange: failed client authentications are throttled as at every grant', async () => {
+    const ctx = await start()
+    const attempt = (secret: string) =>
+      ctx.service.fetch(
+        form(
+          ctx.as.token_endpoint as string,
+          { grant_type: GRANT, ...subject(ctx) },
+          { authorization: basic('agent', secret) },
+        ),
+        { address: '203.0.113.7' },
+      )
+    for (let i = 0; i < 10; i++) expect((await attempt(`guess-${i}`)).status).toBe(401)
+    const throttled = await attempt('agent-secret')
+    expect(throttled.status).toBe(429)
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0)
+  })
+
+  it('#29 token exchange: an ID token of this issuer as subject token', async () => {
+    const ctx = await start()
+    const { raw, claims } = await exchange(ctx, {
+      subject_token: ctx.user.id_token as string,
+      subject_token_type: IDT,
+      scope: 'mail.read',
+    })
+    expect(raw.issued_token_type).toBe(AT)
+    expect(claims).toMatchObject({
+      sub: 'user-1',
+      client_id: 'agent',
+      aud: MAIL,
+      scope: 'mail.read',
+      act: { sub: 'agent' },
+    })
+    expect(claims.gid).toBeUndefined()
+    // An ID token has no scope: the agent's own scopes bound it.
+    await refused(
+      ctx,
+      { subject_token: ctx.user.id_token as string, subject_token_type: IDT, scope: 'calendar.read' },
+      'invalid_scope',
+    )
+  })
+
+  it('#29 token exchange: the new token never outlives the subject token', async () => {
+    const ctx = await start()
+    const userExp = decodeJwt(ctx.user.access_token).exp as number
+    ctx.clock.advance(3000)
+    const { raw, claims } = await exchange(ctx, subject(ctx))
+    expect(raw.expires_in).toBe(600)
+    expect(claims.exp).toBe(userExp)
+    const short = await exchange(ctx, { ...subject(ctx), scope: 'api1' })
+    ctx.clock.advance(500)
+    const capped = await exchange(ctx, { subject_token: short.result.access_token, subject_token_type: AT })
+    expect(capped.raw.expires_in).toBe(100)
+  })
+
+  it('#29 token exchange: with a DPoP proof the token is DPoP-bound (token_type DPoP, cnf.jkt)', async () => {
+    const time = Math.floor(Date.now() / 1000)
+    const ctx = await start({ now: () => time })
+    const key = await dpopKey()
+    const { raw, claims } = await exchange(ctx, subject(ctx), 'agent', { DPoP: oauth.DPoP({}, key.keyPair) })
+    expect(raw.token_type).toBe('DPoP')
+    expect(claims.cnf).toEqual({ jkt: key.jkt })
+    expect(claims.act).toEqual({ sub: 'agent' })
+  })
+
+  it('#29 token exchange: a DPoP-bound subject token is exchanged only with a proof of its own key (RFC 9449 §6.1), and stays bound to it', async () => {
+    const time = Math.floor(Date.now() / 1000)
+    const ctx = await start({ now: () => time })
+    const key = await dpopKey()
+    const other = await dpopKey()
+    const bound = await exchange(ctx, subject(ctx), 'agent', { DPoP: oauth.DPoP({}, key.keyPair) })
+    const again = { subject_token: bound.result.access_token, subject_token_type: AT }
+    // Without a proof, the stolen bound token would come back as a bearer token.
+    await refused(ctx, again, 'invalid_request', 'agent2')
+    const wrongKey = await exchangeRequest(ctx, again, 'agent2', { DPoP: oauth.DPoP({}, other.keyPair) })
+    expect(wrongKey.status).toBe(400)
+    expect(await wrongKey.json()).toMatchObject({ error: 'invalid_request' })
+    const { raw, claims } = await exchange(ctx, again, 'agent2', { DPoP: oauth.DPoP({}, key.keyPair) })
+    expect(raw.token_type).toBe('DPoP')
+    expect(claims.cnf).toEqual({ jkt: key.jkt })
+  })
+
+  it('#29 token exchange: introspection of the new token shows act', async () => {
+    const ctx = await start()
+    const first = await exchange(ctx, { ...subject(ctx), scope: 'mail.read' })
+    const second = await exchange(ctx, { subject_token: first.result.access_token, subject_token_type: AT }, 'agent2')
+    const answer = await introspect(ctx, first.result.access_token)
+    expect(answer).toMatchObject({ active: true, sub: 'user-1', client_id: 'agent', act: { sub: 'agent' } })
+    const nested = await introspect(ctx, second.result.access_token, 'agent2')
+    expect(nested).toMatchObject({ active: true, act: { sub: 'agent2', act: { sub: 'agent' } } })
+  })
+
+  it("#29 token exchange: revoking the subject token's grant makes the exchanged tokens inactive", async () => {
+    const ctx = await start()
+    const first = await exchange(ctx, { ...subject(ctx), scope: 'mail.read' })
+    const second = await exchange(ctx, { subject_token: first.result.access_token, subject_token_type: AT }, 'agent2')
+    expect((await introspect(ctx, first.result.access_token)).active).toBe(true)
+    // Revoking the app's refresh token revokes its whole grant (RFC 7009 §2.1).
+    const response = await ctx.service.fetch(
+      form(
+        ctx.as.revocation_endpoint as string,
+        { token: ctx.user.refresh_token as string, token_type_hint: 'refresh_token' },
+        { authorization: basic('app', 'app-secret') },
+      ),
+    )
+    expect(response.status).toBe(200)
+    expect(await introspect(ctx, first.result.access_token)).toEqual({ active: false })
+    expect(await introspect(ctx, second.result.access_token, 'agent2')).toEqual({ active: false })
+    await refused(
+      ctx,
+      { subject_token: first.result.access_token, subject_token_type: AT },
+      'invalid_request',
+      'agent2',
+    )
+  })
+
+  it('#29 token exchange: the tokenExchange.authorize hook sees the exchange, may refuse it (invalid_request) or narrow it', async () => {
+    const seen: TokenExchangeRequest[] = []
+    const ctx = await start({
+      tokenExchange: {
+        authorize(request) {
+          seen.push(request)
+          if (request.clientId === 'agent2') return false
+          if (request.scope.includes('mail.read')) return { scope: ['mail.read', 'calendar.read'], audience: [MAIL] }
+          return true
+        },
+      },
+    })
+    const narrowed = await exchange(ctx, subject(ctx))
+    expect(narrowed.claims).toMatchObject({ aud: MAIL, scope: 'mail.read' })
+    expect(narrowed.raw.scope).toBe('mail.read')
+    expect(seen[0]).toMatchObject({
+      clientId: 'agent',
+      subject: { sub: 'user-1', tokenType: 'access_token', clientId: 'app', scope: USER_SCOPE.split(' ') },
+      act: { sub: 'agent' },
+      audience: ['api1', MAIL],
+    })
+    expect(seen[0]?.scope.sort()).toEqual(['api1', 'mail.read', 'openid'])
+    const untouched = await exchange(ctx, { ...subject(ctx), scope: 'api1' })
+    expect(untouched.claims).toMatchObject({ aud: 'api1', scope: 'api1' })
+    await refused(ctx, { ...subject(ctx), scope: 'mail.read' }, 'invalid_request', 'agent2')
+    await expect(setup({ tokenExchange: { authorize: 'yes' as never } })).rejects.toThrow(
+      /tokenExchange\.authorize: must be a function/,
+    )
+  })
+
+  it('#29 token exchange: a hook narrowing the audience to nothing is invalid_target', async () => {
+    const ctx = await start({ tokenExchange: { authorize: () => ({ audience: ['https://other.example.test/'] }) } })
+    await refused(ctx, subject(ctx), 'invalid_target')
+  })
+
+  it('#29 token exchange: a hook leaving no scope for the audience it keeps is invalid_scope', async () => {
+    const ctx = await start({ tokenExchange: { authorize: () => ({ scope: ['mail.read'], audience: ['api1'] }) } })
+    await refused(ctx, subject(ctx), 'invalid_scope')
+  })
+
+  it('#29 token exchange: every exchange is an audit event naming subject, actor and client', async () => {
+    const events: GatehouseEvent[] = []
+    const ctx = await start({ onEvent: (event) => void events.push(event) })
+    const { claims } = await exchange(ctx, { ...subject(ctx), scope: 'api1' })
+    const exchanged = events.filter((event) => event.type === 'token.exchanged')
+    expect(exchanged).toEqual([
+      expect.objectContaining({
+        type: 'token.exchanged',
+        clientId: 'agent',
+        sub: 'user-1',
+        actor: 'agent',
+        subjectTokenType: 'access_token',
+        grantId: decodeJwt(ctx.user.access_token).gid,
+        jti: claims.jti,
+        scope: 'api1',
+      }),
+    ])
+  })
+})
