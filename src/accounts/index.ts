@@ -5,7 +5,7 @@
  * schema of a built-in user of the sign-in page (option and configuration file `users`).
  */
 import * as v from 'valibot'
-import { strictObject } from '../config/schema_issues.ts'
+import { strictObject } from '../schema_issues.ts'
 
 /** What an account lookup is for: the claims that may be released from its answer. */
 export interface AccountRequest {

@@ -3,7 +3,7 @@
  * Permission strings carried by client registrations (OpenIddict's scheme): endpoint (`ept:`),
  * grant type (`gt:`), response type (`rst:`) and scope (`scp:`) permissions.
  */
-import { closest } from '../config/schema_issues.ts'
+import { closest } from '../schema_issues.ts'
 
 /** Named permission constants. */
 export const Permissions = {

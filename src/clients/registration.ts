@@ -9,7 +9,7 @@ import { REGISTRATION_DEFAULTS } from '../config/defaults.ts'
 import { isCidr, isLoopback } from '../security/networks.ts'
 import { SIGNING_ALGS } from '../keys/algorithms.ts'
 import { FIXED_PERMISSIONS, Permissions, unknownPermissionMessage } from './permissions.ts'
-import { formatIssues, strictObject, withoutInputs } from '../config/schema_issues.ts'
+import { formatIssues, strictObject, withoutInputs } from '../schema_issues.ts'
 
 /** JWK members that only a private (or symmetric) key has. */
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']

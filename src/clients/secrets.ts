@@ -6,7 +6,7 @@
  */
 import { base64url } from 'jose'
 import * as v from 'valibot'
-import { formatIssues, withoutInputs } from '../config/schema_issues.ts'
+import { formatIssues, withoutInputs } from '../schema_issues.ts'
 import { hashSecret, isSecretHash, verifySecret } from '../security/secrets.ts'
 import { secretId } from './record.ts'
 import type { ClientRecord, SecretRecord } from '../storage/types.ts'

@@ -13,7 +13,7 @@ import {
   formatIssues,
   throttleSettings,
 } from './index.ts'
-import { strictObject } from './schema_issues.ts'
+import { strictObject } from '../schema_issues.ts'
 
 const settings = OptionsSchema.entries
 

@@ -26,7 +26,7 @@ import {
   type ScopeSchema,
   type UserSchema,
 } from './schema.ts'
-import { formatIssues, withoutInputs } from './schema_issues.ts'
+import { formatIssues, withoutInputs } from '../schema_issues.ts'
 
 export {
   ClientRegistrationSchema,
@@ -48,7 +48,7 @@ export {
   throttleSettings,
 } from './schema.ts'
 export { isLoopback } from '../security/networks.ts'
-export { formatIssues, withoutInputs } from './schema_issues.ts'
+export { formatIssues, withoutInputs } from '../schema_issues.ts'
 export type { AccountProvider, ClientRegistration, Logger, ScopeConfig, TokenServiceOptions, UserConfig }
 
 /** True when A and B accept the same values (each assignable to the other). */

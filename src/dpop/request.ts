@@ -7,7 +7,7 @@
 import type { Config } from '../config/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import { FAPI2_ALGORITHMS, isFapi2, requiresDpop } from '../config/profile.ts'
+import { FAPI2_ALGORITHMS, isFapi2, requiresDpop } from '../protocol/profile.ts'
 import type { ClientRecord } from '../storage/types.ts'
 import { timingSafeEqual } from '../tokens/opaque.ts'
 import { DEFAULT_DPOP_ALGORITHMS, type DpopProof, verifyDpopProof } from './proof.ts'

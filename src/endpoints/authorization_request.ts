@@ -37,7 +37,7 @@ import {
   profileRefusal,
   requiresPkce,
   requiresPushedRequests,
-} from '../config/profile.ts'
+} from '../protocol/profile.ts'
 import {
   RESOURCE_PARAMETERS,
   defaultScopesForResources,

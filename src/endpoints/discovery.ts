@@ -8,7 +8,7 @@ import { json } from '../http.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
 import { ASSERTION_ALGORITHMS } from '../client_auth/client_assertion.ts'
 import { dpopAlgorithms } from '../dpop/request.ts'
-import { FAPI2_ALGORITHMS, allowsResponseMode, isFapi2 } from '../config/profile.ts'
+import { FAPI2_ALGORITHMS, allowsResponseMode, isFapi2 } from '../protocol/profile.ts'
 import { RESPONSE_MODES } from '../protocol/authorization_response.ts'
 
 const SECRET_METHODS = ['client_secret_basic', 'client_secret_post']

@@ -5,7 +5,7 @@
  */
 import * as v from 'valibot'
 import { OAuthError } from '../errors.ts'
-import { strictObject } from '../config/schema_issues.ts'
+import { strictObject } from '../schema_issues.ts'
 
 /** RFC 8693 §3: the token types a subject or actor token may have (and the one issued). */
 export const TokenTypes = {

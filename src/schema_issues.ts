@@ -1,5 +1,5 @@
 /**
- * @module config/schema_issues
+ * @module schema_issues
  * Valibot issues as the TypeErrors of bad options, registrations and configuration files show
  * them: `path: message` lines, and a cause that never carries the rejected input.
  */
