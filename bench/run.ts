@@ -489,7 +489,11 @@ const withBase = (ids: string[]): string[] => (benchBase ? [...ids, ...ids.map((
 
 const onlyServers = listFlag('--only')
 const onlyScenarios = listFlag('--scenario')
-const servers = SERVERS.filter((s) => !onlyServers || onlyServers.includes(s.id))
+// In the order --only names them, so a Gatehouse row and its ceiling can run back to back: this
+// machine's speed drifts over minutes (#31), and adjacent cells share the same state of it.
+const servers = onlyServers
+  ? onlyServers.flatMap((id) => SERVERS.filter((s) => s.id === id))
+  : SERVERS
 const scenarios = SCENARIOS.filter((s) => !onlyScenarios || onlyScenarios.includes(s.id))
 
 // ---------------------------------------------------------------------------------------------
