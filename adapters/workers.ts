@@ -12,7 +12,7 @@
  */
 import type { TokenServiceOptions } from '../src/index.ts'
 import { type WorkerHandlers, type WorkerOptions, createWorkerHandlers } from '../src/worker/index.ts'
-import { chooseWorkerStore, openWorkerStore } from '../src/worker/store.ts'
+import { chooseWorkerStore, openWorkerStore } from '../src/worker/index.ts'
 import type { Store } from '../src/storage/types.ts'
 
 /**

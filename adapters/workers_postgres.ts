@@ -25,7 +25,7 @@ import { createWorkerPostgresStore } from '../src/storage/postgres_worker.ts'
 import { RequestScope } from '../src/storage/request_scope.ts'
 import type { Store } from '../src/storage/types.ts'
 import type { WorkerContext, WorkerHandlers, WorkerOptions } from '../src/worker/index.ts'
-import { chooseWorkerStore, openWorkerStore } from '../src/worker/store.ts'
+import { chooseWorkerStore, openWorkerStore } from '../src/worker/index.ts'
 import { workerdSocket } from './workerd_socket.ts'
 import { createWorker as createPlainWorker } from './workers.ts'
 

@@ -15,7 +15,7 @@ import { OAuthError, StoreUnavailableError, errorResponse, toOAuthError } from '
 import type { EndpointName } from './ops/metrics.ts'
 import { errorPage, notFoundPage } from './pages/index.ts'
 import { type Handle, ROUTES, type Shared, corsOf } from './routes.ts'
-import { createStoreErrorLog } from './events/store_error_log.ts'
+import { createStoreErrorLog } from './events/index.ts'
 
 /** A route of the table (routes.ts) as the handler runs it. */
 interface Route {

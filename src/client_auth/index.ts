@@ -31,6 +31,8 @@ import { documentFailure, failure, invalidClient, refuseIfThrottled } from './fa
 import { type AuthenticatingEndpoint, authenticateWithAssertion, hasAssertion } from './private_key_jwt.ts'
 
 export type { AuthenticatingEndpoint } from './private_key_jwt.ts'
+export { ASSERTION_ALGORITHMS } from './client_assertion.ts'
+export { createClientKeySource, createPublicHostGuard, publicSignatureKeys } from './client_jwks.ts'
 
 export type ClientAuthMethod = TokenEndpointAuthMethod
 

@@ -11,7 +11,7 @@
  * (Back-Channel Logout 1.0 §2.2: https on a public host, as `jwks_uri`). `grant_types` and `scope` are cut to what the service allows; error
  * descriptions name the field, never its value.
  */
-import { publicSignatureKeys } from '../client_auth/client_jwks.ts'
+import { publicSignatureKeys } from '../client_auth/index.ts'
 import { OAuthError } from '../errors.ts'
 import type { SigningAlgorithm } from '../keys/algorithms.ts'
 import { isLoopback, isPublicAddress } from '../security/networks.ts'

@@ -6,7 +6,7 @@
 import type { Context } from '../context.ts'
 import { json } from '../http.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'
-import { ASSERTION_ALGORITHMS } from '../client_auth/client_assertion.ts'
+import { ASSERTION_ALGORITHMS } from '../client_auth/index.ts'
 import { dpopAlgorithms } from '../dpop/request.ts'
 import { FAPI2_ALGORITHMS, allowsResponseMode, isFapi2 } from '../protocol/profile.ts'
 import { RESPONSE_MODES } from '../protocol/authorization_response.ts'

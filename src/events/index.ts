@@ -9,6 +9,7 @@ import type { Logger } from './logger.ts'
 import type { MetricsHook } from '../ops/metrics.ts'
 
 export type { EventBase, EventHook, EventInput, GatehouseEvent, GatehouseEventType } from './types.ts'
+export { createStoreErrorLog } from './store_error_log.ts'
 
 /** Per-request facts the adapters and the service know (see `RequestMeta`). */
 export interface RequestMeta {

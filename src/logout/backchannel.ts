@@ -17,7 +17,7 @@
  * The whole delivery runs after the logout response: handed to `waitUntil` (Workers) when set,
  * otherwise left running with every error caught and logged. It never delays nor fails a logout.
  */
-import { createPublicHostGuard } from '../client_auth/client_jwks.ts'
+import { createPublicHostGuard } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { signingAlgorithms } from '../keys/algorithms.ts'

@@ -4,7 +4,7 @@
  * users, the client registry (with client ID metadata documents), the keyring, the caches and the
  * throttling. `createTokenService` (index.ts) serves it through the handler and the host API.
  */
-import { createClientKeySource } from '../client_auth/client_jwks.ts'
+import { createClientKeySource } from '../client_auth/index.ts'
 import { type MetadataDocumentResolver, createMetadataDocumentResolver } from '../clients/metadata_document.ts'
 import { type ClientRegistry, createClientRegistry } from '../clients/index.ts'
 import type { Config, Logger } from '../config/index.ts'

@@ -15,6 +15,7 @@
 import type { RequestInfo, TokenService, TokenServiceOptions } from '../index.ts'
 import { createTokenService } from '../index.ts'
 import { WORKERS_PBKDF2_LIMIT } from '../security/secrets.ts'
+export { chooseWorkerStore, openWorkerStore } from './store.ts'
 
 /** The part of a Worker's `ctx` (ExecutionContext) the handlers use. */
 export interface WorkerContext {
