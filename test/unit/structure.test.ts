@@ -22,6 +22,7 @@ const MAX_OWN_LINES = 80
 /** Unit tests of something outside src/ (test/unit/ paths), which so have no src/ file of their name. */
 const UNIT_TESTS_OUTSIDE_SRC = new Set([
   'structure.test.ts', // the shape of src/, bin/ and adapters/ (this file)
+  'structure.layers.test.ts', // the layers and folder entries of src/
   'global_setup.test.ts', // test/global_setup.ts
 ])
 
