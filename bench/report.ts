@@ -21,6 +21,8 @@ export interface Sample extends LoadResult {
    * and the store's server processes (postgres, redis-server), whoever caused it.
    */
   cpu?: { server: number; store: number }
+  /** The round it was measured in (0-based), so cells of one round can be paired. */
+  round?: number
 }
 
 /** Above this share of a core used by other processes a sample is flagged as disturbed. */
@@ -124,9 +126,24 @@ export function sameRuntimeTable(input: ReportInput): string {
     const valid = findCell(input, scenario, server)?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0)
     return valid?.length ? median(valid.map((x) => x.cpu?.server ?? Number.NaN)) : undefined
   }
+  /**
+   * The median over rounds of the two cells' ratio within one round: the machine's speed drifts
+   * over minutes (#31), and the two cells of one round ran minutes apart at most.
+   */
+  const perRound = (scenario: string, server: string, ceiling: string) => {
+    const valid = (id: string) =>
+      findCell(input, scenario, id)?.samples.filter((x) => !x.exhausted && x.requests > 0 && x.round !== undefined) ??
+      []
+    const theirs = valid(ceiling)
+    const ratios = valid(server).flatMap((own) => {
+      const other = theirs.find((x) => x.round === own.round)
+      return other ? [own.rps / other.rps] : []
+    })
+    return ratios.length ? median(ratios) : undefined
+  }
   const lines = [
-    '| scenario | Gatehouse on | req/s | fastest ceiling of its runtime | ceiling req/s | ÷ ceiling | CPU µs/req | ceiling CPU µs/req | ÷ ceiling by CPU |',
-    '|---|---|--:|---|--:|--:|--:|--:|--:|',
+    '| scenario | Gatehouse on | req/s | fastest ceiling of its runtime | ceiling req/s | ÷ ceiling | ÷ ceiling, same round (median) | CPU µs/req | ceiling CPU µs/req | ÷ ceiling by CPU |',
+    '|---|---|--:|---|--:|--:|--:|--:|--:|--:|',
   ]
   const share = (value: number | undefined) => {
     if (value === undefined || !Number.isFinite(value)) return '–'
@@ -148,6 +165,7 @@ export function sameRuntimeTable(input: ReportInput): string {
         label(best.id),
         int(best.rps),
         share(own / best.rps),
+        share(perRound(scenario.id, server, best.id)),
         ownCpu === undefined ? '–' : int(ownCpu),
         bestCpu === undefined ? '–' : int(bestCpu),
         share(ownCpu && bestCpu ? bestCpu / ownCpu : undefined),

@@ -491,9 +491,7 @@ const onlyServers = listFlag('--only')
 const onlyScenarios = listFlag('--scenario')
 // In the order --only names them, so a Gatehouse row and its ceiling can run back to back: this
 // machine's speed drifts over minutes (#31), and adjacent cells share the same state of it.
-const servers = onlyServers
-  ? onlyServers.flatMap((id) => SERVERS.filter((s) => s.id === id))
-  : SERVERS
+const servers = onlyServers ? onlyServers.flatMap((id) => SERVERS.filter((s) => s.id === id)) : SERVERS
 const scenarios = SCENARIOS.filter((s) => !onlyScenarios || onlyScenarios.includes(s.id))
 
 // ---------------------------------------------------------------------------------------------
@@ -1128,7 +1126,7 @@ try {
         done++
         try {
           const sample = await measure(scenario, server, workdir)
-          cell.samples.push(sample)
+          cell.samples.push({ ...sample, round })
           const busy = sample.foreign
             ? `, other processes ${Math.round(sample.foreign.server * 100)}% of core 0 / ${Math.round(sample.foreign.load * 100)}% of core 1`
             : ''

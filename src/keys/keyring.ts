@@ -221,9 +221,11 @@ export function createKeyring(options: KeyringOptions) {
     return loading
   }
 
-  async function loadSigningKey(alg: SigningAlg, now: number): Promise<SigningKey> {
-    let record = pick(await records(), alg, now)
-    if (!record) record = pick(await records(true), alg, now)
+  async function loadSigningKey(alg: SigningAlg): Promise<SigningKey> {
+    // The time after each load, not the request's: a load that generated the first keys may have
+    // read a later second (a GC pause at a second boundary), and its keys activate at that second.
+    let record = pick(await records(), alg, options.now())
+    if (!record) record = pick(await records(true), alg, options.now())
     if (!record) throw new Error(`no signing key for ${alg}`)
     return signingKeyOf(record)
   }
@@ -237,7 +239,7 @@ export function createKeyring(options: KeyringOptions) {
       const now = options.now()
       const list = freshRecords(now)
       const record = list && pick(list, alg, now)
-      return (record && readyKeys.get(record.kid)) ?? loadSigningKey(alg, now)
+      return (record && readyKeys.get(record.kid)) ?? loadSigningKey(alg)
     },
 
     /** The public key with this `kid`, reloading once when it is unknown (another instance rotated). */

@@ -237,3 +237,16 @@ describe('keys of a service', () => {
     expect(await response.json()).toMatchObject({ active: true, client_id: 'service', iss: ISSUER })
   })
 })
+
+describe('keyring: the clock moves while the first keys are made (#31 bench finding)', () => {
+  it('#31 a second that passes between the request for a key and its generation still finds the key', async () => {
+    // The first now() is the request's; the load that generates the keys reads the next second
+    // (a GC pause or a clock step at a second boundary). The key then activates one second after
+    // the request's time: it must be picked with the current time, not refused as not yet active.
+    let calls = 0
+    const now = (): number => (calls++ === 0 ? 1_000 : 1_001)
+    const keyring = createKeyring({ store: createMemoryStore({ now }), now, algorithms: ['ES256'] })
+    const key = await keyring.signingKey('ES256')
+    expect(key.alg).toBe('ES256')
+  })
+})
