@@ -485,7 +485,16 @@ if (benchBase) {
     })
   }
 }
-const withBase = (ids: string[]): string[] => (benchBase ? [...ids, ...ids.map((id) => `${id}-base`)] : ids)
+/** The `-base` ids BENCH_BASE added (none without it). */
+const baseIds = benchBase ? BASE_OF.map((id) => `${id}-base`) : []
+/** Each Gatehouse memory row's ceilings on its runtime (a `-base` row shares its original's). */
+const CEILINGS_OF: Record<string, string[]> = {
+  'gatehouse-node': ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
+  'gatehouse-bun': ['ceiling-bun'],
+  'gatehouse-deno': ['ceiling-deno'],
+  'gatehouse-workers': ['ceiling-workers'],
+}
+for (const id of baseIds) CEILINGS_OF[id] = CEILINGS_OF[id.slice(0, -'-base'.length)] ?? []
 
 const onlyServers = listFlag('--only')
 const onlyScenarios = listFlag('--scenario')
@@ -1165,27 +1174,16 @@ const report: ReportInput = {
     'gatehouse-node-sqlite',
     'gatehouse-workers-d1',
     'gatehouse-workers',
-    ...withBase(['gatehouse-bun', 'gatehouse-deno']),
-    ...(benchBase ? ['gatehouse-node-base'] : []),
+    'gatehouse-bun',
+    'gatehouse-deno',
+    ...baseIds,
   ],
   peer: 'oidc-provider',
   storePeers: { 'gatehouse-node-postgres': 'oidc-provider-postgres' },
   ceilings: ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
   sameRuntime: {
     scenarios: CEILING_FLOWS,
-    ceilingsOf: {
-      'gatehouse-node': ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
-      'gatehouse-bun': ['ceiling-bun'],
-      'gatehouse-deno': ['ceiling-deno'],
-      'gatehouse-workers': ['ceiling-workers'],
-      ...(benchBase
-        ? {
-            'gatehouse-node-base': ['ceiling-jose', 'ceiling-crypto', 'ceiling-crypto-batch'],
-            'gatehouse-bun-base': ['ceiling-bun'],
-            'gatehouse-deno-base': ['ceiling-deno'],
-          }
-        : {}),
-    },
+    ceilingsOf: CEILINGS_OF,
   },
   stores: scenarios.filter((s) => s.seed).map((s) => ({ scenario: s.id, tokens: s.seed as number })),
   storeServer: 'gatehouse-node',
