@@ -4,8 +4,8 @@
  * implements `node:crypto`, so the service's synchronous digests are the Node adapter's
  * (`denoServiceOptions()`); its signatures stay on WebCrypto (see there).
  */
-import type { SecretDigest } from '../src/security/secrets.ts'
-import type { JwsSigner } from '../src/tokens/compact_jws.ts'
+import type { SecretDigest } from '../src/security/index.ts'
+import type { JwsSigner } from '../src/crypto/index.ts'
 import { nodeSecretDigest, nodeSha256, nodeSigner } from './node_crypto.ts'
 import { nodeResolveHost } from './node_dns.ts'
 

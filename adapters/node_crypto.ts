@@ -14,10 +14,9 @@ import {
   sign,
   verify,
 } from 'node:crypto'
-import type { DpopVerifier, VerifyFunction } from '../src/dpop/proof_key.ts'
-import type { SecretDigest } from '../src/security/secrets.ts'
+import type { DpopVerifier, JwsSigner, SignFunction, VerifyFunction } from '../src/crypto/index.ts'
+import type { SecretDigest } from '../src/security/index.ts'
 import { nodeResolveHost } from './node_dns.ts'
-import type { JwsSigner, SignFunction } from '../src/tokens/compact_jws.ts'
 
 /**
  * A synchronous keyed SHA3-256 under a random per-process key, for the service's `secretDigest`

@@ -11,9 +11,14 @@
  * export default createWorker(async (env) => ({ issuer: env.ISSUER, store: await workerStore(env) }))
  */
 import type { TokenServiceOptions } from '../src/index.ts'
-import { type WorkerHandlers, type WorkerOptions, createWorkerHandlers } from '../src/worker/index.ts'
-import { chooseWorkerStore, openWorkerStore } from '../src/worker/index.ts'
-import type { Store } from '../src/storage/types.ts'
+import {
+  chooseWorkerStore,
+  createWorkerHandlers,
+  openWorkerStore,
+  type WorkerHandlers,
+  type WorkerOptions,
+} from '../src/worker/index.ts'
+import type { Store } from '../src/storage/index.ts'
 
 /**
  * `waitUntil` of `cloudflare:workers`, which wrangler and workerd provide. Imported through a
@@ -24,7 +29,7 @@ const CLOUDFLARE_WORKERS = 'cloudflare:workers'
 const { waitUntil } = (await import(CLOUDFLARE_WORKERS)) as { waitUntil(promise: Promise<unknown>): void }
 
 export type { WorkerContext, WorkerFetch, WorkerHandlers, WorkerOptions } from '../src/worker/index.ts'
-export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker/store.ts'
+export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker/index.ts'
 
 /** The store `env` asks for (GATEHOUSE_STORE, DATABASE_URL; see src/worker/store.ts); undefined: memory. */
 export function workerStore(env: object): Promise<Store | undefined> {

@@ -22,17 +22,21 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { waitUntil } from 'cloudflare:workers'
 import type { TokenServiceOptions } from '../src/index.ts'
 import { createWorkerPostgresStore } from '../src/storage/postgres_worker.ts'
-import { RequestScope } from '../src/storage/request_scope.ts'
-import type { Store } from '../src/storage/types.ts'
-import type { WorkerContext, WorkerHandlers, WorkerOptions } from '../src/worker/index.ts'
-import { chooseWorkerStore, openWorkerStore } from '../src/worker/index.ts'
+import { RequestScope, type Store } from '../src/storage/index.ts'
+import {
+  chooseWorkerStore,
+  openWorkerStore,
+  type WorkerContext,
+  type WorkerHandlers,
+  type WorkerOptions,
+} from '../src/worker/index.ts'
 import { workerdSocket } from './workerd_socket.ts'
 import { createWorker as createPlainWorker } from './workers.ts'
 
 export type { WorkerContext, WorkerFetch, WorkerHandlers, WorkerOptions } from '../src/worker/index.ts'
-export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker/store.ts'
+export { chooseWorkerStore, describeWorkerStore, type WorkerStoreChoice } from '../src/worker/index.ts'
 export { createWorkerPostgresStore, type WorkerPostgresStoreOptions } from '../src/storage/postgres_worker.ts'
-export { RequestScope } from '../src/storage/request_scope.ts'
+export { RequestScope } from '../src/storage/index.ts'
 export { workerdSocket } from './workerd_socket.ts'
 
 const scopes = new AsyncLocalStorage<RequestScope>()

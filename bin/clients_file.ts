@@ -5,8 +5,8 @@
  */
 import { chmod, realpath, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { secretId } from '../src/clients/index.ts'
-import { type ConfigFile, parseConfigFile } from '../src/config/file.ts'
-import { isSecretHash } from '../src/security/secrets.ts'
+import { type ConfigFile, parseConfigFile } from '../src/config/index.ts'
+import { isSecretHash } from '../src/security/index.ts'
 import { CliError } from './args.ts'
 import { type Setup, requireFile } from './setup.ts'
 

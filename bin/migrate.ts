@@ -4,7 +4,7 @@
  * or sqlite with GATEHOUSE_DATA_DIR, or the configuration file's "store").
  */
 import { pathToFileURL } from 'node:url'
-import type { StoreConfig } from '../src/config/file.ts'
+import type { StoreConfig } from '../src/config/index.ts'
 import { mkdirSync } from 'node:fs'
 import { chooseStore, describeStore, sqliteFile } from './store.ts'
 

@@ -3,7 +3,7 @@
  * synced into the store (the file is their source of truth), or without a file the demo seed (a
  * client-credentials client, a web client and a user), filled in where missing.
  */
-import type { ConfigFile } from '../src/config/file.ts'
+import type { ConfigFile } from '../src/config/index.ts'
 import type { TokenService } from '../src/index.ts'
 import type { Log } from './log.ts'
 

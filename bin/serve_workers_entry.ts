@@ -6,7 +6,7 @@
  */
 // The PostgreSQL-capable adapter (#28 item 4): the launcher runs workerd with nodejs_compat.
 import { createWorker, workerStore } from '../adapters/workers_postgres.ts'
-import { parseConfigFile } from '../src/config/file.ts'
+import { parseConfigFile } from '../src/config/index.ts'
 import { type Metrics, createMetrics } from '../src/index.ts'
 import { createLog } from './log.ts'
 import { describeClients, seedDemo, syncClients } from './seed.ts'

@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { type ConfigFile, type StoreConfig, parseConfigFile } from '../src/config/file.ts'
+import { type ConfigFile, type StoreConfig, parseConfigFile } from '../src/config/index.ts'
 import { type TokenService, createTokenService } from '../src/index.ts'
 import { CliError } from './args.ts'
 import { progress } from './io.ts'

@@ -15,9 +15,9 @@
  * The steps live in bin/start_options.ts (flags, environment, file), bin/seed.ts (clients and
  * users), bin/start_app.ts (the handler) and bin/start_listen.ts (listening and stopping).
  */
-import type { ConfigFile, StoreConfig } from '../src/config/file.ts'
+import type { ConfigFile, StoreConfig } from '../src/config/index.ts'
 import { type Metrics, type TokenService, createMetrics, createTokenService } from '../src/index.ts'
-import type { Store } from '../src/storage/types.ts'
+import type { Store } from '../src/storage/index.ts'
 import type { Log } from './log.ts'
 import type { Fail, Runtime } from './runtime.ts'
 import { describeClients, seedDemo, syncClients } from './seed.ts'

@@ -5,8 +5,7 @@
  */
 import { pathnameOf } from '../src/handler.ts'
 import type { Metrics, Theme, TokenService } from '../src/index.ts'
-import { createDemoClient } from '../src/ops/demo_client.ts'
-import { landingPage } from '../src/ops/landing.ts'
+import { createDemoClient, landingPage } from '../src/ops/index.ts'
 import type { ServeHandler } from './runtime.ts'
 import { DEMO, DEMO_CLIENT, DEMO_CLIENT_SECRET } from './seed.ts'
 

@@ -5,7 +5,7 @@
  * the process with status 1 and one clear line.
  */
 import * as v from 'valibot'
-import { type ConfigFile, parseConfigFile } from '../src/config/file.ts'
+import { type ConfigFile, parseConfigFile } from '../src/config/index.ts'
 import { type Log, createLog } from './log.ts'
 import type { Fail, Runtime } from './runtime.ts'
 

@@ -3,8 +3,8 @@
  * the issuer, clients, users, settings and theme of the service. Shared by bin/start.ts and the
  * Worker of `npm run start:workers` (bin/serve_workers_entry.ts), so both serve the same service.
  */
-import { isLoopback } from '../src/config/index.ts'
-import type { ConfigFile, StoreConfig } from '../src/config/file.ts'
+import { isLoopback } from '../src/security/index.ts'
+import type { ConfigFile, StoreConfig } from '../src/config/index.ts'
 import type { Theme } from '../src/index.ts'
 import type { Runtime } from './runtime.ts'
 import { DEMO, demoClients } from './seed.ts'

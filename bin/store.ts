@@ -13,8 +13,8 @@
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { StoreConfig } from '../src/config/file.ts'
-import type { Store } from '../src/storage/types.ts'
+import type { StoreConfig } from '../src/config/index.ts'
+import type { Store } from '../src/storage/index.ts'
 
 /** The store configuration the environment and the file ask for. */
 export function chooseStore(env: (name: string) => string | undefined, file: StoreConfig | undefined): StoreConfig {

@@ -3,18 +3,15 @@
  * What every endpoint receives: validated configuration, the store, keys, clients, scopes and the
  * endpoint URLs derived from the issuer (never from the request).
  */
-import type { ClientKeySource } from './client_auth/client_jwks.ts'
-import type { ClientRegistry } from './clients/index.ts'
-import type { DpopNonces } from './dpop/nonce.ts'
-import type { AccountProvider, Config, Logger } from './config/index.ts'
-import type { Keyring } from './keys/keyring.ts'
-import type { ScopeRegistry } from './protocol/scopes.ts'
-import type { createVerificationCache } from './security/secrets.ts'
-import type { Emitter } from './events/index.ts'
-import type { Store } from './storage/types.ts'
-import type { AttemptRules, Limiter } from './security/throttle.ts'
-import type { VerifiedTokenCache } from './tokens/verified_cache.ts'
-import type { UserDirectory } from './accounts/users.ts'
+import type { ClientKeySource, ClientRegistry } from './clients/index.ts'
+import type { DpopNonces } from './dpop/index.ts'
+import type { AccountProvider, UserDirectory } from './accounts/index.ts'
+import type { Config, ScopeRegistry } from './config/index.ts'
+import type { Emitter, Logger } from './events/index.ts'
+import type { Keyring } from './keys/index.ts'
+import type { AttemptRules, createVerificationCache, Limiter } from './security/index.ts'
+import type { Store } from './storage/index.ts'
+import type { VerifiedTokenCache } from './tokens/index.ts'
 
 /** Paths of the endpoints relative to the issuer. */
 export const PATHS = {

@@ -12,7 +12,7 @@
  * - a preflight from an allowed origin is 204 with the route's methods and request headers
  * - a preflight from any other origin is 403 (JSON error, no CORS headers), see `createHandler`
  */
-import type { Store } from './storage/types.ts'
+import type { Store } from './storage/index.ts'
 
 /** What one endpoint allows cross-origin. */
 export interface CorsRoute {

@@ -12,10 +12,9 @@
 import type { Context } from './context.ts'
 import { type CorsRoute, appendVary, createOriginPolicy, preflightResponse, withCors } from './cors.ts'
 import { OAuthError, StoreUnavailableError, errorResponse, toOAuthError } from './errors.ts'
-import type { EndpointName } from './ops/metrics.ts'
+import { createStoreErrorLog, type EndpointName } from './events/index.ts'
 import { errorPage, notFoundPage } from './pages/index.ts'
 import { type Handle, ROUTES, type Shared, corsOf } from './routes.ts'
-import { createStoreErrorLog } from './events/index.ts'
 
 /** A route of the table (routes.ts) as the handler runs it. */
 interface Route {

@@ -3,16 +3,19 @@
  * An OAuth 2.0 and OpenID Connect token service as one Web-standard fetch handler.
  */
 import type { ClientRegistry } from './clients/index.ts'
-import { type TokenServiceOptions, parseOptions } from './config/index.ts'
+import {
+  type InteractionResult,
+  parseOptions,
+  type PendingInteraction,
+  type TokenServiceOptions,
+} from './config/index.ts'
 import { createHandler } from './handler.ts'
-import { completeHostInteraction, pendingInteraction } from './interaction/host.ts'
-import { endRequestSession, endSubjectSessions } from './endpoints/logout.ts'
-import type { InteractionResult, PendingInteraction } from './interaction/types.ts'
-import type { KeyRecord, Store } from './storage/types.ts'
-import type { SigningAlgorithm } from './config/options.ts'
-import { canonicalAddress } from './security/networks.ts'
-import { bindRequest } from './security/request_meta.ts'
-import { createServiceContext } from './service/create_context.ts'
+import { completeHostInteraction, pendingInteraction } from './interaction/index.ts'
+import { endRequestSession, endSubjectSessions } from './endpoints/index.ts'
+import type { KeyRecord, Store } from './storage/index.ts'
+import type { SigningAlgorithm } from './crypto/index.ts'
+import { bindRequest, canonicalAddress } from './security/index.ts'
+import { createServiceContext } from './service/index.ts'
 
 /** What the runtime adapter knows about a request beyond the Request itself. */
 export interface RequestInfo {
@@ -21,26 +24,24 @@ export interface RequestInfo {
 }
 
 export type { AddedSecret, ClientInfo, ClientRegistry, SecretInfo } from './clients/index.ts'
+export type { AccountProvider, AccountRequest, AddressClaim, UserConfig } from './accounts/index.ts'
 export type {
-  AccountProvider,
-  AccountRequest,
-  AddressClaim,
   AttemptLimitOptions,
   ClientIdMetadataDocumentsOptions,
-  ClientRegistration,
   DynamicClientRegistrationOptions,
-  Logger,
   ScopeConfig,
-  SigningAlgorithm,
-  Theme,
   TokenServiceOptions,
-  UserConfig,
   BackchannelLogoutOptions,
-} from './config/options.ts'
+} from './config/index.ts'
+export type { ClientRegistration } from './clients/index.ts'
+export type { Logger } from './events/index.ts'
+export type { SigningAlgorithm } from './crypto/index.ts'
+export type { Theme } from './pages/index.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
 export type { EventHook, GatehouseEvent, GatehouseEventType } from './events/index.ts'
-export type { CheckResult, HealthOptions } from './ops/health.ts'
-export { createMetrics } from './ops/metrics.ts'
+export type { CheckResult } from './ops/index.ts'
+export type { HealthOptions } from './config/index.ts'
+export { createMetrics } from './events/index.ts'
 export type {
   ClientAuthenticationFailure,
   EndpointName,
@@ -48,24 +49,44 @@ export type {
   Metrics,
   MetricsHook,
   ThrottledKind,
-} from './ops/metrics.ts'
-export type { AttemptLimits, Limiter, ThrottleRule } from './security/throttle.ts'
-export { storeLimiter } from './security/throttle.ts'
+} from './events/index.ts'
+export type { AttemptLimits, Limiter, ThrottleRule } from './security/index.ts'
+export { storeLimiter } from './security/index.ts'
 export type { OAuthErrorCode } from './errors.ts'
-export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction/types.ts'
-export { Permissions, scopePermission } from './clients/permissions.ts'
-export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './security/secrets.ts'
-export type { SecretDigest } from './security/secrets.ts'
-export type { JwsSigner, SignFunction, SignerKey } from './tokens/compact_jws.ts'
+export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './config/index.ts'
+export { Permissions, scopePermission } from './clients/index.ts'
+export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './security/index.ts'
+export type { SecretDigest } from './security/index.ts'
+export type { JwsSigner, SignFunction, SignerKey } from './crypto/index.ts'
 export type {
   TokenExchangeActor,
   TokenExchangeDecision,
   TokenExchangeOptions,
   TokenExchangeParty,
   TokenExchangeRequest,
-} from './grants/token_exchange_options.ts'
-export { createMemoryStore } from './storage/memory.ts'
-export type * from './storage/types.ts'
+} from './config/index.ts'
+export { createMemoryStore } from './storage/index.ts'
+export type {
+  AttemptCounter,
+  AttemptTaken,
+  ClientMetadata,
+  ClientRecord,
+  CodeRecord,
+  Consumed,
+  DeviceCodeRecord,
+  DeviceDecision,
+  DevicePoll,
+  InteractionRecord,
+  KeyRecord,
+  PublicJwkSet,
+  PushedRequestRecord,
+  RefreshTokenRecord,
+  SecretRecord,
+  SelfRegistration,
+  SessionRecord,
+  Store,
+  TokenEndpointAuthMethod,
+} from './storage/index.ts'
 
 /** A signing key as the host sees it. */
 export interface KeyInfo {

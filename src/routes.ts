@@ -7,20 +7,24 @@
 import type { Config } from './config/index.ts'
 import { PATHS, type Context } from './context.ts'
 import { type CorsRoute, appendVary } from './cors.ts'
-import { handleAuthorize } from './endpoints/authorize.ts'
-import { handleDeviceAuthorization } from './endpoints/device_authorization.ts'
-import { handleDiscovery, handleJwks, metadata } from './endpoints/discovery.ts'
-import { handleInteraction } from './endpoints/interaction.ts'
-import { handleIntrospection } from './endpoints/introspection.ts'
-import { handleLogout } from './endpoints/logout.ts'
-import { handlePushedAuthorizationRequest } from './endpoints/par.ts'
-import { createRegistration } from './endpoints/registration.ts'
-import { handleRevocation } from './endpoints/revocation.ts'
-import { handleToken } from './endpoints/token.ts'
-import { handleUserinfo } from './endpoints/userinfo.ts'
-import { handleVerification } from './endpoints/verify.ts'
-import { createProbes } from './ops/health.ts'
-import type { EndpointName } from './ops/metrics.ts'
+import {
+  createRegistration,
+  handleAuthorize,
+  handleDeviceAuthorization,
+  handleDiscovery,
+  handleInteraction,
+  handleIntrospection,
+  handleJwks,
+  handleLogout,
+  handlePushedAuthorizationRequest,
+  handleRevocation,
+  handleToken,
+  handleUserinfo,
+  handleVerification,
+  metadata,
+} from './endpoints/index.ts'
+import { createProbes } from './ops/index.ts'
+import type { EndpointName } from './events/index.ts'
 
 export type Handle = (request: Request) => Promise<Response> | Response
 

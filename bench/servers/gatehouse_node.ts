@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { nodeDpopVerifier, nodeServiceOptions, nodeSigner, serveNode } from '../../adapters/node.ts'
 import type { RefreshTokenRecord, Store } from '../../src/index.ts'
-import { sha256 } from '../../src/tokens/opaque.ts'
+import { sha256 } from '../../src/crypto/opaque.ts'
 import { CODE_SCOPE, USER_SUB, WEB_CLIENT, seedTokenValue } from '../fixtures.ts'
 import { setupGatehouse } from './gatehouse_setup.ts'
 

@@ -2,10 +2,9 @@
  * `gatehouse clients add`: registers a client through the host API, or (in-memory store) adds it to
  * the configuration file with its secret hashed. A generated secret is printed once, on stdout.
  */
-import { generateSecret } from '../../src/clients/index.ts'
-import { type ClientRegistration, parseClientRegistration } from '../../src/config/index.ts'
+import { type ClientRegistration, generateSecret, parseClientRegistration } from '../../src/clients/index.ts'
 import { hashSecret } from '../../src/index.ts'
-import { isSecretHash } from '../../src/security/secrets.ts'
+import { isSecretHash } from '../../src/security/index.ts'
 import { defineCommand, readSecret } from '../args.ts'
 import { editClients, fileClientInfo } from '../clients_file.ts'
 import { json, out, progress } from '../io.ts'

@@ -1,5 +1,6 @@
 /** `gatehouse keys rotate`: new signing keys published ahead; the current ones retire. */
-import { SIGNING_ALGS, type SigningAlg } from '../../src/config/index.ts'
+import { SIGNING_ALGS } from '../../src/crypto/index.ts'
+import type { SigningAlg } from '../../src/config/index.ts'
 import { defineCommand } from '../args.ts'
 import { iso, json, out, progress } from '../io.ts'
 import { keyTable } from '../listing.ts'

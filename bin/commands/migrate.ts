@@ -3,8 +3,7 @@
  * with `--print DIALECT`, the migrations as one SQL script on stdout instead (nothing is opened),
  * for tools that apply schema files themselves (`wrangler d1 migrations apply`, #28 item 7).
  */
-import { postgresDialect, sqliteDialect } from '../../src/storage/sql/dialect.ts'
-import { migrationScript } from '../../src/storage/sql/migrate.ts'
+import { migrationScript, postgresDialect, sqliteDialect } from '../../src/storage/index.ts'
 import { CliError, defineCommand } from '../args.ts'
 import { out } from '../io.ts'
 import { migrateStore } from '../migrate.ts'

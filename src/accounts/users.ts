@@ -8,9 +8,9 @@
  * (`secretHashMaxIterations`) is logged at load and never signs in (its hash must be replaced in
  * the configuration, e.g. by the plain password, hashed at load with the configured count).
  */
-import type { UserConfig } from '../config/index.ts'
-import type { Logger } from '../events/logger.ts'
-import { checkSecret, hashIterations, hashSecret, isSecretHash, verifySecret } from '../security/secrets.ts'
+import type { UserConfig } from './schema.ts'
+import type { Logger } from '../events/index.ts'
+import { checkSecret, hashIterations, hashSecret, isSecretHash, verifySecret } from '../security/index.ts'
 
 interface StoredUser {
   sub: string

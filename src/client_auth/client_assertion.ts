@@ -36,8 +36,8 @@
  */
 import { type JWK, type JWTPayload, decodeJwt, decodeProtectedHeader, importJWK, jwtVerify } from 'jose'
 import { OAuthError } from '../errors.ts'
-import { sha256 } from '../tokens/opaque.ts'
-import type { ClientKeyOwner } from './client_jwks.ts'
+import { sha256 } from '../crypto/index.ts'
+import type { ClientKeyOwner } from '../clients/index.ts'
 
 /** RFC 7523 §2.2 `client_assertion_type`. */
 export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'

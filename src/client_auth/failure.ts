@@ -7,7 +7,7 @@
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import type { GatehouseEvent, RequestMeta } from '../events/index.ts'
-import { type ThrottleRule, throttledAfter } from '../security/throttle.ts'
+import { type ThrottleRule, throttledAfter } from '../security/index.ts'
 
 /** Why an authentication failed (the audit event's reason). */
 export type FailureReason = Extract<GatehouseEvent, { type: 'client.authentication_failed' }>['reason']

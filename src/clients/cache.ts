@@ -4,7 +4,7 @@
  * one) is served from memory for a few seconds, so a busy client's requests do not each wait for
  * the store. Changes the registry makes drop the entry; other instances see them within the TTL.
  */
-import type { ClientRecord } from '../storage/types.ts'
+import type { ClientRecord } from '../storage/index.ts'
 
 /** Most entries held (the cache and the dynamic clients' usage marks); beyond it they are all dropped. */
 export const CACHE_MAX = 10_000

@@ -5,8 +5,8 @@
  * client's token requests cost one store write a day.
  */
 import { CACHE_MAX, type ClientCache } from './cache.ts'
-import { OPTION_DEFAULTS } from '../config/defaults.ts'
-import type { ClientRecord, Store } from '../storage/types.ts'
+import { OPTION_DEFAULTS } from '../defaults.ts'
+import type { ClientRecord, Store } from '../storage/index.ts'
 
 /** How often, at most, a self-registered client's `lastUsedAt` is written (seconds). */
 const LAST_USED_GRANULARITY = 86_400

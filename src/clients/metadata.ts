@@ -11,13 +11,13 @@
  * (Back-Channel Logout 1.0 §2.2: https on a public host, as `jwks_uri`). `grant_types` and `scope` are cut to what the service allows; error
  * descriptions name the field, never its value.
  */
-import { publicSignatureKeys } from '../client_auth/index.ts'
+import { publicSignatureKeys } from './jwks.ts'
 import { OAuthError } from '../errors.ts'
-import type { SigningAlgorithm } from '../keys/algorithms.ts'
-import { isLoopback, isPublicAddress } from '../security/networks.ts'
+import type { SigningAlgorithm } from '../crypto/index.ts'
+import { isLoopback, isPublicAddress } from '../security/index.ts'
 import { Permissions, scopePermission } from './permissions.ts'
 import { MAX_URI, UNSAFE_TEXT, checkRedirectUri } from './self_registered_redirects.ts'
-import type { ClientMetadata, ClientRecord, PublicJwkSet } from '../storage/types.ts'
+import type { ClientMetadata, ClientRecord, PublicJwkSet } from '../storage/index.ts'
 
 /** The `token_endpoint_auth_method` values a registered client may use. */
 export const REGISTRATION_AUTH_METHODS: readonly string[] = [

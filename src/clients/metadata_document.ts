@@ -37,10 +37,9 @@ import { type DocumentFetchLimits, createDocumentBudget } from './metadata_docum
 import { documentSchema } from './metadata_document_schema.ts'
 import { OAuthError } from '../errors.ts'
 import { mediaType, readCapped as readStreamCapped } from '../http.ts'
-import { isPublicAddress } from '../security/networks.ts'
+import { isPublicAddress, type Limiter } from '../security/index.ts'
 import { Permissions, scopePermission } from './permissions.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import type { Limiter } from '../security/throttle.ts'
+import type { ClientRecord } from '../storage/index.ts'
 
 /** Largest document read, bytes (the draft suggests 5 KB is plenty; 64 KiB leaves room for jwks). */
 export const MAX_DOCUMENT_BYTES = 65_536

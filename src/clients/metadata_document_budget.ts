@@ -11,10 +11,9 @@
  * - when a budget is spent, the last good copy of a document this instance resolved is served past
  *   its cache lifetime (stale on throttle); a URL without one is refused with 429
  */
-import { addressBucket } from '../security/networks.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { type Limiter, type ThrottleRule, fetchBudget } from '../security/throttle.ts'
-import { sha256 } from '../tokens/opaque.ts'
+import { addressBucket, fetchBudget, type Limiter, type ThrottleRule } from '../security/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
+import { sha256 } from '../crypto/index.ts'
 
 /** Fetch budgets per throttle window (the `fetchLimits` option). */
 export interface DocumentFetchLimits {

@@ -9,7 +9,7 @@
  * fragment on a host that is not a literal private or local address (checked again at delivery).
  */
 import * as v from 'valibot'
-import { isPublicAddress } from '../security/networks.ts'
+import { isPublicAddress } from '../security/index.ts'
 import { isSafeText, isSelfRegisteredRedirectUri } from './self_registered_redirects.ts'
 
 /** Redirect URIs by the rule of dynamic registration (RFC 8252 §7), with the host's extra schemes. */

@@ -3,9 +3,9 @@
  * What a stored client record says (confidential, self-registered, the consent page's notice) and
  * the host-facing view of it (`ClientInfo`): everything but the secret hashes.
  */
-import type { SelfRegisteredNotice } from '../pages/consent.ts'
-import type { SigningAlgorithm } from '../keys/algorithms.ts'
-import type { ClientRecord, PublicJwkSet, SecretRecord, TokenEndpointAuthMethod } from '../storage/types.ts'
+import type { SelfRegisteredNotice } from '../pages/index.ts'
+import type { SigningAlgorithm } from '../crypto/index.ts'
+import type { ClientRecord, PublicJwkSet, SecretRecord, TokenEndpointAuthMethod } from '../storage/index.ts'
 
 /** A client as the host sees it: everything but the secret hashes. */
 export interface ClientInfo {

@@ -5,9 +5,10 @@
  * https unless on a loopback host (RFC 9700 §2.6), known permissions, CIDR source networks.
  */
 import * as v from 'valibot'
-import { REGISTRATION_DEFAULTS } from '../config/defaults.ts'
-import { isCidr, isLoopback } from '../security/networks.ts'
-import { SIGNING_ALGS } from '../keys/algorithms.ts'
+import { REGISTRATION_DEFAULTS } from '../defaults.ts'
+import { isCidr, isLoopback } from '../security/index.ts'
+import { SIGNING_ALGS, type SigningAlgorithm } from '../crypto/index.ts'
+import type { PublicJwkSet, TokenEndpointAuthMethod } from '../storage/index.ts'
 import { FIXED_PERMISSIONS, Permissions, unknownPermissionMessage } from './permissions.ts'
 import { formatIssues, strictObject, withoutInputs } from '../schema_issues.ts'
 
@@ -163,4 +164,53 @@ function checkAuthentication(reg: ParsedClientRegistration): void {
   if (reg.permissions.includes(Permissions.GrantTypes.TokenExchange) && !confidential) {
     bad('clientSecret: a public client cannot use token exchange')
   }
+}
+
+/** A client as the host registers it (`service.clients.ensure`, the configuration file's `clients`). */
+export interface ClientRegistration {
+  /** Unique client identifier. */
+  clientId: string
+  /** Plain-text secret, hashed before it is stored; absent for a public client. */
+  clientSecret?: string
+  /** Human-readable name. */
+  displayName?: string
+  /** Permission strings: fixed ones (`ept:token`, …) or `scp:` + scope name. */
+  permissions: string[]
+  redirectUris?: string[]
+  postLogoutRedirectUris?: string[]
+  /** `explicit` shows a consent page; default `implicit`. */
+  consentType?: 'implicit' | 'explicit'
+  /** Let this client use PKCE `plain`. Default false. */
+  allowPlainPkce?: boolean
+  /** Require PKCE from this confidential client too. Default false (public clients always must). */
+  requirePkce?: boolean
+  /**
+   * Source networks (CIDR, IPv4 or IPv6, e.g. `10.0.0.0/8`, `fd00::/8`, or a single address) the
+   * client may authenticate from. Absent: anywhere. Requests from elsewhere fail as `invalid_client`.
+   */
+  allowedNetworks?: string[]
+  /** Per-client lifetimes in seconds overriding the service defaults. */
+  lifetimes?: { accessToken?: number; authorizationCode?: number; idToken?: number; refreshToken?: number }
+  /**
+   * The one way the client authenticates (RFC 7591 `token_endpoint_auth_method`). Absent: with its
+   * secret, basic or post, or `none` without one. `private_key_jwt` needs `jwks` or `jwksUri`.
+   */
+  tokenEndpointAuthMethod?: TokenEndpointAuthMethod
+  /** The client's public keys for `private_key_jwt` (a JWK set without private members). */
+  jwks?: PublicJwkSet
+  /** URL of the client's public JWK set for `private_key_jwt` (https, or http on a loopback host). */
+  jwksUri?: string
+  /** Authorization requests must be pushed first (RFC 9126). Default false. */
+  requirePushedAuthorizationRequests?: boolean
+  /** Access tokens must be DPoP-bound (RFC 9449). Default false. */
+  requireDpop?: boolean
+  /** The alg of this client's ID tokens: one the service signs with (discovery lists them). */
+  idTokenSignedResponseAlg?: SigningAlgorithm
+  /**
+   * Where the service POSTs a logout token when a session the client took part in ends (OpenID
+   * Connect Back-Channel Logout 1.0): https, or http on a loopback host.
+   */
+  backchannelLogoutUri?: string
+  /** The logout token must carry `sid` (it always does). Default false. */
+  backchannelLogoutSessionRequired?: boolean
 }

@@ -7,9 +7,9 @@
 import { base64url } from 'jose'
 import * as v from 'valibot'
 import { formatIssues, withoutInputs } from '../schema_issues.ts'
-import { hashSecret, isSecretHash, verifySecret } from '../security/secrets.ts'
+import { hashSecret, isSecretHash, verifySecret } from '../security/index.ts'
 import { secretId } from './record.ts'
-import type { ClientRecord, SecretRecord } from '../storage/types.ts'
+import type { ClientRecord, SecretRecord } from '../storage/index.ts'
 
 const AddSecretSchema = v.strictObject({
   secret: v.optional(v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters'), v.maxLength(1024))),

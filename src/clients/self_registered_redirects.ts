@@ -7,7 +7,7 @@
  * control or bidi override characters.
  */
 import { OAuthError } from '../errors.ts'
-import { isLoopback } from '../security/networks.ts'
+import { isLoopback } from '../security/index.ts'
 
 /**
  * Schemes a redirect URI never uses (they run code, read files, are not navigations, or hand the

@@ -7,7 +7,7 @@
  */
 import type { ClientCache } from './cache.ts'
 import { type AddedSecret, type ClientInfo, toClientInfo, toSecretInfo } from './record.ts'
-import { type ParsedClientRegistration, parseClientRegistration } from './registration.ts'
+import { type ClientRegistration, parseClientRegistration, type ParsedClientRegistration } from './registration.ts'
 import {
   assertConfidential,
   keptSecrets,
@@ -17,10 +17,9 @@ import {
   secretsOf,
   withRetiredSecret,
 } from './secrets.ts'
-import { rehashSecret } from '../security/secrets.ts'
-import type { SigningAlgorithm } from '../keys/algorithms.ts'
-import type { ClientRegistration } from '../config/options.ts'
-import type { ClientRecord, SecretRecord, Store } from '../storage/types.ts'
+import { rehashSecret } from '../security/index.ts'
+import type { SigningAlgorithm } from '../crypto/index.ts'
+import type { ClientRecord, SecretRecord, Store } from '../storage/index.ts'
 
 /** What the writes need: the store, the clock, the PBKDF2 cost, and the cache to drop changed clients from. */
 export interface ClientWrites {

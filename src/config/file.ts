@@ -12,7 +12,7 @@ import {
   clientIdMetadataDocumentSettings,
   formatIssues,
   throttleSettings,
-} from './index.ts'
+} from './parse.ts'
 import { strictObject } from '../schema_issues.ts'
 
 const settings = OptionsSchema.entries

@@ -1,102 +1,32 @@
 /**
  * @module config/options
  * The option and registration types of the public API, written out (JSR's "no slow types": a
- * public type may not be inferred from a valibot schema). src/config/index.ts validates them with its
+ * public type may not be inferred from a valibot schema). src/config/parse.ts validates them with its
  * schemas and checks, at compile time, that each schema's input is exactly the type here.
  */
-import type { EventHook } from '../events/types.ts'
-import type { InteractionHook } from '../interaction/types.ts'
-import type { Logger } from '../events/logger.ts'
-import type { MetricsHook } from '../ops/metrics.ts'
-import type { SecretDigest } from '../security/secrets.ts'
-import type { PublicJwkSet, Store, TokenEndpointAuthMethod } from '../storage/types.ts'
-import type { Limiter } from '../security/throttle.ts'
-import type { JwsSigner } from '../tokens/compact_jws.ts'
-import type { AccountProvider, AccountRequest, AddressClaim } from '../accounts/index.ts'
-import type { Theme } from '../pages/theme.ts'
-import type { SigningAlgorithm } from '../keys/algorithms.ts'
-import type { DpopVerifier } from '../dpop/proof_key.ts'
-import type { TokenExchangeOptions } from '../grants/token_exchange_options.ts'
-import type { BackchannelLogoutOptions } from '../logout/options.ts'
+import type { EventHook, Logger, MetricsHook } from '../events/index.ts'
+import type { InteractionHook } from './interaction_hook.ts'
+import type { Limiter, SecretDigest } from '../security/index.ts'
+import type { PublicJwkSet, Store, TokenEndpointAuthMethod } from '../storage/index.ts'
+import type { DpopVerifier, JwsSigner, SigningAlgorithm } from '../crypto/index.ts'
+import type { AccountProvider, AccountRequest, AddressClaim, UserConfig } from '../accounts/index.ts'
+import type { Theme } from '../pages/index.ts'
+import type { TokenExchangeOptions } from './token_exchange.ts'
+import type { BackchannelLogoutOptions } from './backchannel_logout.ts'
+import type { ClientRegistration } from '../clients/index.ts'
 
 export type {
   AccountProvider,
   AccountRequest,
   AddressClaim,
   BackchannelLogoutOptions,
+  ClientRegistration,
   Logger,
   PublicJwkSet,
   SigningAlgorithm,
   Theme,
   TokenEndpointAuthMethod,
-}
-
-/** A client as the host registers it (`service.clients.ensure`, the configuration file's `clients`). */
-export interface ClientRegistration {
-  /** Unique client identifier. */
-  clientId: string
-  /** Plain-text secret, hashed before it is stored; absent for a public client. */
-  clientSecret?: string
-  /** Human-readable name. */
-  displayName?: string
-  /** Permission strings: fixed ones (`ept:token`, …) or `scp:` + scope name. */
-  permissions: string[]
-  redirectUris?: string[]
-  postLogoutRedirectUris?: string[]
-  /** `explicit` shows a consent page; default `implicit`. */
-  consentType?: 'implicit' | 'explicit'
-  /** Let this client use PKCE `plain`. Default false. */
-  allowPlainPkce?: boolean
-  /** Require PKCE from this confidential client too. Default false (public clients always must). */
-  requirePkce?: boolean
-  /**
-   * Source networks (CIDR, IPv4 or IPv6, e.g. `10.0.0.0/8`, `fd00::/8`, or a single address) the
-   * client may authenticate from. Absent: anywhere. Requests from elsewhere fail as `invalid_client`.
-   */
-  allowedNetworks?: string[]
-  /** Per-client lifetimes in seconds overriding the service defaults. */
-  lifetimes?: { accessToken?: number; authorizationCode?: number; idToken?: number; refreshToken?: number }
-  /**
-   * The one way the client authenticates (RFC 7591 `token_endpoint_auth_method`). Absent: with its
-   * secret, basic or post, or `none` without one. `private_key_jwt` needs `jwks` or `jwksUri`.
-   */
-  tokenEndpointAuthMethod?: TokenEndpointAuthMethod
-  /** The client's public keys for `private_key_jwt` (a JWK set without private members). */
-  jwks?: PublicJwkSet
-  /** URL of the client's public JWK set for `private_key_jwt` (https, or http on a loopback host). */
-  jwksUri?: string
-  /** Authorization requests must be pushed first (RFC 9126). Default false. */
-  requirePushedAuthorizationRequests?: boolean
-  /** Access tokens must be DPoP-bound (RFC 9449). Default false. */
-  requireDpop?: boolean
-  /** The alg of this client's ID tokens: one the service signs with (discovery lists them). */
-  idTokenSignedResponseAlg?: SigningAlgorithm
-  /**
-   * Where the service POSTs a logout token when a session the client took part in ends (OpenID
-   * Connect Back-Channel Logout 1.0): https, or http on a loopback host.
-   */
-  backchannelLogoutUri?: string
-  /** The logout token must carry `sid` (it always does). Default false. */
-  backchannelLogoutSessionRequired?: boolean
-}
-
-/** A built-in user of the embedded sign-in page; other members are claims (`email`, `name`, …). */
-export interface UserConfig {
-  sub: string
-  username: string
-  /** The plain password (hashed at start) or a stored hash. */
-  password: string
-  email?: string
-  email_verified?: boolean
-  given_name?: string
-  family_name?: string
-  name?: string
-  /** Core §5.1.1: the postal address, released by the `address` scope. */
-  address?: AddressClaim
-  /** Core §5.1: released by the `phone` scope. */
-  phone_number?: string
-  phone_number_verified?: boolean
-  [claim: string]: unknown
+  UserConfig,
 }
 
 /** A scope beyond the built-in ones: its name, or its name with the API audience and claims it releases. */
@@ -284,7 +214,7 @@ export interface TokenServiceOptions {
    * Default: off.
    */
   dynamicClientRegistration?: DynamicClientRegistrationOptions
-  /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events/index.ts`. */
+  /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events/emitter.ts`. */
   onEvent?: EventHook
   /**
    * Work the service does after its response (an async `onEvent` hook's promise, a self-registered
@@ -334,7 +264,7 @@ export interface TokenServiceOptions {
    * tokens, private_key_jwt, short-lived codes, PS256/ES256/EdDSA only; see docs/high-security.md).
    */
   profile?: 'fapi2-security'
-  /** Token exchange (RFC 8693): the host's policy hook `authorize` (see src/grants/token_exchange_options.ts). */
+  /** Token exchange (RFC 8693): the host's policy hook `authorize` (see src/config/token_exchange.ts). */
   tokenExchange?: TokenExchangeOptions
   /** Delivery of back-channel logout tokens (OpenID Connect Back-Channel Logout 1.0; docs/logout.md). */
   backchannelLogout?: BackchannelLogoutOptions

@@ -1,28 +1,24 @@
 /**
  * @module config/schema
  * The valibot schemas of the options of `createTokenService` (and of the parts a configuration
- * file holds too): what each option accepts. Defaults come from src/config/defaults.ts; the
- * written-out public types are in src/config/options.ts, and src/config/index.ts parses and checks the two agree.
+ * file holds too): what each option accepts. Defaults come from src/defaults.ts; the
+ * written-out public types are in src/config/options.ts, and src/config/parse.ts parses and checks the two agree.
  */
-import type { DpopVerifier } from '../dpop/proof_key.ts'
-import { SIGNING_ALGS } from '../keys/algorithms.ts'
+import { type DpopVerifier, type JwsSigner, SIGNING_ALGS } from '../crypto/index.ts'
 import type { AccountProvider, Logger, SigningAlgorithm } from './options.ts'
-import { BackchannelLogoutSchema } from '../logout/options.ts'
+import { BackchannelLogoutSchema } from './backchannel_logout.ts'
 import * as v from 'valibot'
-import { OPTION_DEFAULTS } from './defaults.ts'
-import type { EventHook } from '../events/types.ts'
-import type { InteractionHook } from '../interaction/types.ts'
-import { HealthSchema } from '../ops/health_options.ts'
-import type { MetricsHook } from '../ops/metrics.ts'
+import { OPTION_DEFAULTS } from '../defaults.ts'
+import type { EventHook, MetricsHook } from '../events/index.ts'
+import type { InteractionHook } from './interaction_hook.ts'
+import { HealthSchema } from './health.ts'
 import { ThemeSchema } from '../pages/index.ts'
 import { UserSchema } from '../accounts/index.ts'
 import { strictObject } from '../schema_issues.ts'
-import type { SecretDigest } from '../security/secrets.ts'
-import { SCHEME_NAME, isForbiddenScheme } from '../clients/self_registered_redirects.ts'
-import type { Store } from '../storage/types.ts'
-import type { Limiter } from '../security/throttle.ts'
-import type { JwsSigner } from '../tokens/compact_jws.ts'
-import { TokenExchangeSchema } from '../grants/token_exchange_options.ts'
+import type { Limiter, SecretDigest } from '../security/index.ts'
+import { SCHEME_NAME, isForbiddenScheme } from '../clients/index.ts'
+import type { Store } from '../storage/index.ts'
+import { TokenExchangeSchema } from './token_exchange.ts'
 
 const { limits, throttle, dynamicClientRegistration: dcr } = OPTION_DEFAULTS
 
@@ -323,7 +319,7 @@ export const OptionsSchema = strictObject({
    * Default: off.
    */
   dynamicClientRegistration: v.optional(DynamicClientRegistrationSchema),
-  /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events/index.ts`. */
+  /** Audit events (token issued, refresh reuse detected, sign-in failed, …): see `src/events/emitter.ts`. */
   onEvent: v.optional(fn<EventHook>('must be a function (event) => void')),
   /** Work after the response goes here (Cloudflare Workers' `waitUntil`). Default: it just runs. */
   waitUntil: v.optional(fn<(promise: Promise<unknown>) => void>('must be a function (promise) => void')),

@@ -4,7 +4,7 @@
  * and check them, with no shared store.
  */
 import { base64url } from 'jose'
-import { timingSafeEqual } from '../tokens/opaque.ts'
+import { timingSafeEqual } from '../crypto/index.ts'
 
 /** Issues and checks the server nonces of RFC 9449 §8 (token endpoint) and §9 (resources). */
 export interface DpopNonces {

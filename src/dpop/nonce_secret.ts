@@ -5,7 +5,7 @@
  * same keys). Rotating that key out changes the secret; outstanding nonces then fail once and
  * clients retry with the fresh one (RFC 9449 §8).
  */
-import type { Keyring } from '../keys/keyring.ts'
+import type { Keyring } from '../keys/index.ts'
 
 const INFO = new TextEncoder().encode('gatehouse dpop-nonce v1')
 /** Seconds a derived secret is reused before the key set is looked at again. */

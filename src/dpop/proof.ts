@@ -6,7 +6,7 @@
  */
 import { type JWK, type JWTPayload, base64url } from 'jose'
 import { OAuthError } from '../errors.ts'
-import { sha256, timingSafeEqual } from '../tokens/opaque.ts'
+import { sha256, timingSafeEqual } from '../crypto/index.ts'
 import type { DpopNonces } from './nonce.ts'
 import {
   type DpopVerifier,

@@ -8,20 +8,9 @@
 import { type CryptoKey, type JWK, decodeProtectedHeader, importJWK } from 'jose'
 import { OAuthError } from '../errors.ts'
 import { type Sha256, jwkThumbprint } from './thumbprint.ts'
+import type { DpopVerifier, VerifyFunction } from '../crypto/index.ts'
 
-/**
- * Checks a JWS signature (RFC 7515 §5.2) over the ASCII bytes of `header.payload`; ECDSA
- * signatures are raw r || s (RFC 7518 §3.4). Synchronous, or a promise (a runtime that batches).
- * Both arrays are made for this call and never reused by the caller, so a later check may keep them.
- */
-export type VerifyFunction = (signingInput: Uint8Array, signature: Uint8Array) => boolean | Promise<boolean>
-
-/**
- * A factory the service may be given (the counterpart of `JwsSigner`): a signature check for a
- * proof key with the runtime's own crypto, made once per key, or undefined to use WebCrypto, which
- * on Node costs a thread-pool round trip per proof.
- */
-export type DpopVerifier = (key: { alg: string; jwk: JWK }) => VerifyFunction | undefined
+export type { DpopVerifier, VerifyFunction }
 
 /** A checked proof header: its algorithm and public key, imported, with the key's thumbprint. */
 export interface ProofKey {

@@ -4,16 +4,28 @@
  * proof sent to one of its URLs (replay record in the store, server nonces), the token endpoint's
  * rules (§5, §5.2) and the key bindings of codes and refresh tokens (§5, §10).
  */
-import type { Config } from '../config/index.ts'
-import type { Context } from '../context.ts'
+import { type Config, FAPI2_ALGORITHMS, isFapi2, requiresDpop } from '../config/index.ts'
+import type { DpopNonces } from './nonce.ts'
 import { OAuthError } from '../errors.ts'
-import { FAPI2_ALGORITHMS, isFapi2, requiresDpop } from '../protocol/profile.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { timingSafeEqual } from '../tokens/opaque.ts'
+import type { ClientRecord, Store } from '../storage/index.ts'
+import { timingSafeEqual } from '../crypto/index.ts'
 import { DEFAULT_DPOP_ALGORITHMS, type DpopProof, verifyDpopProof } from './proof.ts'
 
 /** FAPI 2.0 Security Profile §5.4.1 (PS256, ES256, EdDSA), with `Ed25519`, the RFC 9864 name of EdDSA. */
 const FAPI2_DPOP_ALGORITHMS: readonly string[] = Object.freeze([...FAPI2_ALGORITHMS, 'Ed25519'])
+
+/**
+ * What the DPoP checks read of the service. The service's `Context` is one; it is named by its
+ * members here so that dpop/ sits below context.ts (which names `DpopNonces`) in the layers.
+ */
+export interface DpopContext {
+  config: Config
+  urls: { token: string }
+  store: Pick<Store, 'replays'>
+  dpopNonces: DpopNonces
+  now(): number
+  sha256(value: string): string | Promise<string>
+}
 
 /**
  * The algorithms a DPoP proof may be signed with (RFC 9449 §4.3 point 5): under the
@@ -36,7 +48,7 @@ export function verifyRequestProof(
   header: string | null,
   request: Request,
   url: string,
-  ctx: Context,
+  ctx: DpopContext,
   accessToken?: string,
 ): Promise<DpopProof> {
   return verifyDpopProof({
@@ -62,7 +74,7 @@ export function verifyRequestProof(
  *
  * @see https://www.rfc-editor.org/rfc/rfc9449#section-5
  */
-export function tokenRequestProof(request: Request, ctx: Context): Promise<DpopProof> | undefined {
+export function tokenRequestProof(request: Request, ctx: DpopContext): Promise<DpopProof> | undefined {
   const header = request.headers.get('dpop')
   return header === null ? undefined : verifyRequestProof(header, request, ctx.urls.token, ctx)
 }
@@ -73,7 +85,7 @@ export function tokenRequestProof(request: Request, ctx: Context): Promise<DpopP
  * requests from the client that do not contain the DPoP header"), answered with §5's
  * `invalid_dpop_proof`, the error of a token request without a valid proof.
  */
-export function checkProofRequired(client: ClientRecord, proof: DpopProof | undefined, ctx: Context): void {
+export function checkProofRequired(client: ClientRecord, proof: DpopProof | undefined, ctx: DpopContext): void {
   if (proof === undefined && requiresDpop(client, ctx.config)) {
     throw new OAuthError('invalid_dpop_proof', 'the client must send a DPoP proof')
   }
@@ -98,6 +110,6 @@ export function checkKeyBinding(jkt: string | undefined, proof: DpopProof | unde
  * RFC 9449 §8.2: with nonces demanded, a successful response to a DPoP request carries the
  * current nonce, so that the client keeps a fresh one without an extra round trip.
  */
-export function nextNonce(proof: DpopProof | undefined, ctx: Context): Promise<string> | undefined {
+export function nextNonce(proof: DpopProof | undefined, ctx: DpopContext): Promise<string> | undefined {
   return proof !== undefined && ctx.config.dpop.requireNonce ? ctx.dpopNonces.current() : undefined
 }

@@ -4,12 +4,11 @@
  * with the Bearer (RFC 6750 §2.1) or DPoP (RFC 9449 §7.1) scheme, the proof of a resource request
  * (with `ath`) and the key binding of the token, every failure a 401 with a `DPoP` challenge.
  */
-import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
-import type { AccessTokenClaims } from '../tokens/access_token.ts'
-import { timingSafeEqual } from '../tokens/opaque.ts'
+import type { AccessTokenClaims } from '../tokens/index.ts'
+import { timingSafeEqual } from '../crypto/index.ts'
 import type { DpopProof } from './proof.ts'
-import { dpopAlgorithms, verifyRequestProof } from './request.ts'
+import { type DpopContext, dpopAlgorithms, verifyRequestProof } from './request.ts'
 
 /** An access token and the scheme it came with. */
 export interface PresentedToken {
@@ -38,7 +37,7 @@ export function readAuthorization(header: string | null): PresentedToken | null 
 export function dpopChallengeError(
   code: OAuthErrorCode,
   description: string,
-  ctx: Context,
+  ctx: DpopContext,
   options: { cause?: unknown; headers?: Record<string, string> } = {},
 ): OAuthError {
   return new OAuthError(code, description, {
@@ -68,7 +67,7 @@ export async function checkTokenBinding(
   claims: AccessTokenClaims,
   request: Request,
   url: string,
-  ctx: Context,
+  ctx: DpopContext,
 ): Promise<DpopProof | undefined> {
   const jkt = claims.cnf?.jkt
   if (presented.scheme === 'Bearer') {

@@ -4,7 +4,7 @@
  * (RFC 7638, the `jkt` of `cnf`) and the access token hash (`ath`).
  */
 import type { JWK } from 'jose'
-import { sha256 } from '../tokens/opaque.ts'
+import { sha256 } from '../crypto/index.ts'
 
 /** base64url SHA-256 of a string: WebCrypto's by default, or the service's (synchronous on Node). */
 export type Sha256 = (value: string) => string | Promise<string>

@@ -23,31 +23,31 @@
  * verified redirect_uri, answered in the request's response_mode when it is a valid one (Form Post
  * Response Mode §2: errors too). The PAR endpoint answers both as JSON (RFC 9126 §2.3).
  */
-import type { ResponseMode } from '../protocol/authorization_response.ts'
-import { parseClaimsParameter, parseDisplay } from '../protocol/claims_request.ts'
-import { isConfidential } from '../clients/record.ts'
+import {
+  defaultScopesForResources,
+  parseClaimsParameter,
+  parseDisplay,
+  parseResources,
+  RESOURCE_PARAMETERS,
+  type ResponseMode,
+  scopesForResources,
+  verifyIdTokenHint,
+} from '../protocol/index.ts'
+import { isConfidential, Permissions, scopePermission } from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { type Params, checkParameter, parameterName } from '../http.ts'
-import type { AuthorizationRequest } from '../interaction/flow.ts'
-import { Permissions, scopePermission } from '../clients/permissions.ts'
+import type { AuthorizationRequest } from '../interaction/index.ts'
 import {
   allowsPlainPkce,
   allowsResponseMode,
+  parseScope,
   profileRefusal,
   requiresPkce,
   requiresPushedRequests,
-} from '../protocol/profile.ts'
-import {
-  RESOURCE_PARAMETERS,
-  defaultScopesForResources,
-  parseResources,
-  scopesForResources,
-} from '../protocol/resource_indicators.ts'
-import { parseScope } from '../protocol/scopes.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
-import { isValidChallenge } from '../tokens/pkce.ts'
+} from '../config/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
+import { isValidChallenge } from '../tokens/index.ts'
 
 /** Raw parameters with the names that were repeated, and every value of the multi-valued ones. */
 export interface RawParams {

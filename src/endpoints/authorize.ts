@@ -13,8 +13,8 @@
  * 3. sign-in / consent when needed (prompt=none → login_required / consent_required), and the
  *    code redirect with code, state and iss (RFC 9207).
  */
-import { authorizationError } from '../protocol/authorization_response.ts'
-import { isSelfRegistered } from '../clients/record.ts'
+import { authorizationError } from '../protocol/index.ts'
+import { isSelfRegistered } from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { formPairs, mediaType, notAForm, readText } from '../http.ts'
@@ -24,10 +24,10 @@ import {
   issueCodeRedirect,
   loadSession,
   startInteraction,
-} from '../interaction/flow.ts'
+} from '../interaction/index.ts'
 import { errorPage } from '../pages/index.ts'
-import { metaOf } from '../security/request_meta.ts'
-import type { ClientRecord } from '../storage/types.ts'
+import { metaOf } from '../security/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
 import {
   type RawParams,
   Refusal,

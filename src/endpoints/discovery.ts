@@ -5,11 +5,11 @@
  */
 import type { Context } from '../context.ts'
 import { json } from '../http.ts'
-import { signingAlgorithms } from '../keys/algorithms.ts'
+import { signingAlgorithms } from '../crypto/index.ts'
 import { ASSERTION_ALGORITHMS } from '../client_auth/index.ts'
-import { dpopAlgorithms } from '../dpop/request.ts'
-import { FAPI2_ALGORITHMS, allowsResponseMode, isFapi2 } from '../protocol/profile.ts'
-import { RESPONSE_MODES } from '../protocol/authorization_response.ts'
+import { dpopAlgorithms } from '../dpop/index.ts'
+import { FAPI2_ALGORITHMS, allowsResponseMode, isFapi2 } from '../config/index.ts'
+import { RESPONSE_MODES } from '../protocol/index.ts'
 
 const SECRET_METHODS = ['client_secret_basic', 'client_secret_post']
 

@@ -9,20 +9,20 @@
  */
 import { isSelfRegistered, selfRegistrationNotice } from '../clients/index.ts'
 import type { Context } from '../context.ts'
-import { browserCookieName, readCookie } from '../interaction/cookies.ts'
-import { OAuthError } from '../errors.ts'
-import { parseParams, readForm } from '../http.ts'
 import {
   type AuthorizationRequest,
+  browserCookieName,
+  checkPassword,
   claimsNeedingConsent,
   completeInteraction,
   loadSession,
-} from '../interaction/flow.ts'
-import { consentPage } from '../pages/consent.ts'
-import { errorPage, loginPage } from '../pages/index.ts'
-import { checkPassword } from '../interaction/password.ts'
-import type { InteractionRecord } from '../storage/types.ts'
-import { timingSafeEqual } from '../tokens/opaque.ts'
+  readCookie,
+} from '../interaction/index.ts'
+import { OAuthError } from '../errors.ts'
+import { parseParams, readForm } from '../http.ts'
+import { consentPage, errorPage, loginPage } from '../pages/index.ts'
+import type { InteractionRecord } from '../storage/index.ts'
+import { timingSafeEqual } from '../crypto/index.ts'
 
 // The error page adds its hint ("Return to the application and try again"): not said twice here.
 const EXPIRED = 'the sign-in request has expired or was already used'

@@ -11,33 +11,17 @@
  * (§6.2: "If the token_type member is included ... it MUST contain the value DPoP"); the binding
  * itself is not checked here (the resource server checks it against the proof it received).
  */
-import { metaOf } from '../security/request_meta.ts'
+import { metaOf } from '../security/index.ts'
 import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { noStoreJson, readForm } from '../http.ts'
-import { Permissions } from '../clients/permissions.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { type AccessTokenClaims, looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
+import { Permissions } from '../clients/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
+import { looksLikeJwt } from '../tokens/index.ts'
+import { findActiveAccessToken } from '../protocol/index.ts'
 
 const INACTIVE = { active: false } as const
-
-/** Verifies an access token and checks it is not revoked (denylisted jti or revoked grant). */
-export async function findActiveAccessToken(token: string, ctx: Context): Promise<AccessTokenClaims | undefined> {
-  const now = ctx.now()
-  let claims = ctx.verifiedTokens.get(token, now)
-  if (!claims) {
-    claims = await verifyAccessToken(token, ctx.keyring, { issuer: ctx.config.issuer, now })
-    if (!claims) return undefined
-    ctx.verifiedTokens.set(token, claims)
-  }
-  // Asked together: stores that batch lookups answer both with one query (#20).
-  const [tokenRevoked, grantRevoked] = await Promise.all([
-    ctx.store.revocations.isAccessTokenRevoked(claims.jti),
-    claims.gid !== undefined ? ctx.store.revocations.isFamilyRevoked(claims.gid) : false,
-  ])
-  return tokenRevoked || grantRevoked ? undefined : claims
-}
 
 function audiences(aud: string | string[]): string[] {
   return Array.isArray(aud) ? aud : [aud]

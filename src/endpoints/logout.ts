@@ -18,20 +18,23 @@
  * clients in the background (src/logout/backchannel.ts) and clears the cookie; a
  * logout without a session is not an error (§4).
  */
-import { hostOf, isSelfRegistered } from '../clients/record.ts'
+import { hostOf, isSelfRegistered, Permissions } from '../clients/index.ts'
 import type { Context } from '../context.ts'
-import { browserCookieName, readCookie, setCookie } from '../interaction/cookies.ts'
+import {
+  browserBinding,
+  browserCookieName,
+  endSession,
+  loadSession,
+  readCookie,
+  setCookie,
+} from '../interaction/index.ts'
 import { OAuthError } from '../errors.ts'
 import { parseParams, readForm } from '../http.ts'
-import { browserBinding, endSession, loadSession } from '../interaction/flow.ts'
-import { logoutConfirmPage } from '../pages/consent.ts'
-import { errorPage, page, signedOutPage } from '../pages/index.ts'
-import { Permissions } from '../clients/permissions.ts'
-import type { InteractionRecord, SessionRecord } from '../storage/types.ts'
-import { randomToken, timingSafeEqual } from '../tokens/opaque.ts'
-import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
-import { metaOf } from '../security/request_meta.ts'
-import { appendQuery, redirect } from '../protocol/authorization_response.ts'
+import { errorPage, logoutConfirmPage, page, signedOutPage } from '../pages/index.ts'
+import type { InteractionRecord, SessionRecord } from '../storage/index.ts'
+import { randomToken, timingSafeEqual } from '../crypto/index.ts'
+import { appendQuery, redirect, verifyIdTokenHint } from '../protocol/index.ts'
+import { metaOf } from '../security/index.ts'
 
 async function readParams(request: Request, ctx: Context): Promise<Map<string, string>> {
   if (request.method === 'POST') return readForm(request, ctx.config.limits)

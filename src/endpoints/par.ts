@@ -9,13 +9,13 @@
  */
 import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
-import { verifyRequestProof } from '../dpop/request.ts'
+import { verifyRequestProof } from '../dpop/index.ts'
 import { OAuthError } from '../errors.ts'
 import { type Params, noStoreJson, readForm } from '../http.ts'
-import { Permissions } from '../clients/permissions.ts'
-import { RESOURCE_PARAMETERS } from '../protocol/resource_indicators.ts'
-import type { ClientRecord, PushedRequestRecord } from '../storage/types.ts'
-import { randomToken } from '../tokens/opaque.ts'
+import { Permissions } from '../clients/index.ts'
+import { RESOURCE_PARAMETERS } from '../protocol/index.ts'
+import type { ClientRecord, PushedRequestRecord } from '../storage/index.ts'
+import { randomToken } from '../crypto/index.ts'
 import { Refusal, parseAuthorizationRequest, rawFromForm, verifyClientAndRedirect } from './authorization_request.ts'
 
 /** RFC 9126 §2.2: the request_uri is this URN followed by a random reference. */

@@ -16,20 +16,20 @@
  *   registers `jwks` or `jwks_uri` (never both) and gets no secret
  * Error descriptions name the field, never its value (src/clients/metadata.ts checks the metadata).
  */
-import { type RegisteredClientMetadata, type RegistrationPolicy, clientFields } from '../clients/metadata.ts'
-import { generateSecret } from '../clients/secrets.ts'
-import { OPTION_DEFAULTS } from '../config/defaults.ts'
+import {
+  clientFields,
+  generateSecret,
+  type RegisteredClientMetadata,
+  type RegistrationPolicy,
+} from '../clients/index.ts'
+import { OPTION_DEFAULTS } from '../defaults.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { noStoreJson } from '../http.ts'
-import { addressBucket } from '../security/networks.ts'
-import { metaOf } from '../security/request_meta.ts'
-import { hashSecret } from '../security/secrets.ts'
-import { signingAlgorithms } from '../keys/algorithms.ts'
-import type { AttemptCounter, AttemptTaken, ClientRecord } from '../storage/types.ts'
-import { throttledAfter } from '../security/throttle.ts'
-import { randomToken } from '../tokens/opaque.ts'
+import { addressBucket, hashSecret, metaOf, throttledAfter } from '../security/index.ts'
+import { randomToken, signingAlgorithms } from '../crypto/index.ts'
+import type { AttemptCounter, AttemptTaken, ClientRecord } from '../storage/index.ts'
 import { type ManagementSettings, handleManagement } from './registration_management.ts'
 import { checkRegistrationToken, clientInformation, parseMetadata, readMetadata } from './registration_requests.ts'
 

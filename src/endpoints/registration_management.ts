@@ -5,14 +5,13 @@
  * token returned once at registration (stored only as its SHA-256). An unknown client is a 401
  * too (RFC 7592 §2.1), so ids cannot be probed.
  */
-import { type RegistrationPolicy, clientFields, withoutMetadataFields } from '../clients/metadata.ts'
+import { type RegistrationPolicy, clientFields, withoutMetadataFields } from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { noStoreJson } from '../http.ts'
-import { metaOf } from '../security/request_meta.ts'
-import { verifySecret } from '../security/secrets.ts'
-import type { ClientRecord } from '../storage/types.ts'
+import { metaOf, verifySecret } from '../security/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
 import {
   checkRegistrationToken,
   clientInformation,

@@ -10,14 +10,14 @@ import {
   type RegistrationPolicy,
   badMetadata,
   parseClientMetadata,
-} from '../clients/metadata.ts'
+} from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { bearerToken, mediaType, readText } from '../http.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { type ThrottleRule, attemptRules, throttledAfter } from '../security/throttle.ts'
-import { timingSafeEqual } from '../tokens/opaque.ts'
+import type { ClientRecord } from '../storage/index.ts'
+import { type ThrottleRule, attemptRules, throttledAfter } from '../security/index.ts'
+import { timingSafeEqual } from '../crypto/index.ts'
 
 /** Emits `client.registration_failed` for bad metadata and throws `invalid_client_metadata`. */
 export function refuseMetadata(

@@ -12,11 +12,11 @@ import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { noStoreJson, readForm } from '../http.ts'
-import { Permissions } from '../clients/permissions.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { looksLikeJwt, verifyAccessToken } from '../tokens/access_token.ts'
+import { Permissions } from '../clients/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
+import { looksLikeJwt, verifyAccessToken } from '../tokens/index.ts'
 import type { RequestMeta } from '../events/index.ts'
-import { metaOf } from '../security/request_meta.ts'
+import { metaOf } from '../security/index.ts'
 
 function notYours(): OAuthError {
   return new OAuthError('invalid_request', 'the token was not issued to this client')

@@ -8,17 +8,19 @@
  */
 import { authenticateClient, requirePermission } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
-import { checkProofRequired, nextNonce, tokenRequestProof } from '../dpop/request.ts'
+import { checkProofRequired, nextNonce, tokenRequestProof } from '../dpop/index.ts'
 import { OAuthError } from '../errors.ts'
-import { authorizationCode } from '../grants/authorization_code.ts'
-import { clientCredentials } from '../grants/client_credentials.ts'
-import { deviceCode } from '../grants/device_code.ts'
-import { refreshToken } from '../grants/refresh_token.ts'
-import { tokenExchange } from '../grants/token_exchange.ts'
-import type { Grant } from '../grants/types.ts'
+import {
+  authorizationCode,
+  clientCredentials,
+  deviceCode,
+  type Grant,
+  refreshToken,
+  tokenExchange,
+} from '../grants/index.ts'
 import { noStoreJson, readForm } from '../http.ts'
-import { Permissions } from '../clients/permissions.ts'
-import { RESOURCE_PARAMETERS } from '../protocol/resource_indicators.ts'
+import { Permissions } from '../clients/index.ts'
+import { RESOURCE_PARAMETERS } from '../protocol/index.ts'
 
 /** Parameters that may repeat: `resource` (RFC 8707 §2) and token exchange's `audience` (RFC 8693 §2.1). */
 const MULTI_VALUED: ReadonlySet<string> = new Set([...RESOURCE_PARAMETERS, 'audience'])

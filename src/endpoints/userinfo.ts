@@ -15,12 +15,11 @@
  * - claims released by the token's identity scopes and its claims request (Core §5.5), always with `sub`
  */
 import type { Context } from '../context.ts'
-import { type PresentedToken, checkTokenBinding, dpopChallengeError, readAuthorization } from '../dpop/resource.ts'
+import { type PresentedToken, checkTokenBinding, dpopChallengeError, readAuthorization } from '../dpop/index.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { mediaType, noStoreJson, readForm } from '../http.ts'
-import { scopedClaims } from '../grants/issue.ts'
-import { isForUserinfo } from '../protocol/resource_indicators.ts'
-import { findActiveAccessToken } from './introspection.ts'
+import { scopedClaims } from '../grants/index.ts'
+import { findActiveAccessToken, isForUserinfo } from '../protocol/index.ts'
 
 async function readAccessToken(request: Request, ctx: Context): Promise<PresentedToken | undefined> {
   const fromHeader = readAuthorization(request.headers.get('authorization'))

@@ -11,18 +11,28 @@
  * The confirmation always follows the sign-in, whatever the client's consent setting.
  */
 import type { Context } from '../context.ts'
-import { browserCookieName, readCookie } from '../interaction/cookies.ts'
+import {
+  browserCookieName,
+  checkPassword,
+  decideDevice,
+  deviceConfirmPage,
+  deviceDonePage,
+  deviceNotice,
+  type DeviceOutcome,
+  deviceRequestOf,
+  isUserCodeFormGenuine,
+  readCookie,
+  recordSignIn,
+  submitUserCode,
+  userCodeForm,
+} from '../interaction/index.ts'
 import { OAuthError } from '../errors.ts'
 import { parseParams, readForm } from '../http.ts'
-import { type DeviceOutcome, decideDevice, deviceNotice, deviceRequestOf, recordSignIn } from '../interaction/device.ts'
-import { deviceConfirmPage, deviceDonePage } from '../interaction/device_pages.ts'
-import { isUserCodeFormGenuine, submitUserCode, userCodeForm } from '../interaction/device_user_code.ts'
-import { checkPassword } from '../interaction/password.ts'
 import { errorPage, loginPage, textsOf } from '../pages/index.ts'
-import { metaOf } from '../security/request_meta.ts'
-import type { InteractionRecord } from '../storage/types.ts'
-import { timingSafeEqual } from '../tokens/opaque.ts'
-import { formatUserCode } from '../tokens/user_code.ts'
+import { metaOf } from '../security/index.ts'
+import type { InteractionRecord } from '../storage/index.ts'
+import { timingSafeEqual } from '../crypto/index.ts'
+import { formatUserCode } from '../tokens/index.ts'
 
 // The error page adds its hint ("Return to the application and try again"): not said twice here.
 const EXPIRED = 'the sign-in request has expired or was already used'

@@ -1,6 +1,6 @@
 /**
  * @module events/types
- * The audit events the host's `onEvent` hook receives (see `src/events/index.ts` for the emitter): what
+ * The audit events the host's `onEvent` hook receives (see `src/events/emitter.ts` for the emitter): what
  * happened, to which client, subject, grant and token id. Types only, so the option types can name
  * the hook without importing the emitter.
  */

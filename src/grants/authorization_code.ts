@@ -23,14 +23,14 @@
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import { Permissions } from '../clients/permissions.ts'
-import { checkCodeVerifier } from '../tokens/pkce.ts'
-import { checkKeyBinding } from '../dpop/request.ts'
+import { Permissions } from '../clients/index.ts'
+import { checkCodeVerifier } from '../tokens/index.ts'
+import { checkKeyBinding } from '../dpop/index.ts'
 import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
-import { metaOf } from '../security/request_meta.ts'
+import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
-import { grantResources, scopesForResources } from '../protocol/resource_indicators.ts'
-import type { CodeRecord } from '../storage/types.ts'
+import { grantResources, scopesForResources } from '../protocol/index.ts'
+import type { CodeRecord } from '../storage/index.ts'
 import type { Grant } from './types.ts'
 
 export const authorizationCode: Grant = {

@@ -13,12 +13,12 @@
  */
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
-import { Permissions, scopePermission } from '../clients/permissions.ts'
-import { parseScope } from '../protocol/scopes.ts'
-import { type IssueAccessTokenInput, issueAccessToken } from '../tokens/access_token.ts'
-import { metaOf } from '../security/request_meta.ts'
+import { Permissions, scopePermission } from '../clients/index.ts'
+import { parseScope } from '../config/index.ts'
+import { type IssueAccessTokenInput, issueAccessToken } from '../tokens/index.ts'
+import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
-import { parseResources, scopesForResources } from '../protocol/resource_indicators.ts'
+import { parseResources, scopesForResources } from '../protocol/index.ts'
 import type { Grant } from './types.ts'
 
 function grantedScopes(requested: string[], permissions: readonly string[], ctx: Context): string[] {

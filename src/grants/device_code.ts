@@ -19,14 +19,14 @@
  * family are checked before the poll and the signing runs alongside it, as the code grant does
  * around its consume.
  */
-import type { ClientRecord, DeviceCodeRecord } from '../storage/types.ts'
+import type { ClientRecord, DeviceCodeRecord } from '../storage/index.ts'
 import type { Context } from '../context.ts'
-import type { DpopProof } from '../dpop/proof.ts'
+import type { DpopProof } from '../dpop/index.ts'
 import { OAuthError } from '../errors.ts'
 import { allValues } from '../http.ts'
-import { Permissions } from '../clients/permissions.ts'
-import { metaOf } from '../security/request_meta.ts'
-import { grantResources, scopesForResources } from '../protocol/resource_indicators.ts'
+import { Permissions } from '../clients/index.ts'
+import { metaOf } from '../security/index.ts'
+import { grantResources, scopesForResources } from '../protocol/index.ts'
 import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
 import type { Grant } from './types.ts'
 

@@ -20,16 +20,15 @@
  * confidential client's refresh tokens are never bound.
  */
 import type { Context } from '../context.ts'
-import type { DpopProof } from '../dpop/proof.ts'
-import type { ClientRecord, RefreshTokenRecord } from '../storage/types.ts'
+import { checkKeyBinding, type DpopProof } from '../dpop/index.ts'
+import type { ClientRecord, RefreshTokenRecord } from '../storage/index.ts'
 import { OAuthError } from '../errors.ts'
-import { Permissions } from '../clients/permissions.ts'
-import { parseScope } from '../protocol/scopes.ts'
-import { checkKeyBinding } from '../dpop/request.ts'
+import { Permissions } from '../clients/index.ts'
+import { parseScope } from '../config/index.ts'
 import { issueUserTokens, permittedScopes, requireAccount } from './issue.ts'
-import { metaOf } from '../security/request_meta.ts'
+import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
-import { grantResources, scopesForResources } from '../protocol/resource_indicators.ts'
+import { grantResources, scopesForResources } from '../protocol/index.ts'
 import type { Grant } from './types.ts'
 
 export const refreshToken: Grant = {

@@ -17,16 +17,15 @@
  * - response: access_token, issued_token_type, token_type (DPoP with a proof), expires_in, scope;
  *   never a refresh token (§2.2.1)
  */
-import type { ClientRecord } from '../storage/types.ts'
+import type { ClientRecord } from '../storage/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { allValues } from '../http.ts'
-import { Permissions, scopePermission } from '../clients/permissions.ts'
-import { metaOf } from '../security/request_meta.ts'
-import { parseAudiences, parseResources } from '../protocol/resource_indicators.ts'
-import { parseScope } from '../protocol/scopes.ts'
-import { type TokenActor, issueAccessToken } from '../tokens/access_token.ts'
-import { type TokenExchangeParty, TokenTypes, applyExchangePolicy } from './token_exchange_options.ts'
+import { Permissions, scopePermission } from '../clients/index.ts'
+import { metaOf } from '../security/index.ts'
+import { parseAudiences, parseResources } from '../protocol/index.ts'
+import { applyExchangePolicy, parseScope, type TokenExchangeParty, TokenTypes } from '../config/index.ts'
+import { type TokenActor, issueAccessToken } from '../tokens/index.ts'
 import { type ExchangeParty, checkBoundParty, readExchangeToken } from './token_exchange_subject.ts'
 import type { Grant } from './types.ts'
 

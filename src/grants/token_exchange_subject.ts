@@ -6,12 +6,11 @@
  * `id_token_hint` verification, without its tolerance for expiry).
  */
 import type { Context } from '../context.ts'
-import { findActiveAccessToken } from '../endpoints/introspection.ts'
+import { findActiveAccessToken, verifyIdTokenHint } from '../protocol/index.ts'
 import { OAuthError } from '../errors.ts'
 import type { Params } from '../http.ts'
-import type { TokenActor } from '../tokens/access_token.ts'
-import { verifyIdTokenHint } from '../tokens/id_token_hint.ts'
-import { type TokenExchangeParty, TokenTypes } from './token_exchange_options.ts'
+import type { TokenActor } from '../tokens/index.ts'
+import { type TokenExchangeParty, TokenTypes } from '../config/index.ts'
 
 /** A subject or actor token once verified: what the exchange carries over into the new token. */
 export interface ExchangeParty extends TokenExchangeParty {

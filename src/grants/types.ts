@@ -5,7 +5,7 @@
  */
 import type { AuthenticatedClient } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
-import type { DpopProof } from '../dpop/proof.ts'
+import type { DpopProof } from '../dpop/index.ts'
 import type { Params } from '../http.ts'
 
 export type GrantType =

@@ -7,25 +7,19 @@
  * the browser session: it gets no `sid` and no entry in the session's `grants` (the approving
  * browser may be a phone; signing it out does not sign the device out).
  */
-import { hostOf, isSelfRegistered } from '../clients/record.ts'
+import { hostOf, isSelfRegistered } from '../clients/index.ts'
 import type { Context } from '../context.ts'
-import { redirect } from '../protocol/authorization_response.ts'
+import { redirect } from '../protocol/index.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { errorPage } from '../pages/index.ts'
-import { metaOf } from '../security/request_meta.ts'
-import type { ClientRecord, DeviceCodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
-import { randomToken } from '../tokens/opaque.ts'
-import { formatUserCode } from '../tokens/user_code.ts'
-import {
-  type Authentication,
-  authenticationOf,
-  browserBinding,
-  checkLogin,
-  loadSession,
-  signedInSession,
-} from './flow.ts'
+import { metaOf } from '../security/index.ts'
+import type { ClientRecord, DeviceCodeRecord, InteractionRecord, SessionRecord } from '../storage/index.ts'
+import { randomToken } from '../crypto/index.ts'
+import { formatUserCode } from '../tokens/index.ts'
+import type { Authentication } from './request.ts'
+import { authenticationOf, browserBinding, checkLogin, loadSession, signedInSession } from './flow.ts'
 import { deviceDonePage } from './device_pages.ts'
-import type { InteractionResult, PendingInteraction } from './types.ts'
+import type { InteractionResult, PendingInteraction } from '../config/index.ts'
 
 /** What a device interaction's `request` holds. */
 export interface DeviceInteractionRequest {

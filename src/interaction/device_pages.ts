@@ -4,10 +4,17 @@
  * confirmation naming the client (bidi-isolated) and the scopes with the user code to compare
  * (§5.4), and the pages saying what the device may do next. Every value is escaped.
  */
-import { noticeParagraph, scopeItems } from '../pages/consent.ts'
+import {
+  ALERT_ICON,
+  hidden,
+  noticeParagraph,
+  page,
+  scopeItems,
+  textsOf,
+  type Theme,
+  withClient,
+} from '../pages/index.ts'
 import { escapeHtml as e } from '../http.ts'
-import type { Theme } from '../config/options.ts'
-import { ALERT_ICON, hidden, page, textsOf, withClient } from '../pages/index.ts'
 
 export interface UserCodePageInput {
   action: string

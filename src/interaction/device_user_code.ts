@@ -9,12 +9,10 @@
  */
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie, setCookie } from './cookies.ts'
-import { addressBucket } from '../security/networks.ts'
+import { addressBucket, metaOf, throttledAfter, type ThrottleRule } from '../security/index.ts'
 import { textsOf } from '../pages/index.ts'
-import { metaOf } from '../security/request_meta.ts'
-import { type ThrottleRule, throttledAfter } from '../security/throttle.ts'
-import { randomToken, timingSafeEqual } from '../tokens/opaque.ts'
-import { normalizeUserCode } from '../tokens/user_code.ts'
+import { randomToken, timingSafeEqual } from '../crypto/index.ts'
+import { normalizeUserCode } from '../tokens/index.ts'
 import { startDeviceInteraction } from './device.ts'
 import { userCodePage } from './device_pages.ts'
 

@@ -4,61 +4,23 @@
  * session, starting an interaction (built-in pages or the host's hook), completing it, keeping the
  * session (single sign-on) and issuing the authorization code.
  */
-import { isSelfRegistered, selfRegistrationNotice } from '../clients/record.ts'
+import { isSelfRegistered, selfRegistrationNotice } from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import { browserCookieName, readCookie, setCookie } from './cookies.ts'
-import type { ResponseMode } from '../protocol/authorization_response.ts'
-import { authorizationError, authorizationResponse, redirect } from '../protocol/authorization_response.ts'
-import { type Display, type RequestedClaims, approvedClaims, requestedClaimNames } from '../protocol/claims_request.ts'
+import {
+  approvedClaims,
+  authorizationError,
+  authorizationResponse,
+  redirect,
+  requestedClaimNames,
+} from '../protocol/index.ts'
+import type { ClientRecord, CodeRecord, InteractionRecord, RequestedClaims, SessionRecord } from '../storage/index.ts'
 import { errorPage } from '../pages/index.ts'
-import { codeTtl } from '../protocol/profile.ts'
-import type { ClientRecord, CodeRecord, InteractionRecord, SessionRecord } from '../storage/types.ts'
-import { randomToken } from '../tokens/opaque.ts'
+import { codeTtl, type InteractionResult, type LoginResult, type PendingInteraction } from '../config/index.ts'
+import { randomToken } from '../crypto/index.ts'
 import type { RequestMeta } from '../events/index.ts'
-import { startBackchannelLogout } from '../logout/backchannel.ts'
-import type { InteractionResult, LoginResult, PendingInteraction } from './types.ts'
-
-/** A validated authorization request. */
-export interface AuthorizationRequest {
-  clientId: string
-  redirectUri: string
-  scopes: string[]
-  prompt: string[]
-  state?: string
-  nonce?: string
-  codeChallenge?: string
-  codeChallengeMethod?: 'S256' | 'plain'
-  maxAge?: number
-  loginHint?: string
-  uiLocales?: string
-  /** Core §3.1.2.1 `claims_locales`, as sent. */
-  claimsLocales?: string
-  /** Core §3.1.2.1 `display`. */
-  display?: Display
-  /** Core §3.1.2.1 `acr_values`, as sent (space-separated). */
-  acrValues?: string
-  /** The claims request (Core §5.5), by claim name. */
-  claims?: RequestedClaims
-  /** `form_post` (Form Post Response Mode §2); absent: query. */
-  responseMode?: ResponseMode
-  /** `sub` of a valid id_token_hint. */
-  idTokenHintSub?: string
-  /** Validated `resource` values (RFC 8707): the code remembers them. */
-  resources?: string[]
-  /**
-   * The DPoP key the code is bound to (RFC 9449 §10): `dpop_jkt`, or the key of the pushed
-   * request's proof. Kept in the interaction, so a resumed request still binds it.
-   */
-  dpopJkt?: string
-}
-
-/** The authenticated end-user of a completed sign-in or a live session. */
-export interface Authentication {
-  sub: string
-  authTime: number
-  acr?: string
-  amr?: string[]
-}
+import { startBackchannelLogout } from '../logout/index.ts'
+import type { Authentication, AuthorizationRequest } from './request.ts'
 
 /** The most grants without offline_access one session tracks (the oldest is revoked beyond it). */
 export const SESSION_GRANTS_MAX = 200

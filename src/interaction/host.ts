@@ -7,7 +7,7 @@
 import type { Context } from '../context.ts'
 import { completeDeviceInteraction, devicePending } from './device.ts'
 import { completeInteraction, toPending } from './flow.ts'
-import type { InteractionResult, PendingInteraction } from './types.ts'
+import type { InteractionResult, PendingInteraction } from '../config/index.ts'
 
 /** The host's view of a pending interaction, or undefined (unknown, expired, done, or a logout's). */
 export async function pendingInteraction(uid: string, ctx: Context): Promise<PendingInteraction | undefined> {

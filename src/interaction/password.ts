@@ -5,9 +5,8 @@
  * verified, with the `signin.failed` / `signin.succeeded` events.
  */
 import type { Context } from '../context.ts'
-import { metaOf } from '../security/request_meta.ts'
-import { throttledAfter } from '../security/throttle.ts'
-import type { Authentication } from './flow.ts'
+import { metaOf, throttledAfter } from '../security/index.ts'
+import type { Authentication } from './request.ts'
 
 /** The outcome of a sign-in attempt: the authentication, or the message for the form. */
 export type PasswordOutcome =

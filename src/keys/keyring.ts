@@ -8,10 +8,15 @@
  * therefore converge on the same one after their next reload.
  */
 import { type CryptoKey, type JWK, compactVerify, exportJWK, generateKeyPair, importJWK } from 'jose'
-import type { SigningAlg } from '../config/index.ts'
-import type { KeyRecord, Store } from '../storage/types.ts'
-import { type JwsSigner, type SignFunction, headerSegment, signCompact } from '../tokens/compact_jws.ts'
-import { randomToken } from '../tokens/opaque.ts'
+import {
+  headerSegment,
+  type JwsSigner,
+  randomToken,
+  signCompact,
+  type SignFunction,
+  type SigningAlgorithm as SigningAlg,
+} from '../crypto/index.ts'
+import type { KeyRecord, Store } from '../storage/index.ts'
 
 /** A key ready to sign. */
 export interface SigningKey {

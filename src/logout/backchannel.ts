@@ -17,14 +17,12 @@
  * The whole delivery runs after the logout response: handed to `waitUntil` (Workers) when set,
  * otherwise left running with every error caught and logged. It never delays nor fails a logout.
  */
-import { createPublicHostGuard } from '../client_auth/index.ts'
+import { createPublicHostGuard } from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import type { RequestMeta } from '../events/index.ts'
-import { signingAlgorithms } from '../keys/algorithms.ts'
-import { isLoopback } from '../security/networks.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { signJwt } from '../tokens/compact_jws.ts'
-import { randomToken } from '../tokens/opaque.ts'
+import { randomToken, signingAlgorithms, signJwt } from '../crypto/index.ts'
+import { isLoopback } from '../security/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
 
 /** The `events` member of a back-channel logout token (Back-Channel Logout 1.0 §2.4). */
 export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'

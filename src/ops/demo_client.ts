@@ -13,7 +13,7 @@ import { base64url, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from '
 import type { Endpoint } from '../context.ts'
 import { escapeHtml as e } from '../http.ts'
 import { type Theme, page } from '../pages/index.ts'
-import { randomToken, sha256 } from '../tokens/opaque.ts'
+import { randomToken, sha256 } from '../crypto/index.ts'
 
 /** What the demo client needs of the service. */
 export interface DemoService {

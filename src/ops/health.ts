@@ -5,10 +5,10 @@
  * signing keys are loaded, each within a time bound: 200 `{"status":"ok"}`, else 503
  * `{"status":"unavailable","checks":{...}}`. The answers name checks only, never a driver's error.
  */
-import type { HealthOptions } from '../config/options.ts'
+import type { HealthOptions } from '../config/index.ts'
 import type { Context } from '../context.ts'
 
-export { HealthSchema } from './health_options.ts'
+export { HealthSchema } from '../config/index.ts'
 export type { HealthOptions }
 
 /** The outcome of one readiness check. */

@@ -5,9 +5,9 @@
  * self-registered client's post-logout redirect, names the host first: #27 item 3). Client names
  * and hosts are bidi-isolated (`isolated`, #27 item 6).
  */
-import type { Theme } from '../config/options.ts'
+import type { Theme } from './theme.ts'
 import { escapeHtml as e } from '../http.ts'
-import { ALERT_ICON, CHECK_ICON, type PageTexts, hidden, isolated, page, textsOf, withClient } from './index.ts'
+import { ALERT_ICON, CHECK_ICON, type PageTexts, hidden, isolated, page, textsOf, withClient } from './layout.ts'
 
 export interface ConsentPageInput {
   action: string

@@ -1,7 +1,7 @@
 /**
  * @module pages/theme
  * The `theme` option's type: the look and words of the built-in pages (its schema is
- * `ThemeSchema` in src/pages/index.ts).
+ * `ThemeSchema` in src/pages/layout.ts).
  */
 
 /** Look and words of the built-in pages. */

@@ -6,13 +6,13 @@
  * Response Mode §2); and the rule for when an authorization error may be redirected at all
  * (RFC 9700 §4.11.2, {@link authorizationError}).
  */
-import { isSelfRegistered } from '../clients/record.ts'
+import { isSelfRegistered } from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import { type OAuthErrorCode, safeDescription } from '../errors.ts'
 import { escapeHtml as e } from '../http.ts'
 import { errorPage, pageHeaders, textsOf } from '../pages/index.ts'
-import type { ClientRecord } from '../storage/types.ts'
-import { randomToken } from '../tokens/opaque.ts'
+import type { ClientRecord } from '../storage/index.ts'
+import { randomToken } from '../crypto/index.ts'
 
 /**
  * How the authorization response reaches the redirect_uri: `query` (RFC 6749 §4.1.2, the default

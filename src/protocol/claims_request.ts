@@ -6,15 +6,10 @@
  * is released (§5.5.1: an essential claim the end-user does not have is simply absent).
  */
 import * as v from 'valibot'
-import { OAuthError } from '../errors.ts'
+import type { RequestedClaims } from '../storage/index.ts'
 
-/** The claim names a claims request asks for, by where they go (Core §5.5). */
-export interface RequestedClaims {
-  /** Claims requested from the UserInfo endpoint (§5.5 `userinfo`). */
-  userinfo?: string[]
-  /** Claims requested in the ID token (§5.5 `id_token`). */
-  id_token?: string[]
-}
+export type { RequestedClaims }
+import { OAuthError } from '../errors.ts'
 
 /** Core §5.5.1: `null`, or an object with optional `essential`, `value`, `values` (others ignored). */
 const ClaimRequestSchema = v.nullable(

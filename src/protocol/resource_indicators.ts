@@ -7,10 +7,10 @@
  * (`isForUserinfo`, #27 item 4).
  */
 import type { Context } from '../context.ts'
-import type { AccessTokenClaims } from '../tokens/access_token.ts'
+import type { AccessTokenClaims } from '../tokens/index.ts'
 import { OAuthError } from '../errors.ts'
-import { scopePermission } from '../clients/permissions.ts'
-import type { ClientRecord } from '../storage/types.ts'
+import { scopePermission } from '../clients/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
 
 /** The parameters read multi-valued where resource indicators are taken (RFC 8707 §2: one per target). */
 export const RESOURCE_PARAMETERS: ReadonlySet<string> = new Set(['resource'])

@@ -4,8 +4,7 @@
  * (`cnf.jkt`, §6.1), and the check of the request's proof (§4.3 with `ath`) against it, with
  * one-time `jti`s (§11.1) and, optionally, server nonces (§9).
  */
-import { createDpopNonces } from '../dpop/nonce.ts'
-import { verifyDpopProof } from '../dpop/proof.ts'
+import { createDpopNonces, verifyDpopProof } from '../dpop/index.ts'
 import { OAuthError } from '../errors.ts'
 import { Refusal } from './bearer.ts'
 import { pathnameOf } from './metadata.ts'

@@ -46,7 +46,7 @@ export type {
   ResourceServerOptions,
 } from './options.ts'
 export type { AuthenticatedRequest, RefusedRequest, VerifyOptions, VerifyResult } from './verify.ts'
-export type { AccessTokenClaims } from '../tokens/access_token.ts'
+export type { AccessTokenClaims } from '../tokens/index.ts'
 export type { LogoutTokenClaims, VerifyLogoutTokenOptions } from './logout.ts'
 export { InvalidLogoutTokenError, IssuerUnavailableError }
 

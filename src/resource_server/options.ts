@@ -4,7 +4,7 @@
  * construction: a bad option throws a TypeError naming it. The resource identifier's metadata
  * location follows RFC 9728 §3.1.
  */
-import { DEFAULT_DPOP_ALGORITHMS } from '../dpop/proof.ts'
+import { DEFAULT_DPOP_ALGORITHMS } from '../dpop/index.ts'
 import type { IntrospectionOptions } from './introspection.ts'
 
 /** A fetch function (the global `fetch` fits). */

@@ -20,7 +20,7 @@ import {
 import { type DpopCheck, boundKey, createDpopCheck } from './dpop.ts'
 import { type IssuerAccess, IssuerUnavailableError } from './issuer.ts'
 import { type ResourceServerSettings, checkScopes } from './options.ts'
-import type { AccessTokenClaims } from '../tokens/access_token.ts'
+import type { AccessTokenClaims } from '../tokens/index.ts'
 
 /** A verified access token. */
 export interface AuthenticatedRequest {

@@ -14,7 +14,7 @@
  * salt, so a secret's id (derived from the salt) stays the same.
  */
 import { base64url } from 'jose'
-import { timingSafeEqual } from '../tokens/opaque.ts'
+import { timingSafeEqual } from '../crypto/index.ts'
 
 const encoder = new TextEncoder()
 const PREFIX = 'pbkdf2-sha256'

@@ -8,7 +8,7 @@
  * Counters live in the store (`Store.attempts`), so every instance shares them.
  */
 import { addressBucket } from './networks.ts'
-import type { AttemptCounter, Store } from '../storage/types.ts'
+import type { AttemptCounter, Store } from '../storage/index.ts'
 
 /** One counter: at most `limit` failures per `window` seconds under `key`. */
 export interface ThrottleRule {

@@ -4,25 +4,29 @@
  * users, the client registry (with client ID metadata documents), the keyring, the caches and the
  * throttling. `createTokenService` (index.ts) serves it through the handler and the host API.
  */
-import { createClientKeySource } from '../client_auth/index.ts'
-import { type MetadataDocumentResolver, createMetadataDocumentResolver } from '../clients/metadata_document.ts'
-import { type ClientRegistry, createClientRegistry } from '../clients/index.ts'
-import type { Config, Logger } from '../config/index.ts'
+import {
+  type ClientRegistry,
+  createClientKeySource,
+  createClientRegistry,
+  createMetadataDocumentResolver,
+  type MetadataDocumentResolver,
+} from '../clients/index.ts'
+import { type Config, createScopeRegistry, type ScopeRegistry } from '../config/index.ts'
+import { createEmitter, type Emitter, type Logger, metricsObserver } from '../events/index.ts'
 import { type Context, endpointUrls } from '../context.ts'
-import { createDpopNonces } from '../dpop/nonce.ts'
-import { dpopNonceSecret } from '../dpop/nonce_secret.ts'
-import { type Emitter, createEmitter, metricsObserver } from '../events/index.ts'
-import { signingAlgorithms } from '../keys/algorithms.ts'
-import { type Keyring, createKeyring } from '../keys/keyring.ts'
-import type { ScopeRegistry } from '../protocol/scopes.ts'
-import { createScopeRegistry } from '../protocol/scopes.ts'
-import { createVerificationCache } from '../security/secrets.ts'
-import { createMemoryStore } from '../storage/memory.ts'
-import type { Store } from '../storage/types.ts'
-import { type Limiter, createExclusiveRunner, createRulesCache, storeLimiter } from '../security/throttle.ts'
-import { sha256 } from '../tokens/opaque.ts'
-import { createVerifiedTokenCache } from '../tokens/verified_cache.ts'
-import { createUserDirectory } from '../accounts/users.ts'
+import { createDpopNonces, dpopNonceSecret } from '../dpop/index.ts'
+import { sha256, signingAlgorithms } from '../crypto/index.ts'
+import { type Keyring, createKeyring } from '../keys/index.ts'
+import {
+  createExclusiveRunner,
+  createRulesCache,
+  createVerificationCache,
+  type Limiter,
+  storeLimiter,
+} from '../security/index.ts'
+import { createMemoryStore, type Store } from '../storage/index.ts'
+import { createVerifiedTokenCache } from '../tokens/index.ts'
+import { createUserDirectory } from '../accounts/index.ts'
 
 const consoleLogger: Logger = {
   warn: (message, detail) => console.warn(`[gatehouse] ${message}`, detail ?? ''),

@@ -3,7 +3,7 @@
  * The stored shape of a client (`ClientRecord`) and its parts: secrets, how it authenticates, its
  * keys, and how a self-registered client came to exist. Part of the storage contract (types.ts).
  */
-import type { SigningAlgorithm } from '../keys/algorithms.ts'
+import type { SigningAlgorithm } from '../crypto/index.ts'
 
 /**
  * How a client authenticates at the token, introspection, revocation and PAR endpoints (RFC 7591

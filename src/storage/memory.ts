@@ -11,20 +11,20 @@
  * Every read returns a fresh copy, so callers never share the store's records.
  */
 import { PackedRecordMap } from './packed_map.ts'
-import type {
-  ClientRecord,
-  CodeRecord,
-  Consumed,
-  DeviceCodeRecord,
-  DevicePoll,
-  InteractionRecord,
-  KeyRecord,
-  PushedRequestRecord,
-  RefreshTokenRecord,
-  SessionRecord,
-  Store,
+import {
+  type ClientRecord,
+  type CodeRecord,
+  type Consumed,
+  DEVICE_CODE_RETENTION,
+  type DeviceCodeRecord,
+  type DevicePoll,
+  type InteractionRecord,
+  type KeyRecord,
+  type PushedRequestRecord,
+  type RefreshTokenRecord,
+  type SessionRecord,
+  type Store,
 } from './types.ts'
-import { DEVICE_CODE_RETENTION } from './types.ts'
 
 export interface MemoryStoreOptions {
   /** Clock in epoch seconds (tests inject one). */

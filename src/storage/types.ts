@@ -3,8 +3,15 @@
  * The storage contract every adapter (memory, PostgreSQL, Redis, …) implements. All state of the
  * service goes through it; one-time use and rotation are atomic here, not in the callers.
  */
-import type { RequestedClaims } from '../protocol/claims_request.ts'
 import type { ClientRecord } from './client_records.ts'
+
+/** The claim names a claims request asks for, by where they go (Core §5.5). */
+export interface RequestedClaims {
+  /** Claims requested from the UserInfo endpoint (§5.5 `userinfo`). */
+  userinfo?: string[]
+  /** Claims requested in the ID token (§5.5 `id_token`). */
+  id_token?: string[]
+}
 
 export type {
   ClientMetadata,

@@ -5,10 +5,9 @@
  * userinfo and revocation.
  */
 import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
-import type { Keyring, SigningKey } from '../keys/keyring.ts'
-import { signJwt } from './compact_jws.ts'
-import { randomToken } from './opaque.ts'
-import type { TokenExchangeActor } from '../grants/token_exchange_options.ts'
+import type { Keyring, SigningKey } from '../keys/index.ts'
+import { randomToken, signJwt } from '../crypto/index.ts'
+import type { TokenExchangeActor } from '../config/index.ts'
 
 /** Claims of an access token we issue. */
 export interface AccessTokenClaims extends JWTPayload {

@@ -3,8 +3,8 @@
  * ID tokens per OpenID Connect Core §2 and §3.1.3.6 (at_hash).
  */
 import { base64url } from 'jose'
-import type { SigningKey } from '../keys/keyring.ts'
-import { signJwt } from './compact_jws.ts'
+import type { SigningKey } from '../keys/index.ts'
+import { signJwt } from '../crypto/index.ts'
 
 export interface IssueIdTokenInput {
   issuer: string

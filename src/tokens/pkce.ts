@@ -3,7 +3,7 @@
  * Proof Key for Code Exchange (RFC 7636).
  */
 import { OAuthError } from '../errors.ts'
-import { sha256, timingSafeEqual } from './opaque.ts'
+import { sha256, timingSafeEqual } from '../crypto/index.ts'
 
 /** RFC 7636 §4.1: 43 to 128 characters of [A-Z] / [a-z] / [0-9] / "-" / "." / "_" / "~". */
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/

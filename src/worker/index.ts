@@ -12,10 +12,9 @@
  * @see https://developers.cloudflare.com/workers/runtime-apis/handlers/fetch/
  * @see https://developers.cloudflare.com/workers/runtime-apis/handlers/scheduled/
  */
-import type { RequestInfo, TokenService, TokenServiceOptions } from '../index.ts'
-import { createTokenService } from '../index.ts'
-import { WORKERS_PBKDF2_LIMIT } from '../security/secrets.ts'
-export { chooseWorkerStore, openWorkerStore } from './store.ts'
+import { createTokenService, type RequestInfo, type TokenService, type TokenServiceOptions } from '../index.ts'
+import { WORKERS_PBKDF2_LIMIT } from '../security/index.ts'
+export { chooseWorkerStore, describeWorkerStore, openWorkerStore, type WorkerStoreChoice } from './store.ts'
 
 /** The part of a Worker's `ctx` (ExecutionContext) the handlers use. */
 export interface WorkerContext {

@@ -18,8 +18,7 @@
  * A store that cannot be opened fails with a message saying why, rather than falling back to memory.
  */
 import { type D1DatabaseLike, createD1Store } from '../storage/d1.ts'
-import type { SqlStore } from '../storage/sql/store.ts'
-import type { Store } from '../storage/types.ts'
+import type { SqlStore, Store } from '../storage/index.ts'
 
 /** The store a Worker's `env` asks for. */
 export type WorkerStoreChoice =

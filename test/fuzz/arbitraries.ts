@@ -12,7 +12,7 @@ export const MARKER = `<x-fuzz-"'>`
 /** What an escaped page must never contain: the marker's tag, or its quotes left raw. */
 export const RAW_MARKER = /<x-fuzz|x-fuzz-["']/
 
-/** Default limits of the service (src/config/index.ts). */
+/** Default limits of the service (src/config/parse.ts). */
 export const MAX_BODY_BYTES = 16_384
 export const MAX_PARAMETER_LENGTH = 4096
 

@@ -21,7 +21,7 @@ const RU = 'https://rp.example.test/cb'
 /** The Worker: a service with Client ID Metadata Documents, and a key source, run per request. */
 const ENTRY = `
 import { createTokenService } from './src/index.ts'
-import { createClientKeySource } from './src/client_auth/client_jwks.ts'
+import { createClientKeySource } from './src/clients/jwks.ts'
 
 export default {
   async fetch(request) {

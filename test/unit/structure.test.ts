@@ -269,7 +269,8 @@ describe('#32 test/unit/ mirrors src/', () => {
   it('#32 the path rule finds a file, a second file of tests, a folder, and refuses an unknown name', () => {
     expect(testedSource('clients/cache.test.ts')).toBe(join(ROOT, 'src/clients/cache.ts'))
     expect(testedSource('dpop/proof.nonce.test.ts')).toBe(join(ROOT, 'src/dpop/proof.ts'))
-    expect(testedSource('dpop/index.test.ts')).toBe(join(ROOT, 'src/dpop'))
+    expect(testedSource('dpop/index.test.ts')).toBe(join(ROOT, 'src/dpop/index.ts'))
+    expect(testedSource('dpop.test.ts')).toBe(join(ROOT, 'src/dpop'))
     expect(testedSource('http.test.ts')).toBe(join(ROOT, 'src/http.ts'))
     expect(testedSource('clients_sync.test.ts')).toBeUndefined()
     expect(testedSource('dpop/binding.test.ts')).toBeUndefined()

@@ -8,7 +8,7 @@ import * as oauth from 'oauth4webapi'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
 import type { Store } from '../../../src/storage/types.ts'
-import { sha256 } from '../../../src/tokens/opaque.ts'
+import { sha256 } from '../../../src/crypto/opaque.ts'
 import { authorizationUrl, authorize, redeemCallback, setup, signIn, webAuth, webClient } from '../../helpers/flow.ts'
 import { clock } from '../../helpers/service.ts'
 

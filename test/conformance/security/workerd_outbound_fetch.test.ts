@@ -8,7 +8,7 @@
  */
 import { type JWK, exportJWK, generateKeyPair } from 'jose'
 import { describe, expect, it } from 'vitest'
-import { type ClientKeyOwner, createClientKeySource } from '../../../src/client_auth/client_jwks.ts'
+import { type ClientKeyOwner, createClientKeySource } from '../../../src/clients/jwks.ts'
 import { OAuthError } from '../../../src/errors.ts'
 import { ISSUER, RU, form, makeService } from '../../helpers/service.ts'
 

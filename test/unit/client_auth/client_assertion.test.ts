@@ -9,10 +9,10 @@ import {
   assertionFailureReason,
   verifyClientAssertion,
 } from '../../../src/client_auth/client_assertion.ts'
-import { createClientKeySource } from '../../../src/client_auth/client_jwks.ts'
+import { createClientKeySource } from '../../../src/clients/jwks.ts'
 import { OAuthError } from '../../../src/errors.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
-import { sha256 } from '../../../src/tokens/opaque.ts'
+import { sha256 } from '../../../src/crypto/opaque.ts'
 
 const NOW = 1_800_000_000
 const ISSUER = 'https://auth.example.test'

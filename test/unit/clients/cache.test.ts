@@ -3,7 +3,7 @@
  * not wait a microtask turn per request for it), and a miss or an expired entry through the store.
  */
 import { describe, expect, it } from 'vitest'
-import { createClientRegistry } from '../../../src/clients/index.ts'
+import { createClientRegistry } from '../../../src/clients/registry.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
 
 describe('clients.get', () => {

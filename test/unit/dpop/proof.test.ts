@@ -2,7 +2,7 @@ import { SignJWT, base64url, exportJWK } from 'jose'
 import { describe, expect, it } from 'vitest'
 import { verifyDpopProof } from '../../../src/dpop/proof.ts'
 import { accessTokenHash, jwkThumbprint } from '../../../src/dpop/thumbprint.ts'
-import { sha256 } from '../../../src/tokens/opaque.ts'
+import { sha256 } from '../../../src/crypto/opaque.ts'
 import { NOW, TOKEN, URL_, eddsa, es256, input, invalid, other, proof, replays } from './fixtures.ts'
 
 describe('verifyDpopProof: valid proofs', () => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { sha256 } from '../../../src/tokens/opaque.ts'
+import { sha256 } from '../../../src/crypto/opaque.ts'
 import { atHash } from '../../../src/tokens/id_token.ts'
 
 // OpenID Connect Core §3.1.3.6: at_hash is base64url of the left half of the access token's hash,

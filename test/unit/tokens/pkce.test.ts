@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { OAuthError } from '../../../src/errors.ts'
-import { sha256 } from '../../../src/tokens/opaque.ts'
+import { sha256 } from '../../../src/crypto/opaque.ts'
 import { checkCodeVerifier, isValidChallenge } from '../../../src/tokens/pkce.ts'
 
 // RFC 7636 Appendix B.

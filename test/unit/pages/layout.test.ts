@@ -18,7 +18,7 @@ import {
   notFoundPage,
   page,
   signedOutPage,
-} from '../../../src/pages/index.ts'
+} from '../../../src/pages/layout.ts'
 import { landingPage } from '../../../src/ops/landing.ts'
 import { consentPage, logoutConfirmPage } from '../../../src/pages/consent.ts'
 import { deviceConfirmPage, deviceDonePage, userCodePage } from '../../../src/interaction/device_pages.ts'

@@ -1,5 +1,5 @@
 /**
- * @module keys/algorithms
+ * @module crypto/algorithms
  * Which algorithms the service signs with: the keyring keeps an active key for each, discovery
  * lists them as `id_token_signing_alg_values_supported` (OpenID Connect Discovery §3), and a client
  * may register any of them as its `idTokenSignedResponseAlg` (OpenID Connect Registration §2).

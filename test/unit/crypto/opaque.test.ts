@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { randomBytes, randomToken, sha256, timingSafeEqual } from '../../../src/tokens/opaque.ts'
+import { randomBytes, randomToken, sha256, timingSafeEqual } from '../../../src/crypto/opaque.ts'
 
 describe('randomToken', () => {
   it('RT-02 AUTHZ-10: 256 bits by default, URL-safe, never repeating', () => {

@@ -1,11 +1,11 @@
 /**
- * @module config/defaults
+ * @module defaults
  * The default of every option of `createTokenService` and of a client registration, in one place
  * (the schemas of src/config/schema.ts and src/clients/registration.ts apply them). An absent list
  * (scopes, users, redirect URIs) is empty and an absent group (limits, theme) takes its members'
  * defaults; those are not listed here.
  */
-import { DEFAULT_ITERATIONS } from '../security/secrets.ts'
+import { DEFAULT_ITERATIONS } from './security/index.ts'
 
 /** Defaults of the options of `createTokenService`. */
 export const OPTION_DEFAULTS = {

@@ -1,5 +1,5 @@
 /**
- * @module client_auth/client_jwks
+ * @module clients/jwks
  * The public keys a client signs its `private_key_jwt` assertions with (RFC 7523 §3, OpenID
  * Connect Core §9): its registration's `jwks`, or the JWK set at its `jwks_uri` (RFC 7591 §2).
  *
@@ -31,8 +31,7 @@
 import type { JWK } from 'jose'
 import { OAuthError } from '../errors.ts'
 import { mediaType, readCapped } from '../http.ts'
-import { isLoopback, isPublicAddress } from '../security/networks.ts'
-import { type FetchBudget, type Limiter, fetchBudget } from '../security/throttle.ts'
+import { fetchBudget, type FetchBudget, isLoopback, isPublicAddress, type Limiter } from '../security/index.ts'
 
 /** Largest JWK set read, bytes. */
 export const MAX_JWKS_BYTES = 65_536

@@ -7,7 +7,7 @@ import {
   type ClientKeySourceOptions,
   createClientKeySource,
   publicSignatureKeys,
-} from '../../../src/client_auth/client_jwks.ts'
+} from '../../../src/clients/jwks.ts'
 import { OAuthError } from '../../../src/errors.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
 import { storeLimiter } from '../../../src/security/throttle.ts'

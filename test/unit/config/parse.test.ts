@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isLoopback, parseClientRegistration, parseOptions } from '../../../src/config/index.ts'
+import { isLoopback, parseClientRegistration, parseOptions } from '../../../src/config/parse.ts'
 import { parseConfigFile } from '../../../src/config/file.ts'
 import { createTokenService } from '../../../src/index.ts'
 

@@ -1,5 +1,5 @@
 /**
- * @module grants/token_exchange_options
+ * @module config/token_exchange
  * The `tokenExchange` option (RFC 8693 token exchange): the host's policy hook `authorize`, which
  * sees every exchange the built-in rules allow and may refuse it or narrow its scope and audience.
  */

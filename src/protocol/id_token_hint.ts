@@ -1,12 +1,12 @@
 /**
- * @module tokens/id_token_hint
+ * @module protocol/id_token_hint
  * Validates an `id_token_hint` (Core §3.1.2.1, RP-Initiated Logout §2): an ID token this issuer
  * signed with a published key. Expired hints are accepted (they identify, they do not authorize);
  * `alg: none` and foreign keys are not.
  */
 import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
 import type { Context } from '../context.ts'
-import { looksLikeJwt } from './access_token.ts'
+import { looksLikeJwt } from '../tokens/index.ts'
 
 export interface IdTokenHintClaims extends JWTPayload {
   sub: string

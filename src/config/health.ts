@@ -1,9 +1,9 @@
 /**
- * @module ops/health_options
+ * @module config/health
  * The `health` option: the probe paths and the readiness time bound (see src/ops/health.ts for the
  * probes). Apart from the probes so the options schema does not depend on the service context.
  */
-import type { HealthOptions } from '../config/options.ts'
+import type { HealthOptions } from './options.ts'
 import * as v from 'valibot'
 
 /** An absolute path on the host (not below the issuer): `/` and a path without query or fragment. */

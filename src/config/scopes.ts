@@ -1,9 +1,9 @@
 /**
- * @module protocol/scopes
+ * @module config/scopes
  * The scopes the service knows: identity scopes (claims released at userinfo, OpenID Connect Core
  * §5.4), `offline_access` (§11) and API scopes (their audience goes into access tokens, RFC 9068 §3).
  */
-import type { ScopeConfig } from '../config/index.ts'
+import type { ScopeConfig } from './parse.ts'
 import { OAuthError } from '../errors.ts'
 
 /** Standard claims of the OpenID Connect identity scopes (Core §5.4). */

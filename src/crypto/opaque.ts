@@ -1,5 +1,5 @@
 /**
- * @module tokens/opaque
+ * @module crypto/opaque
  * Random opaque values (authorization codes, refresh tokens, session cookies, ids) and the
  * SHA-256 digests they are stored under (RFC 6749 §10.10: at least 128 bits of entropy).
  */

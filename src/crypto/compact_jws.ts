@@ -1,12 +1,12 @@
 /**
- * @module tokens/compact_jws
+ * @module crypto/compact_jws
  * JWTs signed either by jose (WebCrypto: asynchronous, a thread-pool hop on Node) or, when the
  * host injected a `signer` (see `nodeSigner` in adapters/node.ts), by a raw signature function,
  * synchronous or batched by the runtime. Both produce the same compact JWS (RFC 7515 §7.1):
  * base64url(JSON header) "." base64url(JSON payload) "." base64url(signature), with the header and
  * payload serialised by `JSON.stringify` exactly as jose does.
  */
-import { type CryptoKey, SignJWT, base64url } from 'jose'
+import { type CryptoKey, type JWK, SignJWT, base64url } from 'jose'
 
 /**
  * Signs a JWS signing input (the ASCII bytes of `header.payload`) and returns the raw JWS
@@ -110,3 +110,17 @@ export function signJwt(payload: Record<string, unknown>, typ: string, key: JwtS
   if (key.sign) return signCompact(cachedHeaderSegment(key, typ), payload, key.sign)
   return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.key)
 }
+
+/**
+ * Checks a JWS signature (RFC 7515 §5.2) over the ASCII bytes of `header.payload`; ECDSA
+ * signatures are raw r || s (RFC 7518 §3.4). Synchronous, or a promise (a runtime that batches).
+ * Both arrays are made for this call and never reused by the caller, so a later check may keep them.
+ */
+export type VerifyFunction = (signingInput: Uint8Array, signature: Uint8Array) => boolean | Promise<boolean>
+
+/**
+ * A factory the service may be given (the counterpart of `JwsSigner`): a signature check for a
+ * proof key with the runtime's own crypto, made once per key, or undefined to use WebCrypto, which
+ * on Node costs a thread-pool round trip per proof.
+ */
+export type DpopVerifier = (key: { alg: string; jwk: JWK }) => VerifyFunction | undefined

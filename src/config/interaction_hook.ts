@@ -1,5 +1,5 @@
 /**
- * @module interaction/types
+ * @module config/interaction_hook
  * How a host application plugs in its own sign-in: a hook that sees the pending authorization
  * request and answers with the signed-in account or a Response (e.g. a redirect to its login page),
  * and `service.interactions.complete(uid, result)` to resume once the host's login is done.

@@ -1,5 +1,5 @@
 /**
- * @module ops/metrics
+ * @module events/metrics
  * Operational numbers of the service: requests by endpoint and status, their latency, tokens
  * issued per grant type, failed client authentications, throttled attempts and store errors.
  * The service reports them to a `MetricsHook`; `createMetrics()` is one that keeps them in memory
@@ -7,7 +7,7 @@
  * from a hook of your own).
  * @see https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format
  */
-import type { ClientAuthenticationFailure } from '../events/types.ts'
+import type { ClientAuthenticationFailure } from './types.ts'
 
 export type { ClientAuthenticationFailure }
 

@@ -1,5 +1,5 @@
 /**
- * @module logout/options
+ * @module config/backchannel_logout
  * The `backchannelLogout` option (OpenID Connect Back-Channel Logout 1.0 delivery): the written-out
  * type of the public API and its valibot schema with the defaults.
  */

@@ -1,13 +1,13 @@
 /**
- * @module protocol/profile
+ * @module config/profile
  * The per-request policies that the `fapi2-security` profile (FAPI 2.0 Security Profile §5), the
  * service options and a client's registration decide together: whether authorization requests
  * must be pushed (RFC 9126), tokens DPoP-bound (RFC 9449), PKCE used, and how a client may
  * authenticate. Each function is the one place its rule lives.
  */
-import type { Config } from '../config/schema.ts'
-import type { SigningAlgorithm } from '../keys/algorithms.ts'
-import type { ClientRecord } from '../storage/types.ts'
+import type { Config } from './schema.ts'
+import type { SigningAlgorithm } from '../crypto/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
 
 /** FAPI 2.0 Security Profile §5.4.1: PS256, ES256 and EdDSA (Ed25519) only. */
 export const FAPI2_ALGORITHMS: readonly SigningAlgorithm[] = ['PS256', 'ES256', 'EdDSA']

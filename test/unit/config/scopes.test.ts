@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { OAuthError } from '../../../src/errors.ts'
-import { DEFAULT_SCOPES, createScopeRegistry, parseScope } from '../../../src/protocol/scopes.ts'
+import { DEFAULT_SCOPES, createScopeRegistry, parseScope } from '../../../src/config/scopes.ts'
 
 describe('parseScope', () => {
   it.each([

@@ -1,0 +1,17 @@
+/**
+ * @module crypto
+ * Primitives over WebCrypto and jose: random opaque values, SHA-256, compact JWS, signing algorithms.
+ * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ */
+export { SIGNING_ALGS, type SigningAlgorithm, signingAlgorithms } from './algorithms.ts'
+export {
+  type DpopVerifier,
+  headerSegment,
+  type JwsSigner,
+  signCompact,
+  type SignerKey,
+  type SignFunction,
+  signJwt,
+  type VerifyFunction,
+} from './compact_jws.ts'
+export { randomToken, sha256, timingSafeEqual } from './opaque.ts'

@@ -1,0 +1,17 @@
+/**
+ * @module endpoints
+ * One handler per endpoint under the issuer.
+ * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ */
+export { handleAuthorize } from './authorize.ts'
+export { handleDeviceAuthorization } from './device_authorization.ts'
+export { handleDiscovery, handleJwks, metadata } from './discovery.ts'
+export { handleInteraction } from './interaction.ts'
+export { handleIntrospection } from './introspection.ts'
+export { endRequestSession, endSubjectSessions, handleLogout } from './logout.ts'
+export { handlePushedAuthorizationRequest } from './par.ts'
+export { createRegistration } from './registration.ts'
+export { handleRevocation } from './revocation.ts'
+export { handleToken } from './token.ts'
+export { handleUserinfo } from './userinfo.ts'
+export { handleVerification } from './verify.ts'

@@ -1,0 +1,21 @@
+/**
+ * @module interaction
+ * The sign-in and consent flow between /connect/authorize and the host's sign-in hook, and the device flow's pages.
+ * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ */
+export { browserCookieName, readCookie, setCookie } from './cookies.ts'
+export { decideDevice, deviceNotice, type DeviceOutcome, deviceRequestOf, recordSignIn } from './device.ts'
+export { deviceConfirmPage, deviceDonePage } from './device_pages.ts'
+export { isUserCodeFormGenuine, submitUserCode, userCodeForm } from './device_user_code.ts'
+export {
+  browserBinding,
+  claimsNeedingConsent,
+  completeInteraction,
+  endSession,
+  issueCodeRedirect,
+  loadSession,
+  startInteraction,
+} from './flow.ts'
+export { completeHostInteraction, pendingInteraction } from './host.ts'
+export { checkPassword } from './password.ts'
+export type { AuthorizationRequest } from './request.ts'

@@ -1,0 +1,32 @@
+/**
+ * @module protocol
+ * Protocol pieces shared by endpoints and grants: authorization responses, claims requests, resource indicators, active tokens, ID token hints.
+ * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ */
+export { findActiveAccessToken } from './active_token.ts'
+export {
+  appendQuery,
+  authorizationError,
+  authorizationResponse,
+  redirect,
+  RESPONSE_MODES,
+  type ResponseMode,
+} from './authorization_response.ts'
+export {
+  approvedClaims,
+  type Display,
+  parseClaimsParameter,
+  parseDisplay,
+  requestedClaimNames,
+} from './claims_request.ts'
+export { verifyIdTokenHint } from './id_token_hint.ts'
+export {
+  defaultScopesForResources,
+  grantResources,
+  isForUserinfo,
+  markResourceBound,
+  parseAudiences,
+  parseResources,
+  RESOURCE_PARAMETERS,
+  scopesForResources,
+} from './resource_indicators.ts'

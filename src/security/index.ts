@@ -1,0 +1,34 @@
+/**
+ * @module security
+ * Secrets hashing, throttling, networks and request metadata.
+ * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ */
+export { addressBucket, canonicalAddress, inNetworks, isCidr, isLoopback, isPublicAddress } from './networks.ts'
+export { bindRequest, metaOf } from './request_meta.ts'
+export {
+  checkSecret,
+  createVerificationCache,
+  DEFAULT_ITERATIONS,
+  hashIterations,
+  hashSecret,
+  isSecretHash,
+  rehashSecret,
+  type SecretCheck,
+  type SecretDigest,
+  unmatchableHash,
+  verifySecret,
+  WORKERS_PBKDF2_LIMIT,
+} from './secrets.ts'
+export {
+  type AttemptLimits,
+  attemptRules,
+  type AttemptRules,
+  createExclusiveRunner,
+  createRulesCache,
+  fetchBudget,
+  type FetchBudget,
+  type Limiter,
+  storeLimiter,
+  throttledAfter,
+  type ThrottleRule,
+} from './throttle.ts'

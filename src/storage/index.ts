@@ -1,0 +1,20 @@
+/**
+ * @module storage
+ * The storage contract and the stores without a driver (memory, the SQL core). A driver's store
+ * (postgres, redis, pglite, sqlite, d1, postgres_worker) is an entry of its own: a package
+ * subpath, imported only where that driver is chosen, so the optional drivers stay optional.
+ * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ */
+export type {
+  ClientMetadata,
+  ClientRecord,
+  PublicJwkSet,
+  SecretRecord,
+  TokenEndpointAuthMethod,
+} from './client_records.ts'
+export { createMemoryStore } from './memory.ts'
+export { RequestScope } from './request_scope.ts'
+export { postgresDialect, sqliteDialect } from './sql/dialect.ts'
+export { migrationScript } from './sql/migrate.ts'
+export type { SqlStore } from './sql/store.ts'
+export type * from './types.ts'

@@ -1,0 +1,17 @@
+/**
+ * @module tokens
+ * Access tokens (RFC 9068), ID tokens, PKCE, user codes and the verified-token cache.
+ * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ */
+export {
+  type AccessTokenClaims,
+  issueAccessToken,
+  type IssueAccessTokenInput,
+  looksLikeJwt,
+  type TokenActor,
+  verifyAccessToken,
+} from './access_token.ts'
+export { issueIdToken, type IssueIdTokenInput } from './id_token.ts'
+export { checkCodeVerifier, isValidChallenge } from './pkce.ts'
+export { formatUserCode, generateUserCode, normalizeUserCode } from './user_code.ts'
+export { createVerifiedTokenCache, type VerifiedTokenCache } from './verified_cache.ts'
