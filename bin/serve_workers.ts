@@ -133,44 +133,67 @@ if (store.persist) await mkdir(store.persist, { recursive: true })
 const { Miniflare, convertV4MiniflareOptions } = await import('miniflare')
 const signalListeners = { SIGTERM: process.listeners('SIGTERM'), SIGINT: process.listeners('SIGINT') }
 // Miniflare 5 takes its v4 options (the documented ones) through convertV4MiniflareOptions.
-const miniflare = new Miniflare(
-  convertV4MiniflareOptions({
-    host: hostname,
-    port,
-    ...(inspector !== undefined ? { inspectorPort: Number(inspector) } : {}),
-    cf: false,
-    telemetry: { enabled: false },
-    logRequests: false,
-    workers: [
-      {
-        name: 'gatehouse',
-        modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]?.text ?? '' }],
-        compatibilityDate: COMPATIBILITY_DATE,
-        // #28 item 4: postgres.js over TCP sockets, and the request scope (AsyncLocalStorage).
-        compatibilityFlags: ['nodejs_compat'],
-        bindings,
-        ...(store.type === 'd1' ? { d1Databases: { DB: 'gatehouse' } } : {}),
-      },
-    ],
-    ...(store.persist ? { resourcePersistencePath: store.persist } : {}),
-  }),
-)
-// Miniflare's exit hook answers SIGTERM/SIGINT by killing workerd and exiting 143/130; this
-// process stops on them itself (below: workerd disposed, exit 0, as `npm start`), so its signal
-// listeners go. Its "exit" hook stays: workerd never outlives this process.
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  for (const listener of process.listeners(signal)) {
-    if (!signalListeners[signal].includes(listener)) process.removeListener(signal, listener)
+const options = convertV4MiniflareOptions({
+  host: hostname,
+  port,
+  ...(inspector !== undefined ? { inspectorPort: Number(inspector) } : {}),
+  cf: false,
+  telemetry: { enabled: false },
+  logRequests: false,
+  workers: [
+    {
+      name: 'gatehouse',
+      modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]?.text ?? '' }],
+      compatibilityDate: COMPATIBILITY_DATE,
+      // #28 item 4: postgres.js over TCP sockets, and the request scope (AsyncLocalStorage).
+      compatibilityFlags: ['nodejs_compat'],
+      bindings,
+      ...(store.type === 'd1' ? { d1Databases: { DB: 'gatehouse' } } : {}),
+    },
+  ],
+  ...(store.persist ? { resourcePersistencePath: store.persist } : {}),
+})
+
+/**
+ * Miniflare's exit hook answers SIGTERM/SIGINT by killing workerd and exiting 143/130; this
+ * process stops on them itself (below: workerd disposed, exit 0, as `npm start`), so its signal
+ * listeners go. Its "exit" hook stays: workerd never outlives this process.
+ */
+function dropMiniflareSignalListeners(): void {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    for (const listener of process.listeners(signal)) {
+      if (!signalListeners[signal].includes(listener)) process.removeListener(signal, listener)
+    }
   }
 }
-let url = new URL(`http://${hostname}:${port}`)
-try {
-  url = await miniflare.ready
-} catch (err) {
-  await miniflare.dispose().catch(() => {})
-  const message = (err as Error).message
-  fail(/EADDRINUSE|address already in use/i.test(message) ? `PORT ${port} is in use: ${message}` : message)
+
+/** workerd stops at start when another instance holds the local D1 it opens (SQLite busy). */
+const LOCKED = /database is locked|SQLITE_BUSY/
+
+/**
+ * Starts workerd. Two instances starting at once on one GATEHOUSE_DATA_DIR (#28 item 5) can find
+ * the local D1 locked by the other, and workerd then exits at start: this starts it again, a few
+ * times, after a random pause, so that both come up. Any other failure ends the process.
+ */
+async function launch(): Promise<{ miniflare: InstanceType<typeof Miniflare>; url: URL }> {
+  for (let attempt = 1; ; attempt++) {
+    const instance = new Miniflare(options)
+    dropMiniflareSignalListeners()
+    try {
+      return { miniflare: instance, url: await instance.ready }
+    } catch (err) {
+      await instance.dispose().catch(() => {})
+      const message = (err as Error).message
+      if (attempt < 6 && LOCKED.test(message)) {
+        log.warn(`workerd found the local D1 in ${store.persist} locked by another instance: starting again`)
+        await new Promise((resolve) => setTimeout(resolve, 200 + Math.random() * 800))
+        continue
+      }
+      return fail(/EADDRINUSE|address already in use/i.test(message) ? `PORT ${port} is in use: ${message}` : message)
+    }
+  }
 }
+const { miniflare, url } = await launch()
 // The service is built on the isolate's first request: make it now, so that a bad file or
 // store shows at start, as with `npm start`.
 // A build that failed answers 503 and is tried again by the next request: a few tries, since

@@ -65,7 +65,7 @@ export type {
   TokenExchangeParty,
   TokenExchangeRequest,
 } from './config/index.ts'
-export { createMemoryStore } from './storage/index.ts'
+export { createMemoryStore, DEVICE_CODE_RETENTION } from './storage/index.ts'
 export type {
   AttemptCounter,
   AttemptTaken,

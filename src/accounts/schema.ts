@@ -1,5 +1,5 @@
 /**
- * @module accounts
+ * @module accounts/schema
  * The host's account lookup (`accounts.findAccount`) and what it is told about a lookup; the
  * shape of the standard `address` claim (OpenID Connect Core §5.1.1) in users and accounts; the
  * schema of a built-in user of the sign-in page (option and configuration file `users`).

@@ -1,5 +1,5 @@
 /**
- * @module client_auth
+ * @module client_auth/authenticate
  * Client authentication at the token, introspection, revocation, PAR and device authorization
  * endpoints (RFC 6749 §2.3):
  * client_secret_basic, client_secret_post, private_key_jwt (RFC 7523, in private_key_jwt.ts) and

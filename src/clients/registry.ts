@@ -1,5 +1,5 @@
 /**
- * @module clients
+ * @module clients/registry
  * The host's client API (`service.clients`: ensure, sync, find, update, secrets, delete, list) and
  * the per-instance client cache the endpoints read through. The pieces: src/clients/record.ts (what
  * a record says, the host's view), src/clients/secrets.ts (hashing, rotation), src/clients/updates.ts

@@ -1,5 +1,5 @@
 /**
- * @module config
+ * @module config/parse
  * Options of `createTokenService`, client registrations and users, validated with valibot at the
  * boundary. A bad option fails at construction with a message naming the field. The schemas are in
  * src/config/schema.ts and src/clients/registration.ts, their defaults in src/defaults.ts;

@@ -1,5 +1,5 @@
 /**
- * @module events
+ * @module events/emitter
  * Audit events for the host's `onEvent` hook: what happened, to which client, subject, grant and
  * token id, in which request. Events never carry a secret, a password or a token value: they name
  * tokens by `jti` and grants by id. A throwing or rejecting hook is logged and never fails a request.

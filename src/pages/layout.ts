@@ -1,5 +1,5 @@
 /**
- * @module pages
+ * @module pages/layout
  * The built-in HTML pages: sign-in, signed-out, error and not found, and what every page shares
  * (the frame, the theme, the texts; consent and logout confirmation are in `consent.ts`). Every value
  * is escaped; responses carry a strict CSP (nonce-bound inline style, no script, no framing).
