@@ -1,7 +1,8 @@
 /**
  * @module clients
- * The client registry: records, secrets, permissions, registration metadata, metadata documents and keys.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * The client registry: records, secrets, permissions, registration metadata, metadata documents
+ * and keys. This index is what the rest of the code imports; nothing outside the folder imports
+ * its other files.
  */
 export {
   type ClientKeyOwner,

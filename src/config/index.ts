@@ -1,7 +1,8 @@
 /**
  * @module config
- * The options of `createTokenService`: public types, valibot schemas, parsing, profiles and scopes.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * The options of `createTokenService`: public types, valibot schemas, parsing, profiles and
+ * scopes. This index is what the rest of the code imports; nothing outside the folder imports its
+ * other files.
  */
 export type { BackchannelLogoutOptions } from './backchannel_logout.ts'
 export { type ConfigFile, parseConfigFile, type StoreConfig } from './file.ts'

@@ -1,7 +1,8 @@
 /**
  * @module crypto
- * Primitives over WebCrypto and jose: random opaque values, SHA-256, compact JWS, signing algorithms.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * Primitives over WebCrypto and jose: random opaque values, SHA-256, compact JWS, signing
+ * algorithms. This index is what the rest of the code imports; nothing outside the folder imports
+ * its other files.
  */
 export { SIGNING_ALGS, type SigningAlgorithm, signingAlgorithms } from './algorithms.ts'
 export {

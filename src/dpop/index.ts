@@ -1,7 +1,7 @@
 /**
  * @module dpop
- * DPoP (RFC 9449): proofs, server nonces and the checks at the token and resource endpoints.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * DPoP (RFC 9449): proofs, server nonces and the checks at the token and resource endpoints. This
+ * index is what the rest of the code imports; nothing outside the folder imports its other files.
  */
 export { createDpopNonces, type DpopNonces } from './nonce.ts'
 export { dpopNonceSecret } from './nonce_secret.ts'

@@ -1,7 +1,7 @@
 /**
  * @module endpoints
- * One handler per endpoint under the issuer.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * One handler per endpoint under the issuer. This index is what the rest of the code imports;
+ * nothing outside the folder imports its other files.
  */
 export { handleAuthorize } from './authorize.ts'
 export { handleDeviceAuthorization } from './device_authorization.ts'

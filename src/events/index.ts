@@ -1,7 +1,7 @@
 /**
  * @module events
- * Audit events, the logger, the store-error log and the metrics counted from events.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * Audit events, the logger, the store-error log and the metrics counted from events. This index is
+ * what the rest of the code imports; nothing outside the folder imports its other files.
  */
 export { createEmitter, type Emitter, metricsObserver, type RequestMeta } from './emitter.ts'
 export type { Logger } from './logger.ts'

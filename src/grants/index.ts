@@ -1,7 +1,7 @@
 /**
  * @module grants
- * The token endpoint's grants, one module each, and the issuing they share.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * The token endpoint's grants, one module each, and the issuing they share. This index is what the
+ * rest of the code imports; nothing outside the folder imports its other files.
  */
 export { authorizationCode } from './authorization_code.ts'
 export { clientCredentials } from './client_credentials.ts'

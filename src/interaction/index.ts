@@ -1,7 +1,8 @@
 /**
  * @module interaction
- * The sign-in and consent flow between /connect/authorize and the host's sign-in hook, and the device flow's pages.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * The sign-in and consent flow between /connect/authorize and the host's sign-in hook, and the
+ * device flow's pages. This index is what the rest of the code imports; nothing outside the folder
+ * imports its other files.
  */
 export { browserCookieName, readCookie, setCookie } from './cookies.ts'
 export { decideDevice, deviceNotice, type DeviceOutcome, deviceRequestOf, recordSignIn } from './device.ts'

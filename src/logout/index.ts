@@ -1,6 +1,6 @@
 /**
  * @module logout
- * Back-channel logout delivery (OpenID Connect Back-Channel Logout 1.0).
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * Back-channel logout delivery (OpenID Connect Back-Channel Logout 1.0). This index is what the
+ * rest of the code imports; nothing outside the folder imports its other files.
  */
 export { startBackchannelLogout } from './backchannel.ts'

@@ -1,7 +1,7 @@
 /**
  * @module pages
- * The HTML pages: layout, texts, theme and the consent page.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * The HTML pages: layout, texts, theme and the consent page. This index is what the rest of the
+ * code imports; nothing outside the folder imports its other files.
  */
 export { consentPage, logoutConfirmPage, noticeParagraph, scopeItems, type SelfRegisteredNotice } from './consent.ts'
 export {

@@ -1,7 +1,8 @@
 /**
  * @module protocol
- * Protocol pieces shared by endpoints and grants: authorization responses, claims requests, resource indicators, active tokens, ID token hints.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * Protocol pieces shared by endpoints and grants: authorization responses, claims requests,
+ * resource indicators, active tokens, ID token hints. This index is what the rest of the code
+ * imports; nothing outside the folder imports its other files.
  */
 export { findActiveAccessToken } from './active_token.ts'
 export {

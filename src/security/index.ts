@@ -1,7 +1,7 @@
 /**
  * @module security
- * Secrets hashing, throttling, networks and request metadata.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * Secrets hashing, throttling, networks and request metadata. This index is what the rest of the
+ * code imports; nothing outside the folder imports its other files.
  */
 export { addressBucket, canonicalAddress, inNetworks, isCidr, isLoopback, isPublicAddress } from './networks.ts'
 export { bindRequest, metaOf } from './request_meta.ts'

@@ -1,6 +1,6 @@
 /**
  * @module service
- * The Context builder behind `createTokenService`.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * The Context builder behind `createTokenService`. This index is what the rest of the code
+ * imports; nothing outside the folder imports its other files.
  */
 export { createServiceContext } from './create_context.ts'

@@ -3,7 +3,7 @@
  * The storage contract and the stores without a driver (memory, the SQL core). A driver's store
  * (postgres, redis, pglite, sqlite, d1, postgres_worker) is an entry of its own: a package
  * subpath, imported only where that driver is chosen, so the optional drivers stay optional.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * Otherwise this index is what the rest of the code imports.
  */
 export type {
   ClientMetadata,

@@ -1,7 +1,7 @@
 /**
  * @module tokens
- * Access tokens (RFC 9068), ID tokens, PKCE, user codes and the verified-token cache.
- * What the rest of the code uses of this folder: nothing outside it imports its other files.
+ * Access tokens (RFC 9068), ID tokens, PKCE, user codes and the verified-token cache. This index
+ * is what the rest of the code imports; nothing outside the folder imports its other files.
  */
 export {
   type AccessTokenClaims,
