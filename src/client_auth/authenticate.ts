@@ -37,7 +37,6 @@ import { type AuthenticatingEndpoint, authenticateWithAssertion, hasAssertion } 
 
 export type { AuthenticatingEndpoint } from './private_key_jwt.ts'
 export { ASSERTION_ALGORITHMS } from './client_assertion.ts'
-export { createClientKeySource, createPublicHostGuard, publicSignatureKeys } from '../clients/index.ts'
 
 export type ClientAuthMethod = TokenEndpointAuthMethod
 

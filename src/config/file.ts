@@ -4,16 +4,9 @@
  * register (plain-text secrets, hashed on load), built-in users, extra scopes and service settings.
  */
 import * as v from 'valibot'
-import {
-  ClientRegistrationSchema,
-  OptionsSchema,
-  ScopeSchema,
-  UserSchema,
-  clientIdMetadataDocumentSettings,
-  formatIssues,
-  throttleSettings,
-} from './parse.ts'
-import { strictObject } from '../schema_issues.ts'
+import { ClientRegistrationSchema } from '../clients/index.ts'
+import { OptionsSchema, ScopeSchema, UserSchema, clientIdMetadataDocumentSettings, throttleSettings } from './schema.ts'
+import { formatIssues, strictObject } from '../schema_issues.ts'
 
 const settings = OptionsSchema.entries
 

@@ -7,10 +7,8 @@
  * public type of src/config/options.ts.
  */
 import type {
-  AccountProvider,
   ClientRegistration,
   DynamicClientRegistrationOptions,
-  Logger,
   ScopeConfig,
   SigningAlgorithm,
   TokenServiceOptions,
@@ -27,25 +25,6 @@ import {
   type UserSchema,
 } from './schema.ts'
 import { formatIssues, withoutInputs } from '../schema_issues.ts'
-
-export { ClientRegistrationSchema, type ParsedClientRegistration, parseClientRegistration } from '../clients/index.ts'
-export {
-  type Config,
-  DYNAMIC_GRANT_TYPES,
-  DynamicClientRegistrationSchema,
-  ID_TOKEN_CLAIMS,
-  type IdTokenClaims,
-  OptionsSchema,
-  SIGNING_ALGS,
-  ScopeSchema,
-  type SigningAlg,
-  UserSchema,
-  clientIdMetadataDocumentSettings,
-  throttleSettings,
-} from './schema.ts'
-export { isLoopback } from '../security/index.ts'
-export { formatIssues, withoutInputs } from '../schema_issues.ts'
-export type { AccountProvider, ClientRegistration, Logger, ScopeConfig, TokenServiceOptions, UserConfig }
 
 /** True when A and B accept the same values (each assignable to the other). */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false

@@ -3,7 +3,7 @@
  * The scopes the service knows: identity scopes (claims released at userinfo, OpenID Connect Core
  * §5.4), `offline_access` (§11) and API scopes (their audience goes into access tokens, RFC 9068 §3).
  */
-import type { ScopeConfig } from './parse.ts'
+import type { ScopeConfig } from './options.ts'
 import { OAuthError } from '../errors.ts'
 
 /** Standard claims of the OpenID Connect identity scopes (Core §5.4). */

@@ -8,7 +8,6 @@
 import type { HealthOptions } from '../config/index.ts'
 import type { Context } from '../context.ts'
 
-export { HealthSchema } from '../config/index.ts'
 export type { HealthOptions }
 
 /** The outcome of one readiness check. */

@@ -7,7 +7,7 @@
  * the only places that know how, so swapping them for the pages changes nothing else.
  */
 import * as oauth from 'oauth4webapi'
-import type { ClientRegistration } from '../../src/config/parse.ts'
+import type { ClientRegistration } from '../../src/clients/index.ts'
 import type { Store } from '../../src/storage/types.ts'
 import { normalizeUserCode } from '../../src/tokens/user_code.ts'
 import type { inProcess } from './service.ts'

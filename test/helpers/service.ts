@@ -4,7 +4,7 @@
  */
 import * as oauth from 'oauth4webapi'
 import { type TokenServiceOptions, createTokenService } from '../../src/index.ts'
-import type { ClientRegistration } from '../../src/config/parse.ts'
+import type { ClientRegistration } from '../../src/clients/index.ts'
 
 export const ISSUER = 'https://auth.example.test'
 export const RU = 'https://rp.example.test/cb'

@@ -6,7 +6,7 @@
 import { decodeJwt } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
-import type { ClientRegistration } from '../../../src/config/parse.ts'
+import type { ClientRegistration } from '../../../src/clients/index.ts'
 import type { GatehouseEvent } from '../../../src/events/emitter.ts'
 import type { TokenExchangeRequest } from '../../../src/index.ts'
 import { Browser } from '../../helpers/browser.ts'

@@ -8,7 +8,7 @@
 import { decodeJwt } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
-import type { ClientRegistration } from '../../../src/config/parse.ts'
+import type { ClientRegistration } from '../../../src/clients/index.ts'
 import { authorizationUrl, authorize, setup } from '../../helpers/flow.ts'
 import { ISSUER, RU, basic, clock, form } from '../../helpers/service.ts'
 

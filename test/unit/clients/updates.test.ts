@@ -3,7 +3,7 @@
  * source of truth for the clients it lists), next to `ensure`'s skip-if-exists.
  */
 import { describe, expect, it } from 'vitest'
-import type { ClientRegistration } from '../../../src/config/parse.ts'
+import type { ClientRegistration } from '../../../src/clients/index.ts'
 import { parseConfigFile } from '../../../src/config/file.ts'
 import { hashSecret } from '../../../src/security/secrets.ts'
 import { ISSUER, basic, form, makeService } from '../../helpers/service.ts'

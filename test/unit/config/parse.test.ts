@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { isLoopback, parseClientRegistration, parseOptions } from '../../../src/config/parse.ts'
+import { parseClientRegistration } from '../../../src/clients/index.ts'
+import { parseOptions } from '../../../src/config/parse.ts'
+import { isLoopback } from '../../../src/security/index.ts'
 import { parseConfigFile } from '../../../src/config/file.ts'
 import { createTokenService } from '../../../src/index.ts'
 
