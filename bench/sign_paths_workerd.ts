@@ -12,7 +12,7 @@
  */
 import { createPublicKey, verify } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { Miniflare, convertV4MiniflareOptions } from 'miniflare'
+import { COMPATIBILITY_DATE, createMiniflare, miniflareOptions } from '../bin/workerd.ts'
 import { descendants } from './servers/process_tree.ts'
 
 const INPUT = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0'.repeat(8)
@@ -56,24 +56,7 @@ export default {
   },
 }`
 
-const compatibilityDate = /COMPATIBILITY_DATE = '([^']+)'/.exec(
-  readFileSync(new URL('../bin/serve_workers.ts', import.meta.url), 'utf8'),
-)?.[1]
-const miniflare = new Miniflare(
-  convertV4MiniflareOptions({
-    port: 0,
-    cf: false,
-    telemetry: { enabled: false },
-    workers: [
-      {
-        name: 'sign-paths',
-        modules: [{ type: 'ESModule', path: 'worker.js', contents: worker }],
-        compatibilityDate,
-        compatibilityFlags: ['nodejs_compat'],
-      },
-    ],
-  }),
-)
+const miniflare = await createMiniflare(await miniflareOptions({ port: 0, name: 'sign-paths', script: worker }))
 const url = await miniflare.ready
 const workerd = descendants(process.pid).find((p) => p.name === 'workerd')?.pid
 if (!workerd) throw new Error('no workerd process')
@@ -107,7 +90,7 @@ for (let round = 0; round < 5; round++) {
 }
 await miniflare.dispose()
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
-console.log(`workerd (Miniflare, compatibility date ${compatibilityDate}), CPU µs per signature, rounds and median:`)
+console.log(`workerd (Miniflare, compatibility date ${COMPATIBILITY_DATE}), CPU µs per signature, rounds and median:`)
 for (const [name, values] of results) {
   console.log(
     `${name.padEnd(20)} ${values.map(Math.round).join(' / ').padEnd(28)} median ${Math.round(median(values))}`,

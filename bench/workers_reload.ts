@@ -18,11 +18,12 @@
  *
  * Input: RELOAD_SPEC (JSON, `ReloadSpec`). Output: `RESULT {json}` (cold_start.ts's `ColdResult`).
  */
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { bundleWorker, createMiniflare, miniflareOptions } from '../bin/workerd.ts'
 import type { ColdResult, ColdStart } from './cold_start.ts'
 
 export interface ReloadSpec {
@@ -52,26 +53,8 @@ function freePort(): Promise<number> {
   })
 }
 
-// The compatibility date start:workers uses (bin/serve_workers.ts runs on import: read, not imported).
-const compatibilityDate = /COMPATIBILITY_DATE = '([^']+)'/.exec(
-  readFileSync(join(root, 'bin/serve_workers.ts'), 'utf8'),
-)?.[1]
-if (!compatibilityDate) throw new Error('no COMPATIBILITY_DATE in bin/serve_workers.ts')
-
-const { build } = await import('esbuild')
-// The bundle options of bin/serve_workers.ts.
-const bundle = await build({
-  entryPoints: [join(root, 'bin/serve_workers_entry.ts')],
-  bundle: true,
-  write: false,
-  format: 'esm',
-  platform: 'neutral',
-  target: 'es2022',
-  mainFields: ['module', 'main'],
-  conditions: ['workerd', 'worker', 'browser'],
-  external: ['cloudflare:*'],
-  logLevel: 'silent',
-})
+// start:workers' bundle, compatibility date and flags (bin/workerd.ts).
+const script = await bundleWorker(join(root, 'bin/serve_workers_entry.ts'))
 
 if (spec.pinCore !== undefined) {
   // The workerd package's main module exports the binary's path.
@@ -85,34 +68,25 @@ if (spec.pinCore !== undefined) {
 
 const port = await freePort()
 const issuer = `http://127.0.0.1:${port}`
-const { Miniflare, convertV4MiniflareOptions } = await import('miniflare')
 const options = (generation: number) =>
-  convertV4MiniflareOptions({
+  miniflareOptions({
     host: '127.0.0.1',
     port,
-    cf: false,
-    telemetry: { enabled: false },
-    logRequests: false,
-    workers: [
-      {
-        name: 'gatehouse',
-        modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]?.text ?? '' }],
-        compatibilityDate,
-        bindings: {
-          ISSUER: issuer,
-          GATEHOUSE_STORE: 'd1',
-          GATEHOUSE_STORE_DESCRIPTION: `local D1 store in ${spec.dataDir}`,
-          LOG_FORMAT: 'text',
-          METRICS: 'false',
-          GATEHOUSE_CONFIG_TEXT: spec.config,
-          GATEHOUSE_CONFIG_PATH: 'gatehouse.json',
-          // A new value, a new configuration: Miniflare starts a new workerd.
-          BENCH_GENERATION: String(generation),
-        },
-        d1Databases: { DB: 'gatehouse' },
-      },
-    ],
-    resourcePersistencePath: spec.dataDir,
+    name: 'gatehouse',
+    script,
+    bindings: {
+      ISSUER: issuer,
+      GATEHOUSE_STORE: 'd1',
+      GATEHOUSE_STORE_DESCRIPTION: `local D1 store in ${spec.dataDir}`,
+      LOG_FORMAT: 'text',
+      METRICS: 'false',
+      GATEHOUSE_CONFIG_TEXT: spec.config,
+      GATEHOUSE_CONFIG_PATH: 'gatehouse.json',
+      // A new value, a new configuration: Miniflare starts a new workerd.
+      BENCH_GENERATION: String(generation),
+    },
+    d1: true,
+    persist: spec.dataDir,
   })
 
 /** client_credentials until the first 200; returns the attempts refused before it. */
@@ -139,14 +113,14 @@ async function firstToken(started: number): Promise<number> {
 }
 
 const result: ColdResult = { starts: [], failures: [] }
-const miniflare = new Miniflare(options(0))
+const miniflare = await createMiniflare(await options(0))
 try {
   await miniflare.ready
   await firstToken(performance.now()) // migrates the D1, stores the keys; not counted
   for (let i = 1; i <= spec.starts; i++) {
     try {
       const started = performance.now()
-      await miniflare.setOptions(options(i))
+      await miniflare.setOptions(await options(i))
       const ready = performance.now() - started
       const refused = await firstToken(started)
       const start: ColdStart = { total: performance.now() - started, ready, refused, marks: {} }

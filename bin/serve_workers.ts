@@ -17,12 +17,11 @@
 import { mkdir, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { Miniflare } from 'miniflare'
 import type { Runtime } from './runtime.ts'
 import { onParentExit } from './parent_exit.ts'
 import { readAddress, readConfigFile, readConfigPath, readDemoFlag, readSettings } from './start_options.ts'
-
-/** workerd's compatibility date for the local Worker (a deployment sets its own in wrangler.toml). */
-export const COMPATIBILITY_DATE = '2026-08-01'
+import { bundleWorker, createMiniflare, miniflareOptions } from './workerd.ts'
 
 const ENTRY = fileURLToPath(new URL('./serve_workers_entry.ts', import.meta.url))
 
@@ -102,19 +101,7 @@ if (inspector !== undefined && (!/^\d{1,5}$/.test(inspector) || Number(inspector
   fail(`GATEHOUSE_INSPECTOR_PORT must be a port number, got ${JSON.stringify(inspector)}`)
 }
 
-const { build } = await import('esbuild')
-const bundle = await build({
-  entryPoints: [ENTRY],
-  bundle: true,
-  write: false,
-  format: 'esm',
-  platform: 'neutral',
-  target: 'es2022',
-  mainFields: ['module', 'main'],
-  conditions: ['workerd', 'worker', 'browser'],
-  external: ['cloudflare:*', 'node:*'], // node:*: workerd's nodejs_compat (postgres.js)
-  logLevel: 'silent',
-}).catch((err: Error) => fail(`bundling the Worker failed: ${err.message}`))
+const script = await bundleWorker(ENTRY).catch((err: Error) => fail(`bundling the Worker failed: ${err.message}`))
 
 const bindings: Record<string, string> = {
   ISSUER: issuer,
@@ -130,42 +117,16 @@ const bindings: Record<string, string> = {
 }
 
 if (store.persist) await mkdir(store.persist, { recursive: true })
-const { Miniflare, convertV4MiniflareOptions } = await import('miniflare')
-const signalListeners = { SIGTERM: process.listeners('SIGTERM'), SIGINT: process.listeners('SIGINT') }
-// Miniflare 5 takes its v4 options (the documented ones) through convertV4MiniflareOptions.
-const options = convertV4MiniflareOptions({
+const options = await miniflareOptions({
   host: hostname,
   port,
   ...(inspector !== undefined ? { inspectorPort: Number(inspector) } : {}),
-  cf: false,
-  telemetry: { enabled: false },
-  logRequests: false,
-  workers: [
-    {
-      name: 'gatehouse',
-      modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]?.text ?? '' }],
-      compatibilityDate: COMPATIBILITY_DATE,
-      // #28 item 4: postgres.js over TCP sockets, and the request scope (AsyncLocalStorage).
-      compatibilityFlags: ['nodejs_compat'],
-      bindings,
-      ...(store.type === 'd1' ? { d1Databases: { DB: 'gatehouse' } } : {}),
-    },
-  ],
-  ...(store.persist ? { resourcePersistencePath: store.persist } : {}),
+  name: 'gatehouse',
+  script,
+  bindings,
+  d1: store.type === 'd1',
+  ...(store.persist ? { persist: store.persist } : {}),
 })
-
-/**
- * Miniflare's exit hook answers SIGTERM/SIGINT by killing workerd and exiting 143/130; this
- * process stops on them itself (below: workerd disposed, exit 0, as `npm start`), so its signal
- * listeners go. Its "exit" hook stays: workerd never outlives this process.
- */
-function dropMiniflareSignalListeners(): void {
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    for (const listener of process.listeners(signal)) {
-      if (!signalListeners[signal].includes(listener)) process.removeListener(signal, listener)
-    }
-  }
-}
 
 /** workerd stops at start when another instance holds the local D1 it opens (SQLite busy). */
 const LOCKED = /database is locked|SQLITE_BUSY/
@@ -175,10 +136,9 @@ const LOCKED = /database is locked|SQLITE_BUSY/
  * the local D1 locked by the other, and workerd then exits at start: this starts it again, a few
  * times, after a random pause, so that both come up. Any other failure ends the process.
  */
-async function launch(): Promise<{ miniflare: InstanceType<typeof Miniflare>; url: URL }> {
+async function launch(): Promise<{ miniflare: Miniflare; url: URL }> {
   for (let attempt = 1; ; attempt++) {
-    const instance = new Miniflare(options)
-    dropMiniflareSignalListeners()
+    const instance = await createMiniflare(options)
     try {
       return { miniflare: instance, url: await instance.ready }
     } catch (err) {

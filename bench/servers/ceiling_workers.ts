@@ -14,9 +14,9 @@
  *
  * Environment: PORT, HOST, SIGNER (ceiling_signers.ts; default webcrypto), CODES, CODES_FILE.
  */
-import { readFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
+import { bundleWorker, createMiniflare, miniflareOptions } from '../../bin/workerd.ts'
 import { descendants } from './process_tree.ts'
 
 const env = (name: string): string | undefined => process.env[name] || undefined
@@ -24,52 +24,17 @@ const port = Number(env('PORT') ?? '3000')
 const host = env('HOST') ?? '127.0.0.1'
 const signer = env('SIGNER') ?? 'webcrypto'
 const ENTRY = fileURLToPath(new URL('./ceiling_workers_entry.ts', import.meta.url))
-// start:workers' compatibility date (bin/serve_workers.ts runs on import: read, not imported).
-const compatibilityDate = /COMPATIBILITY_DATE = '([^']+)'/.exec(
-  readFileSync(fileURLToPath(new URL('../../bin/serve_workers.ts', import.meta.url)), 'utf8'),
-)?.[1]
-if (!compatibilityDate) throw new Error('no COMPATIBILITY_DATE in bin/serve_workers.ts')
-
-const { build } = await import('esbuild')
-const bundle = await build({
-  entryPoints: [ENTRY],
-  bundle: true,
-  write: false,
-  format: 'esm',
-  platform: 'neutral',
-  target: 'es2022',
-  mainFields: ['module', 'main'],
-  conditions: ['workerd', 'worker', 'browser'],
-  external: ['cloudflare:*', 'node:*'], // node:*: workerd's nodejs_compat
-  logLevel: 'silent',
-})
-
-const { Miniflare, convertV4MiniflareOptions } = await import('miniflare')
-const signalListeners = { SIGTERM: process.listeners('SIGTERM'), SIGINT: process.listeners('SIGINT') }
-const miniflare = new Miniflare(
-  convertV4MiniflareOptions({
+const miniflare = await createMiniflare(
+  await miniflareOptions({
     host,
     port,
-    cf: false,
-    telemetry: { enabled: false },
-    logRequests: false,
-    workers: [
-      {
-        name: 'ceiling',
-        modules: [{ type: 'ESModule', path: 'worker.js', contents: bundle.outputFiles[0]?.text ?? '' }],
-        compatibilityDate,
-        compatibilityFlags: ['nodejs_compat'],
-        bindings: { ISSUER: `http://${host}:${port}`, SIGNER: signer },
-      },
-    ],
+    name: 'ceiling',
+    script: await bundleWorker(ENTRY),
+    bindings: { ISSUER: `http://${host}:${port}`, SIGNER: signer },
   }),
 )
-// Miniflare answers SIGTERM/SIGINT by killing workerd and exiting 143/130; this process disposes
-// of workerd and exits 0 itself, as bin/serve_workers.ts does.
+// This process disposes of workerd and exits 0 on SIGTERM/SIGINT, as bin/serve_workers.ts does.
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  for (const listener of process.listeners(signal)) {
-    if (!signalListeners[signal].includes(listener)) process.removeListener(signal, listener)
-  }
   process.on(signal, () => {
     void miniflare.dispose().finally(() => process.exit(0))
   })
