@@ -2,6 +2,7 @@
  * The authorization code flow driven by oauth4webapi, signing in through the built-in page.
  */
 import * as oauth from 'oauth4webapi'
+import { expect } from 'vitest'
 import { Browser } from './browser.ts'
 import { CLIENTS, ISSUER, RU, discover, inProcess, makeService } from './service.ts'
 
@@ -47,6 +48,60 @@ export async function setup(options: Parameters<typeof makeService>[0] = {}) {
   const browser = new Browser(service.fetch)
   const opts = inProcess(service.fetch)
   return { service, clock, as, browser, opts }
+}
+
+/**
+ * An error response redirected to the client (RFC 6749 §4.1.2.1): at its redirect URI, with the
+ * error, the request's `state` and the issuer as `iss` (RFC 9207).
+ */
+export function expectErrorRedirect(
+  location: URL,
+  redirectUri: string,
+  error: string,
+  state: string | undefined,
+): void {
+  expect(location.origin + location.pathname).toBe(redirectUri)
+  expect(location.searchParams.get('error')).toBe(error)
+  expect(location.searchParams.get('state')).toBe(state ?? null)
+  expect(location.searchParams.get('iss')).toBe(ISSUER)
+}
+
+/** One instance of the service, as `setup` makes it. */
+export type Instance = Awaited<ReturnType<typeof setup>>
+
+/** A token response's status and JSON body. */
+export interface TokenAnswer {
+  status: number
+  body: Record<string, unknown>
+}
+
+/**
+ * Concurrent redemptions of one grant (a code, a device code) on instances sharing one store:
+ * exactly one got tokens and the others `invalid_grant`, and the replays revoked what the winner
+ * got, as every instance sees (its access token inactive, its refresh token refused).
+ */
+export async function expectOneWinnerRevoked(
+  results: readonly TokenAnswer[],
+  instances: readonly Instance[],
+  client: oauth.Client,
+  auth: oauth.ClientAuth,
+  round: number,
+): Promise<void> {
+  const winners = results.filter((result) => result.status === 200)
+  expect(winners, `round ${round}: ${results.map((r) => r.status).join(' ')}`).toHaveLength(1)
+  for (const loser of results.filter((result) => result.status !== 200)) {
+    expect(loser.status).toBe(400)
+    expect(loser.body.error).toBe('invalid_grant')
+  }
+  const won = winners[0]?.body as { access_token: string; refresh_token: string }
+  expect(won.refresh_token).toBeTypeOf('string')
+  for (const instance of instances) {
+    const introspected = await oauth.introspectionRequest(instance.as, client, auth, won.access_token, instance.opts)
+    expect(await introspected.json()).toEqual({ active: false })
+    const refreshed = await oauth.refreshTokenGrantRequest(instance.as, client, auth, won.refresh_token, instance.opts)
+    expect(refreshed.status).toBe(400)
+    expect(await refreshed.json()).toMatchObject({ error: 'invalid_grant' })
+  }
 }
 
 /** Runs authorize → sign in (if asked) → callback; returns the callback URL. */
