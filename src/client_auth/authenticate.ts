@@ -35,9 +35,6 @@ import type { ClientRecord, TokenEndpointAuthMethod } from '../storage/index.ts'
 import { documentFailure, failure, invalidClient, refuseIfThrottled } from './failure.ts'
 import { type AuthenticatingEndpoint, authenticateWithAssertion, hasAssertion } from './private_key_jwt.ts'
 
-export type { AuthenticatingEndpoint } from './private_key_jwt.ts'
-export { ASSERTION_ALGORITHMS } from './client_assertion.ts'
-
 export type ClientAuthMethod = TokenEndpointAuthMethod
 
 export interface AuthenticatedClient {

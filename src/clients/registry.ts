@@ -23,19 +23,6 @@ import { createDynamicClientUsage } from './dynamic_usage.ts'
 import type { ClientRegistration } from './registration.ts'
 import type { ClientRecord, Store } from '../storage/index.ts'
 
-export {
-  type AddedSecret,
-  type ClientInfo,
-  type SecretInfo,
-  isConfidential,
-  isSelfRegistered,
-  secretId,
-  selfRegistrationNotice,
-  toClientInfo,
-} from './record.ts'
-export { generateSecret } from './secrets.ts'
-export type { ClientChanges } from './updates.ts'
-
 export interface ClientRegistryOptions {
   store: Store
   now: () => number

@@ -18,8 +18,6 @@ import {
 } from './proof_key.ts'
 import { type Sha256, accessTokenHash } from './thumbprint.ts'
 
-export type { DpopVerifier, VerifyFunction } from './proof_key.ts'
-
 /**
  * Proof algorithms accepted by default (advertise them as `dpop_signing_alg_values_supported`).
  * `Ed25519` is the RFC 9864 name of EdDSA over Ed25519, which oauth4webapi sends by default.

@@ -8,9 +8,6 @@ import type { EventHook, EventInput, GatehouseEvent } from './types.ts'
 import type { Logger } from './logger.ts'
 import type { MetricsHook } from './metrics.ts'
 
-export type { EventBase, EventHook, EventInput, GatehouseEvent, GatehouseEventType } from './types.ts'
-export { createStoreErrorLog } from './store_error_log.ts'
-
 /** Per-request facts the adapters and the service know (see `RequestMeta`). */
 export interface RequestMeta {
   address?: string

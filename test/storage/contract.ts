@@ -14,7 +14,7 @@
  * changing one place.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { type AddedSecret, type ClientRegistry, createClientRegistry } from '../../src/clients/registry.ts'
+import { type AddedSecret, type ClientRegistry, createClientRegistry } from '../../src/clients/index.ts'
 import {
   type ClientRecord,
   type CodeRecord,

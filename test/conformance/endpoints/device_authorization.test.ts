@@ -7,7 +7,7 @@
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import type { ClientRegistration } from '../../../src/clients/index.ts'
-import type { GatehouseEvent } from '../../../src/events/emitter.ts'
+import type { GatehouseEvent } from '../../../src/events/index.ts'
 import { StoreUnavailableError } from '../../../src/errors.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
 import { USER_CODE_ALPHABET } from '../../../src/tokens/user_code.ts'

@@ -8,7 +8,7 @@
 import { decodeJwt } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
-import type { GatehouseEvent } from '../../../src/events/emitter.ts'
+import type { GatehouseEvent } from '../../../src/events/index.ts'
 import {
   DEVICE_GRANT,
   DEVICE_SCOPES,
