@@ -65,6 +65,13 @@ export interface TokenExchangeOptions {
    * fails the request (500 `server_error`).
    */
   authorize?: (request: TokenExchangeRequest) => TokenExchangeDecision | Promise<TokenExchangeDecision>
+  /**
+   * The clients whose ID tokens an exchanging client may use as subject tokens, besides its own:
+   * `{ agent: ['app'] }` lets `agent` exchange ID tokens issued to `app`. Default: none (#39 item
+   * 1: ID tokens travel in front channels, so another client's is no credential). Even then the new
+   * token carries no more than the grant behind the ID token: its scopes, resources and lifetime.
+   */
+  idTokenSubjects?: Record<string, string[]>
 }
 
 /** The schema of the `tokenExchange` option. */
@@ -75,6 +82,7 @@ export const TokenExchangeSchema = strictObject({
       'must be a function (request) => boolean | { scope, audience }',
     ),
   ),
+  idTokenSubjects: v.optional(v.record(v.pipe(v.string(), v.minLength(1)), v.array(v.pipe(v.string(), v.minLength(1))))),
 })
 
 /** What the new token gets once the host's policy has spoken. */

@@ -217,6 +217,7 @@ function idTokenInput(
     ttl: client.lifetimes.idToken ?? ctx.config.idTokenTtl,
     authTime: grant.authTime,
     accessToken,
+    grantId: grant.familyId,
     ...(grant.nonce !== undefined ? { nonce: grant.nonce } : {}),
     ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
     ...(grant.acr !== undefined ? { acr: grant.acr } : {}),

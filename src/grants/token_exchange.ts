@@ -3,17 +3,25 @@
  * Token exchange (RFC 8693) for agents acting on behalf of users: a confidential client trades a
  * subject token (an active access token or an ID token of this issuer) for an access token about
  * the same subject that names the client, or the actor token's subject, as its actor (`act`, §4.1).
+ * Threat model: docs/security.md "Token exchange" (#39 items 1, 3, 6).
  * - `requested_token_type` absent or access_token (§2.1), else invalid_request
- * - subject and actor tokens: see `readExchangeToken` (anything wrong is invalid_request, §2.2.2)
- * - scope ⊆ the subject token's scope ∩ the client's `scp:` permissions, else invalid_scope;
- *   none requested: all of that intersection (an ID token has no scope: the client's permissions)
+ * - subject and actor tokens: see `readExchangeToken` (anything wrong is invalid_request, §2.2.2);
+ *   the subject's account (and a user actor's) must still exist, as at refresh
+ * - scope ⊆ the subject's scope ∩ the client's `scp:` permissions, else invalid_scope; none
+ *   requested: all of that intersection. An ID token's scope is its grant's: what the user
+ *   consented to for the client the ID token was issued to, nothing more
  * - `resource` (RFC 8707) and `audience` (§2.1): each a resource the client may target, and one
  *   that a granted scope is for, else invalid_target; the token's `aud` is exactly those, its scope
- *   only their API scopes. Neither: `aud` is the scopes' audiences, as in the other grants
- * - `act` = { sub: actor token's sub, else the client id }, nesting the subject token's `act`
- * - the subject's grant id (`gid`) is carried over: revoking that grant revokes this token
- * - lifetime: the client's access token lifetime, capped by the subject's (and actor's) remaining one
- * - the host's `tokenExchange.authorize` hook may refuse or narrow (see token_exchange_options.ts)
+ *   only their API scopes. Neither: `aud` is the scopes' audiences, as in the other grants. An ID
+ *   token whose grant was made for resources keeps the new token within them
+ * - `act` = { sub: actor token's sub, else the client id }, nesting the actor token's own `act`
+ *   and then the subject token's (the whole chain of delegation, §4.1), at most `MAX_ACT_DEPTH` deep
+ * - the subject's grant id (`gid`) is carried over, and every other grant the result depends on
+ *   (the actor's, the session of an ID token subject, those its tokens depended on) in `gids`:
+ *   revoking any of them revokes this token
+ * - lifetime: the client's access token lifetime, capped by the subject's (and actor's) remaining
+ *   one, and by the end of an ID token's grant
+ * - the host's `tokenExchange.authorize` hook may refuse or narrow (see config/token_exchange.ts)
  * - response: access_token, issued_token_type, token_type (DPoP with a proof), expires_in, scope;
  *   never a refresh token (§2.2.1)
  */
@@ -45,12 +53,8 @@ function checkRequestedTokenType(value: string | undefined): void {
  * `offline_access` is never one (no refresh token). An empty result is invalid_scope.
  */
 function exchangeScopes(requested: string[], subject: ExchangeParty, client: ClientRecord, ctx: Context): string[] {
-  const candidates =
-    subject.scope ??
-    client.permissions
-      .filter((p) => p.startsWith(Permissions.Prefixes.Scope))
-      .map((p) => p.slice(Permissions.Prefixes.Scope.length))
-  const available = candidates.filter(
+  // #39 item 1: never the client's own permissions in place of the subject's scope.
+  const available = (subject.scope ?? []).filter(
     (scope) =>
       scope !== 'offline_access' &&
       ctx.scopes.get(scope) !== undefined &&
@@ -89,9 +93,59 @@ function exchangeTarget(scopes: string[], resources: string[], ctx: Context): { 
   return { scopes: kept, audience: resources }
 }
 
-/** RFC 8693 §4.1: the current actor, with the chain of prior actors the subject token carries. */
+/** The deepest `act` chain an exchange builds (each exchange adds one link; a loop of agents stops here). */
+export const MAX_ACT_DEPTH = 10
+
+/** `chain` with `tail` appended after its last link. */
+function appendActors(chain: TokenActor | undefined, tail: TokenActor | undefined): TokenActor | undefined {
+  if (chain === undefined) return tail
+  const rest = appendActors(chain.act, tail)
+  return { sub: chain.sub, ...(rest !== undefined ? { act: rest } : {}) }
+}
+
+function actorDepth(actor: TokenActor | undefined): number {
+  return actor === undefined ? 0 : 1 + actorDepth(actor.act)
+}
+
+/**
+ * RFC 8693 §4.1: the current actor (the actor token's `sub`, else the client), then the actors the
+ * actor token itself names (#39 item 3: an exchanged actor keeps its chain), then those of the
+ * subject token: the whole delegation, most recent first.
+ */
 function actorClaim(subject: ExchangeParty, actor: ExchangeParty | undefined, client: ClientRecord): TokenActor {
-  return { sub: actor?.sub ?? client.clientId, ...(subject.act !== undefined ? { act: subject.act } : {}) }
+  const prior = appendActors(actor?.act, subject.act)
+  const act: TokenActor = { sub: actor?.sub ?? client.clientId, ...(prior !== undefined ? { act: prior } : {}) }
+  if (actorDepth(act) > MAX_ACT_DEPTH) throw new OAuthError('invalid_request', 'the chain of delegation is too long')
+  return act
+}
+
+/** Every grant the new token depends on besides the subject's `gid` (#39 items 1 and 3). */
+function dependencies(subject: ExchangeParty, actor: ExchangeParty | undefined): string[] {
+  const all = new Set([...subject.dependsOn, ...(actor?.gid !== undefined ? [actor.gid] : []), ...(actor?.dependsOn ?? [])])
+  if (subject.gid !== undefined) all.delete(subject.gid)
+  return [...all]
+}
+
+/** The requested resources, within an ID token grant's resources (#39 item 1): none asked, all of them. */
+function subjectResources(requested: string[], subject: ExchangeParty): string[] {
+  if (subject.resources === undefined) return requested
+  if (requested.length === 0) return subject.resources
+  if (requested.some((resource) => !subject.resources?.includes(resource))) {
+    throw new OAuthError('invalid_target', 'a requested resource is outside the grant of the subject token')
+  }
+  return requested
+}
+
+/**
+ * #39 item 6: the subject's account (and a user actor's) must still exist, as at refresh; a token
+ * that stands for a client has no account.
+ */
+async function requireAccounts(parties: Array<ExchangeParty | undefined>, ctx: Context): Promise<void> {
+  for (const party of parties) {
+    if (party === undefined || party.isClient) continue
+    const account = await ctx.accounts.findAccount(party.sub, { use: 'id_token', scopes: [], claims: [] })
+    if (!account) throw new OAuthError('invalid_request', 'the end-user of a token no longer exists')
+  }
 }
 
 /** The audience after the host narrowed it: API scopes for audiences no longer there go too. */
@@ -108,19 +162,23 @@ export const tokenExchange: Grant = {
   allowPublic: false,
   async handle(params, { client, request }, ctx, proof) {
     checkRequestedTokenType(params.get('requested_token_type'))
-    const subject = (await readExchangeToken(params, 'subject', ctx)) as ExchangeParty
-    const actor = await readExchangeToken(params, 'actor', ctx)
+    const subject = (await readExchangeToken(params, 'subject', client, ctx)) as ExchangeParty
+    const actor = await readExchangeToken(params, 'actor', client, ctx)
     checkBoundParty(subject, 'subject', proof?.jkt)
     checkBoundParty(actor, 'actor', proof?.jkt)
     const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
-    const resources = [
-      ...new Set([
-        ...parseResources(allValues(params, 'resource'), client, ctx),
-        ...parseAudiences(allValues(params, 'audience'), client, ctx),
-      ]),
-    ]
+    const resources = subjectResources(
+      [
+        ...new Set([
+          ...parseResources(allValues(params, 'resource'), client, ctx),
+          ...parseAudiences(allValues(params, 'audience'), client, ctx),
+        ]),
+      ],
+      subject,
+    )
     const target = exchangeTarget(exchangeScopes(requested, subject, client, ctx), resources, ctx)
     const act = actorClaim(subject, actor, client)
+    await requireAccounts([subject, actor], ctx)
     const granted = await applyExchangePolicy(ctx.config.tokenExchange, {
       clientId: client.clientId,
       subject: publicParty(subject),
@@ -151,6 +209,7 @@ export const tokenExchange: Grant = {
         act,
         client: subject.isClient,
         ...(subject.gid !== undefined ? { familyId: subject.gid } : {}),
+        dependsOn: dependencies(subject, actor),
         ...(subject.authTime !== undefined ? { authTime: subject.authTime } : {}),
         // RFC 9449 §6.1: bound to the proof's key.
         ...(proof ? { jkt: proof.jkt } : {}),
@@ -179,7 +238,7 @@ export const tokenExchange: Grant = {
   },
 }
 
-/** What the host's hook sees of a party (no expiry, grant id or internal flags). */
+/** What the host's hook sees of a party (no expiry, grant ids or internal flags). */
 function publicParty(party: ExchangeParty): TokenExchangeParty {
   return {
     sub: party.sub,

@@ -13,6 +13,7 @@ import {
   authorizationResponse,
   redirect,
   requestedClaimNames,
+  sessionFamilyId,
 } from '../protocol/index.ts'
 import type { ClientRecord, CodeRecord, InteractionRecord, RequestedClaims, SessionRecord } from '../storage/index.ts'
 import { errorPage } from '../pages/index.ts'
@@ -34,6 +35,8 @@ export async function endSession(session: SessionRecord, ctx: Context, meta?: Re
   await ctx.store.sessions.delete(session.id)
   const until = ctx.now() + ctx.config.refreshTokenFamilyTtl
   for (const familyId of session.grants ?? []) await ctx.store.revocations.revokeFamily(familyId, until)
+  // Tokens exchanged from the session's ID tokens end with it too (#39 item 1).
+  await ctx.store.revocations.revokeFamily(await sessionFamilyId(session.id, ctx), until)
   startBackchannelLogout(session, ctx, meta)
 }
 

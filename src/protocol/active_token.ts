@@ -16,10 +16,12 @@ export async function findActiveAccessToken(token: string, ctx: Context): Promis
     if (!claims) return undefined
     ctx.verifiedTokens.set(token, claims)
   }
-  // Asked together: stores that batch lookups answer both with one query (#20).
-  const [tokenRevoked, grantRevoked] = await Promise.all([
+  // Asked together: stores that batch lookups answer them with one query (#20). An exchanged token
+  // also depends on the grants in `gids` (#39 items 1 and 3).
+  const revoked = await Promise.all([
     ctx.store.revocations.isAccessTokenRevoked(claims.jti),
     claims.gid !== undefined ? ctx.store.revocations.isFamilyRevoked(claims.gid) : false,
+    ...(claims.gids ?? []).map((gid) => ctx.store.revocations.isFamilyRevoked(gid)),
   ])
-  return tokenRevoked || grantRevoked ? undefined : claims
+  return revoked.includes(true) ? undefined : claims
 }

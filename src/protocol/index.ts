@@ -20,7 +20,8 @@ export {
   parseDisplay,
   requestedClaimNames,
 } from './claims_request.ts'
-export { verifyIdTokenHint } from './id_token_hint.ts'
+export { type IdTokenHintClaims, verifyIdTokenHint } from './id_token_hint.ts'
+export { sessionFamilyId } from './session_family.ts'
 export {
   defaultScopesForResources,
   grantResources,

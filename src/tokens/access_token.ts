@@ -21,6 +21,13 @@ export interface AccessTokenClaims extends JWTPayload {
   scope: string
   /** The grant (family) of user tokens; absent for client_credentials. */
   gid?: string
+  /**
+   * The other grants an exchanged token depends on (RFC 8693: the actor token's grant, the grants
+   * its subject and actor tokens depended on, the session an ID token subject was issued in):
+   * revoking any of them makes the token inactive, as revoking `gid` does (#39 items 1 and 3).
+   * Private to this service.
+   */
+  gids?: string[]
   /** The end-user's authentication time (user tokens). */
   auth_time?: number
   /** The session the token was issued in (user tokens). */
@@ -54,6 +61,8 @@ export interface IssueAccessTokenInput {
   now: number
   ttl: number
   familyId?: string
+  /** The other grants the token depends on: adds `gids`. */
+  dependsOn?: string[]
   authTime?: number
   sid?: string
   /** The token represents the client itself (client_credentials): adds `gty`. */
@@ -92,6 +101,7 @@ export function issueAccessToken(
   }
   if (input.authTime !== undefined) claims.auth_time = input.authTime
   if (input.familyId !== undefined) claims.gid = input.familyId
+  if (input.dependsOn?.length) claims.gids = input.dependsOn
   if (input.sid !== undefined) claims.sid = input.sid
   if (input.client) claims.gty = 'client_credentials'
   if (input.jkt !== undefined) claims.cnf = { jkt: input.jkt }
@@ -106,6 +116,10 @@ function isActor(value: unknown): value is TokenActor {
   if (typeof value !== 'object' || value === null) return false
   const { sub, act } = value as { sub?: unknown; act?: unknown }
   return typeof sub === 'string' && (act === undefined || isActor(act))
+}
+
+function isStringList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string')
 }
 
 /** Whether a string has the shape of a compact JWS (three base64url parts). */
@@ -145,6 +159,7 @@ export async function verifyAccessToken(
     if (payload.cnf !== undefined && typeof (payload.cnf as { jkt?: unknown } | null)?.jkt !== 'string')
       return undefined
     if (payload.act !== undefined && !isActor(payload.act)) return undefined
+    if (payload.gids !== undefined && !isStringList(payload.gids)) return undefined
     return payload as AccessTokenClaims
   } catch (err) {
     if (err instanceof errors.JOSEError) return undefined

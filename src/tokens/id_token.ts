@@ -21,6 +21,12 @@ export interface IssueIdTokenInput {
   accessToken?: string
   /** End-user claims of the granted identity scopes (`idTokenClaims: 'scopes'`). */
   claims?: Record<string, unknown>
+  /**
+   * The grant (family) the ID token is issued from: its `gid`, as in the access tokens. Token
+   * exchange finds the grant through it, so an ID token as subject token buys no more than that
+   * grant holds and dies with it (#39 item 1).
+   */
+  grantId?: string
 }
 
 /** Claims the service sets itself: an account or scope definition never supplies them. */
@@ -41,6 +47,8 @@ const PROTOCOL_CLAIMS = new Set([
   'at_hash',
   'c_hash',
   'cnf',
+  'gid',
+  'events',
 ])
 
 const HASHES: Record<string, string> = {
@@ -83,6 +91,7 @@ export async function issueIdToken(input: IssueIdTokenInput, key: SigningKey, sh
   })
   if (input.nonce !== undefined) payload.nonce = input.nonce
   if (input.sid !== undefined) payload.sid = input.sid
+  if (input.grantId !== undefined) payload.gid = input.grantId
   if (input.acr !== undefined) payload.acr = input.acr
   if (input.amr !== undefined) payload.amr = input.amr
   if (input.accessToken !== undefined) payload.at_hash = await atHash(input.accessToken, key.alg, sha256)

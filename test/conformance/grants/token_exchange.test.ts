@@ -6,133 +6,29 @@
 import { decodeJwt } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
-import type { ClientRegistration } from '../../../src/clients/index.ts'
 import type { GatehouseEvent } from '../../../src/events/index.ts'
 import type { TokenExchangeRequest } from '../../../src/index.ts'
 import { Browser } from '../../helpers/browser.ts'
 import { setup, signIn } from '../../helpers/flow.ts'
-import { ISSUER, RU, basic, form } from '../../helpers/service.ts'
+import { ISSUER, basic, form } from '../../helpers/service.ts'
 import { dpopKey } from '../dpop/dpop_fixtures.ts'
-
-const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange'
-const AT = 'urn:ietf:params:oauth:token-type:access_token'
-const IDT = 'urn:ietf:params:oauth:token-type:id_token'
-const MAIL = 'https://mail.example.test/'
-const CAL = 'https://calendar.example.test/'
-const SCOPES = [
-  { name: 'mail.read', audience: MAIL },
-  { name: 'calendar.read', audience: CAL },
-]
-
-/** The app the user signs in to: its tokens are the subject tokens. */
-const APP: ClientRegistration = {
-  clientId: 'app',
-  clientSecret: 'app-secret',
-  permissions: [
-    'ept:authorization',
-    'ept:token',
-    'ept:revocation',
-    'gt:authorization_code',
-    'gt:refresh_token',
-    'rst:code',
-    'scp:openid',
-    'scp:profile',
-    'scp:api1',
-    'scp:mail.read',
-    'scp:calendar.read',
-  ],
-  redirectUris: [RU],
-}
-const EXCHANGE = 'gt:urn:ietf:params:oauth:grant-type:token-exchange'
-/** The agent: may exchange for api1 and mail.read (not calendar.read, not profile). */
-const AGENT: ClientRegistration = {
-  clientId: 'agent',
-  clientSecret: 'agent-secret',
-  permissions: ['ept:token', 'ept:introspection', EXCHANGE, 'scp:openid', 'scp:api1', 'scp:mail.read'],
-}
-/** A second agent, downstream of the first (nested delegation). */
-const AGENT2: ClientRegistration = {
-  clientId: 'agent2',
-  clientSecret: 'agent2-secret',
-  permissions: ['ept:token', 'ept:introspection', EXCHANGE, 'scp:mail.read'],
-}
-/** Holds the scopes but not the grant. */
-const NO_EXCHANGE: ClientRegistration = {
-  clientId: 'plain',
-  clientSecret: 'plain-secret',
-  permissions: ['ept:token', 'scp:api1', 'scp:mail.read'],
-}
-
-const USER_SCOPE = 'openid profile api1 mail.read'
-
-async function start(options: Parameters<typeof setup>[0] = {}) {
-  const ctx = await setup({ scopes: SCOPES, ...options })
-  for (const client of [APP, AGENT, AGENT2, NO_EXCHANGE]) await ctx.service.clients.ensure(client)
-  const user = await signIn(ctx, {
-    client: { client_id: 'app' },
-    auth: oauth.ClientSecretBasic('app-secret'),
-    scope: USER_SCOPE,
-  })
-  return { ...ctx, user: user.result }
-}
-type Ctx = Awaited<ReturnType<typeof start>>
-
-/** The exchange as `clientId` through oauth4webapi; the raw response. */
-function exchangeRequest(
-  ctx: Ctx,
-  parameters: Record<string, string> | string[][],
-  clientId = 'agent',
-  options: { DPoP?: oauth.DPoPHandle } = {},
-): Promise<Response> {
-  const auth = oauth.ClientSecretBasic(`${clientId}-secret`)
-  return oauth.genericTokenEndpointRequest(ctx.as, { client_id: clientId }, auth, GRANT, parameters, {
-    ...ctx.opts,
-    ...options,
-  })
-}
-
-/** A successful exchange, processed by oauth4webapi; the response body and the token's claims. */
-async function exchange(
-  ctx: Ctx,
-  parameters: Record<string, string> | string[][],
-  clientId = 'agent',
-  options: { DPoP?: oauth.DPoPHandle } = {},
-) {
-  const response = await exchangeRequest(ctx, parameters, clientId, options)
-  const raw = (await response.clone().json()) as Record<string, unknown>
-  const result = await oauth.processGenericTokenEndpointResponse(ctx.as, { client_id: clientId }, response)
-  return { raw, result, claims: decodeJwt(result.access_token) }
-}
-
-/** An exchange that must fail with `error` (status 400 unless told). */
-async function refused(
-  ctx: Ctx,
-  parameters: Record<string, string> | string[][],
-  error: string,
-  clientId = 'agent',
-  status = 400,
-) {
-  const response = await exchangeRequest(ctx, parameters, clientId)
-  await expect(
-    oauth.processGenericTokenEndpointResponse(ctx.as, { client_id: clientId }, response),
-  ).rejects.toMatchObject({ error, status })
-}
-
-function subject(ctx: Ctx): Record<string, string> {
-  return { subject_token: ctx.user.access_token, subject_token_type: AT }
-}
-
-/** Introspects `token` as `agent`. */
-async function introspect(ctx: Ctx, token: string, clientId = 'agent') {
-  const response = await oauth.introspectionRequest(
-    ctx.as,
-    { client_id: clientId },
-    oauth.ClientSecretBasic(`${clientId}-secret`),
-    token,
-    ctx.opts,
-  )
-  return oauth.processIntrospectionResponse(ctx.as, { client_id: clientId }, response)
-}
+import {
+  AT,
+  AGENT,
+  CAL,
+  EXCHANGE,
+  GRANT,
+  IDT,
+  MAIL,
+  NO_EXCHANGE,
+  USER_SCOPE,
+  exchange,
+  exchangeRequest,
+  introspect,
+  refused,
+  start,
+  subject,
+} from './token_exchange_fixtures.ts'
 
 describe('#29 token exchange (RFC 8693)', () => {
   it('#29 token exchange: discovery lists the grant type in both documents', async () => {
