@@ -186,10 +186,11 @@ describe('#39 item 2: a back-channel logout token is never an ID token', () => {
       )
     // A fresh sign-in gives web a live access token to pair the logout token with.
     const fresh = await signIn({ ...ctx, browser: new Browser(ctx.service.fetch) }, { scope: 'openid api1' })
-    for (const parameters of [
+    const attempts: Array<Record<string, string>> = [
       { subject_token: logoutToken, subject_token_type: IDT },
       { subject_token: fresh.result.access_token, subject_token_type: AT, actor_token: logoutToken, actor_token_type: IDT },
-    ]) {
+    ]
+    for (const parameters of attempts) {
       const response = await ask(parameters)
       expect(response.status).toBe(400)
       expect(await response.json()).toMatchObject({ error: 'invalid_request' })
