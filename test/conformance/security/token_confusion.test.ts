@@ -34,11 +34,12 @@ type Row = `${Kind}(${Side})`
 
 /**
  * The matrix as data: the (kind, side) pairs each place accepts; every other cell is refused.
- * Anchors are the sections of docs/security.md that state each rule.
+ * The anchors are the sections of docs/security.md that state each rule.
  */
 const ACCEPTED: Record<Place, readonly Row[]> = {
-  // #token-exchange: a user's active access token issued to any client (delegation); a client
-  // credentials token only of the exchanging client; a DPoP-bound one only with a proof of its key.
+  // #threat-model-per-grant, token exchange: a user's active access token issued to any client
+  // (delegation); a client credentials token only of the exchanging client; a DPoP-bound one only
+  // with a proof of its key.
   'subject_token(access_token)': [
     'access_token(same)',
     'access_token(other)',
@@ -47,9 +48,9 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
     'exchanged_token(same)',
     'exchanged_token(other)',
   ],
-  // #token-exchange: only an ID token issued to the exchanging client (grant and session alive).
+  // #threat-model-per-grant: only an ID token issued to the exchanging client (grant and session alive).
   'subject_token(id_token)': ['id_token(same)'],
-  // #token-exchange: the actor is the exchanging client's own token.
+  // #threat-model-per-grant: the actor token is the exchanging client's own.
   'actor_token(access_token)': [
     'access_token(same)',
     'access_token_dpop(same)',
@@ -57,7 +58,8 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
     'exchanged_token(same)',
   ],
   'actor_token(id_token)': ['id_token(same)'],
-  // #token-accepting-places: ID tokens only; at authorize the hint names the end-user whoever it was issued to.
+  // #token-accepting-places (all below): ID tokens only; at authorize a hint names the end-user,
+  // whichever client it was issued to.
   'id_token_hint@authorize': ['id_token(same)', 'id_token(other)'],
   // At logout the hint's audience must be the client_id sent.
   'id_token_hint@logout': ['id_token(same)'],
@@ -103,49 +105,52 @@ for (const [place, rows] of Object.entries(ACCEPTED)) {
   }
 }
 
-describe.each(STORES)('#39 item 8 token confusion matrix ($name store)', (store) => {
-  let opened: TestStore | undefined
-  let ctx: MatrixCtx
-  const shared = new Map<Row, Minted>()
+describe.each(STORES)(
+  '#39 item 8 token confusion matrix, docs/security.md#threat-model-per-grant ($name store)',
+  (store) => {
+    let opened: TestStore | undefined
+    let ctx: MatrixCtx
+    const shared = new Map<Row, Minted>()
 
-  beforeAll(async () => {
-    const time = clock(Math.floor(Date.now() / 1000))
-    opened = await store.create(time.now)
-    ctx = await matrixSetup(opened.store, time)
-    await signInMain(ctx)
-    const party = (side: Side) => (side === 'same' ? ctx.alpha : ctx.beta)
-    const [alphaAt, betaAt] = await Promise.all([
-      mint(ctx, 'access_token', ctx.alpha),
-      mint(ctx, 'access_token', ctx.beta),
-    ])
-    shared.set('access_token(same)', alphaAt)
-    shared.set('access_token(other)', betaAt)
-    ctx.userAccessToken = { alpha: alphaAt.value, beta: betaAt.value }
-    const rest = ROWS.filter(({ kind, row }) => !SINGLE_USE.has(kind) && !shared.has(row))
-    const minted = await Promise.all(rest.map(({ kind, side }) => mint(ctx, kind, party(side))))
-    for (const [index, { row }] of rest.entries()) shared.set(row, minted[index] as Minted)
-    ctx.twins = {
-      alpha: shared.get('registration_access_token(same)')?.dynamicClientId as string,
-      beta: shared.get('registration_access_token(other)')?.dynamicClientId as string,
+    beforeAll(async () => {
+      const time = clock(Math.floor(Date.now() / 1000))
+      opened = await store.create(time.now)
+      ctx = await matrixSetup(opened.store, time)
+      await signInMain(ctx)
+      const party = (side: Side) => (side === 'same' ? ctx.alpha : ctx.beta)
+      const [alphaAt, betaAt] = await Promise.all([
+        mint(ctx, 'access_token', ctx.alpha),
+        mint(ctx, 'access_token', ctx.beta),
+      ])
+      shared.set('access_token(same)', alphaAt)
+      shared.set('access_token(other)', betaAt)
+      ctx.userAccessToken = { alpha: alphaAt.value, beta: betaAt.value }
+      const rest = ROWS.filter(({ kind, row }) => !SINGLE_USE.has(kind) && !shared.has(row))
+      const minted = await Promise.all(rest.map(({ kind, side }) => mint(ctx, kind, party(side))))
+      for (const [index, { row }] of rest.entries()) shared.set(row, minted[index] as Minted)
+      ctx.twins = {
+        alpha: shared.get('registration_access_token(same)')?.dynamicClientId as string,
+        beta: shared.get('registration_access_token(other)')?.dynamicClientId as string,
+      }
+    })
+
+    afterAll(async () => {
+      await opened?.dispose()
+    })
+
+    for (const place of PLACES) {
+      for (const { kind, side, row } of ROWS) {
+        const expected = ACCEPTED[place].includes(row) ? 'accepted' : 'refused'
+        it.concurrent(`#39 item 8 ${row} at ${place} → ${expected}`, async () => {
+          // Used up by their accepted use, or revoked here: a cell of its own.
+          const fresh = SINGLE_USE.has(kind) || place === 'revocation'
+          const token = fresh ? await mint(ctx, kind, side === 'same' ? ctx.alpha : ctx.beta) : shared.get(row)
+          if (!token) throw new Error(`nothing minted for ${row}`)
+          const outcome = await runPlace(ctx, place, token, ctx.alpha)
+          expect(outcome.accepted ? 'accepted' : 'refused', outcome.detail).toBe(expected)
+          if (!outcome.accepted) expect(refusedAsSpecified(place, outcome), `refused as ${outcome.detail}`).toBe(true)
+        })
+      }
     }
-  })
-
-  afterAll(async () => {
-    await opened?.dispose()
-  })
-
-  for (const place of PLACES) {
-    for (const { kind, side, row } of ROWS) {
-      const expected = ACCEPTED[place].includes(row) ? 'accepted' : 'refused'
-      it.concurrent(`#39 item 8 ${row} at ${place} → ${expected}`, async () => {
-        // Used up by their accepted use, or revoked here: a cell of its own.
-        const fresh = SINGLE_USE.has(kind) || place === 'revocation'
-        const token = fresh ? await mint(ctx, kind, side === 'same' ? ctx.alpha : ctx.beta) : shared.get(row)
-        if (!token) throw new Error(`nothing minted for ${row}`)
-        const outcome = await runPlace(ctx, place, token, ctx.alpha)
-        expect(outcome.accepted ? 'accepted' : 'refused', outcome.detail).toBe(expected)
-        if (!outcome.accepted) expect(refusedAsSpecified(place, outcome), `refused as ${outcome.detail}`).toBe(true)
-      })
-    }
-  }
-})
+  },
+)
