@@ -8,6 +8,13 @@
  * The service issues no opaque access tokens: access tokens are always JWTs (`at+jwt`, RFC 9068).
  * Its opaque tokens are refresh tokens, authorization codes, device and user codes, PAR
  * `request_uri`s and registration access tokens, each a row of the matrix.
+ *
+ * "Issued to" for the kinds a client makes: a client assertion is signed by the client's key; a
+ * DPoP proof is the acting client's fresh one (same) or one the other client already sent (other:
+ * captured); a request object is signed by the client's key; a Client ID Metadata Document URL is
+ * the client's own (the service never fetches it at these places). A registration access token is
+ * that of the client's dynamic twin, registered at /connect/register. The acting client holds its
+ * DPoP key: it sends a proof of it with a DPoP-bound token wherever a proof can go.
  */
 import { SignJWT, calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose'
 import type { ClientRegistration } from '../../../src/clients/index.ts'
