@@ -78,9 +78,10 @@ export interface PendingInteraction {
   /** Core §3.1.2.1 `acr_values`, in order of preference: a `login.acr` from these is expected. */
   acrValues?: string[]
   /**
-   * The claims request (Core §5.5): claim names asked for at userinfo and in the ID token. Those
-   * no approved scope releases need the end-user's consent (`consent.claims`); the host's
-   * `findAccount` must return them for them to be released.
+   * The claims request (Core §5.5): claim names asked for at userinfo and in the ID token, without
+   * the claims of scopes the client may not request (§5.4: those are dropped). Those no approved
+   * scope releases need the end-user's consent (`consent.claims`); the host's `findAccount` must
+   * return them for them to be released.
    */
   claims?: { userinfo: string[]; idToken: string[] }
   /** The current signed-in end-user, if any (e.g. when re-authentication is forced). */

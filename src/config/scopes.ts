@@ -61,6 +61,10 @@ export function createScopeRegistry(configured: readonly ScopeConfig[]) {
     else if (config.name !== 'offline_access') definition.audience = config.audience ?? config.name
     table.set(config.name, definition)
   }
+  // Core §5.4: which scopes release each claim (a claims request may ask for it only with one of them).
+  const carriers = new Map<string, string[]>()
+  for (const def of table.values())
+    for (const claim of def.claims ?? []) carriers.set(claim, [...(carriers.get(claim) ?? []), def.name])
   return {
     get: (name: string) => table.get(name),
     names: () => [...table.keys()],
@@ -83,6 +87,10 @@ export function createScopeRegistry(configured: readonly ScopeConfig[]) {
       const set = new Set<string>()
       for (const scope of scopes) for (const claim of table.get(scope)?.claims ?? []) set.add(claim)
       return set
+    },
+    /** The identity scopes that release `claim` (none for a claim no scope releases). */
+    scopesOf(claim: string): readonly string[] {
+      return carriers.get(claim) ?? []
     },
     /** Every claim some scope releases (discovery `claims_supported`). */
     allClaims(): string[] {

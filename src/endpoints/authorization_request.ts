@@ -17,7 +17,8 @@
  * 9. prompt, max_age, id_token_hint                 → invalid_request
  * 10. dpop_jkt (RFC 9449 §10): a thumbprint, the key of the pushed request's proof → invalid_request
  * 11. claims (Core §5.5): JSON of the claims request, login_hint, ui_locales, claims_locales,
- *     display, acr_values (Core §3.1.2.1)             → invalid_request
+ *     display, acr_values (Core §3.1.2.1)             → invalid_request;
+ *     a requested claim of a scope the client is not permitted (§5.4) is dropped, no error
  * Until client and redirect_uri are verified (1–2) errors are OAuthErrors, which the authorization
  * endpoint shows as a page (RFC 6749 §4.1.2.1); from 3 on they are {@link Refusal}s for the
  * verified redirect_uri, answered in the request's response_mode when it is a valid one (Form Post
@@ -28,6 +29,7 @@ import {
   parseClaimsParameter,
   parseDisplay,
   parseResources,
+  permittedClaims,
   RESOURCE_PARAMETERS,
   type ResponseMode,
   scopesForResources,
@@ -172,7 +174,7 @@ export async function parseAuthorizationRequest(
   const { codeChallenge, challengeMethod } = checkPkce(p, client, ctx)
   const { prompt, maxAge, hintSub } = await checkPromptAndHints(p, ctx)
   const dpopJkt = checkDpopJkt(p.get('dpop_jkt'), origin.dpopJkt)
-  const extras = checkOpenIdParameters(p)
+  const extras = checkOpenIdParameters(p, client, ctx)
   return {
     clientId,
     redirectUri,
@@ -351,12 +353,17 @@ function checkDpopJkt(param: string | undefined, proofJkt: string | undefined): 
 /**
  * 11: the OpenID Connect request parameters passed on to the sign-in (Core §3.1.2.1): login_hint,
  * ui_locales, claims_locales, display (page, popup, touch, wap), acr_values; and the claims
- * request (§5.5), whose JSON must parse (else invalid_request).
+ * request (§5.5), whose JSON must parse (else invalid_request), without the claims of scopes the
+ * client is not permitted (§5.4; #39 item 4): no consent page, hook or grant ever sees those.
  */
-function checkOpenIdParameters(p: Map<string, string>): Partial<AuthorizationRequest> {
+function checkOpenIdParameters(
+  p: Map<string, string>,
+  client: ClientRecord,
+  ctx: Context,
+): Partial<AuthorizationRequest> {
   const extras: Partial<AuthorizationRequest> = {}
   try {
-    const claims = parseClaimsParameter(p.get('claims'))
+    const claims = permittedClaims(parseClaimsParameter(p.get('claims')), client, ctx)
     if (claims !== undefined) extras.claims = claims
     const display = parseDisplay(p.get('display'))
     if (display !== undefined) extras.display = display

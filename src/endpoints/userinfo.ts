@@ -12,14 +12,16 @@
  * - a token issued for explicit `resource` indicators (RFC 8707) none of which is the issuer: 401
  *   invalid_token (it is for those resource servers, not for the end-user's claims; #27 item 4)
  * - token without `openid`: 403 insufficient_scope
- * - claims released by the token's identity scopes and its claims request (Core §5.5), always with `sub`
+ * - claims released by the token's identity scopes and its claims request (Core §5.5), always with `sub`;
+ *   a requested claim of a scope the client is not permitted (now) is not (§5.4; #39 item 4)
  */
 import type { Context } from '../context.ts'
 import { type PresentedToken, checkTokenBinding, dpopChallengeError, readAuthorization } from '../dpop/index.ts'
 import { OAuthError, type OAuthErrorCode } from '../errors.ts'
 import { mediaType, noStoreJson, readForm } from '../http.ts'
 import { scopedClaims } from '../grants/index.ts'
-import { findActiveAccessToken, isForUserinfo } from '../protocol/index.ts'
+import { findActiveAccessToken, isForUserinfo, isPermittedClaim } from '../protocol/index.ts'
+import type { AccessTokenClaims } from '../tokens/index.ts'
 
 async function readAccessToken(request: Request, ctx: Context): Promise<PresentedToken | undefined> {
   const fromHeader = readAuthorization(request.headers.get('authorization'))
@@ -48,6 +50,24 @@ function tokenError(presented: PresentedToken, code: OAuthErrorCode, description
     : new OAuthError(code, description, { challenge: 'Bearer' })
 }
 
+/**
+ * The claims the token's claims request asks userinfo for (its `uic`, Core §5.5) that the client
+ * may still ask for: a claim of a scope it is no longer permitted is dropped (Core §5.4), as the
+ * ID token and refresh drop it. The client is looked up only when the token names claims.
+ */
+async function requestedClaims(claims: AccessTokenClaims, ctx: Context): Promise<string[]> {
+  const requested = Array.isArray(claims.uic) ? claims.uic.filter((name) => typeof name === 'string') : []
+  if (requested.length === 0) return requested
+  // A client gone (or whose metadata document is now unusable) is permitted no scope.
+  let permissions: string[] = []
+  try {
+    permissions = (await ctx.clients.get(claims.client_id))?.permissions ?? []
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err
+  }
+  return requested.filter((name) => isPermittedClaim(name, { permissions }, ctx))
+}
+
 export async function handleUserinfo(request: Request, ctx: Context): Promise<Response> {
   const presented = await readAccessToken(request, ctx)
   if (presented === undefined) {
@@ -64,7 +84,7 @@ export async function handleUserinfo(request: Request, ctx: Context): Promise<Re
     throw tokenError(presented, 'insufficient_scope', 'the access token lacks the openid scope', ctx)
   }
   // Core §5.5: the claims the grant's claims request asked userinfo for (carried by the token).
-  const requested = Array.isArray(claims.uic) ? claims.uic.filter((name) => typeof name === 'string') : []
+  const requested = await requestedClaims(claims, ctx)
   const account = await ctx.accounts.findAccount(claims.sub, { use: 'userinfo', scopes, claims: requested })
   if (!account) throw tokenError(presented, 'invalid_token', 'the end-user no longer exists', ctx)
   return noStoreJson({ sub: claims.sub, ...scopedClaims(account, scopes, ctx, requested) })

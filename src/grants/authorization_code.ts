@@ -29,7 +29,7 @@ import { checkKeyBinding } from '../dpop/index.ts'
 import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
 import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
-import { grantResources, scopesForResources } from '../protocol/index.ts'
+import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
 import type { CodeRecord } from '../storage/index.ts'
 import type { Grant } from './types.ts'
 
@@ -79,7 +79,9 @@ export const authorizationCode: Grant = {
     // alongside the account lookup and the signing, so it adds little to the consume's round trip.
     const revokedCheck = ctx.store.revocations.isFamilyRevoked(record.familyId)
     revokedCheck.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
-    const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims: record.claims })
+    // Core §5.4: the claims request holds only claims of scopes the client is still permitted (#39 item 4).
+    const claims = permittedClaims(record.claims, client, ctx)
+    const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims })
     const issuing = issueUserTokens(
       {
         familyId: record.familyId,
@@ -93,7 +95,7 @@ export const authorizationCode: Grant = {
         ...(record.acr !== undefined ? { acr: record.acr } : {}),
         ...(record.amr !== undefined ? { amr: record.amr } : {}),
         ...(record.nonce !== undefined ? { nonce: record.nonce } : {}),
-        ...(record.claims ? { claims: record.claims } : {}),
+        ...(claims ? { claims } : {}),
       },
       client,
       ctx,

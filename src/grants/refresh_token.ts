@@ -28,7 +28,7 @@ import { parseScope } from '../config/index.ts'
 import { issueUserTokens, permittedScopes, requireAccount } from './issue.ts'
 import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
-import { grantResources, scopesForResources } from '../protocol/index.ts'
+import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
 import type { Grant } from './types.ts'
 
 export const refreshToken: Grant = {
@@ -110,7 +110,9 @@ async function issueNext(
   }
   const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
   const tokenScopes = scopesForResources(requested.length > 0 ? requested : granted, resources, ctx)
-  const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims: record.claims })
+  // Core §5.4: the claims request holds only claims of scopes the client is still permitted (#39 item 4).
+  const claims = permittedClaims(record.claims, client, ctx)
+  const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims })
   return issueUserTokens(
     {
       familyId: record.familyId,
@@ -123,7 +125,7 @@ async function issueNext(
       ...(record.sid !== undefined ? { sid: record.sid } : {}),
       ...(record.acr !== undefined ? { acr: record.acr } : {}),
       ...(record.amr !== undefined ? { amr: record.amr } : {}),
-      ...(record.claims ? { claims: record.claims } : {}),
+      ...(claims ? { claims } : {}),
     },
     client,
     ctx,

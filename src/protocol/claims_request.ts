@@ -3,12 +3,15 @@
  * The `claims` request parameter (OpenID Connect Core §5.5): which end-user claims the client asks
  * for at userinfo and in the ID token, beyond those of its scopes; and the `display` parameter
  * (§3.1.2.1). Only the claim names are kept: `essential`, `value` and `values` do not change what
- * is released (§5.5.1: an essential claim the end-user does not have is simply absent).
+ * is released (§5.5.1: an essential claim the end-user does not have is simply absent). A claim
+ * that a scope releases may be asked for only by a client permitted that scope (`permittedClaims`).
  */
 import * as v from 'valibot'
-import type { RequestedClaims } from '../storage/index.ts'
+import type { ClientRecord, RequestedClaims } from '../storage/index.ts'
 
 export type { RequestedClaims }
+import { scopePermission } from '../clients/index.ts'
+import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 
 /** Core §5.5.1: `null`, or an object with optional `essential`, `value`, `values` (others ignored). */
@@ -101,4 +104,37 @@ export function approvedClaims(
   if (userinfo.length > 0) result.userinfo = userinfo
   if (idToken.length > 0) result.id_token = idToken
   return result.userinfo || result.id_token ? result : undefined
+}
+
+/**
+ * Whether the client may ask for `name` with the claims parameter: a claim that identity scopes
+ * release (Core §5.4: `email` of `email`, `address` of `address`, a configured scope's claims)
+ * only when it is permitted (`scp:`) one of those scopes, as it would have to be to request the
+ * scope itself. `sub` and claims no scope releases keep their own rules.
+ */
+export function isPermittedClaim(
+  name: string,
+  client: Pick<ClientRecord, 'permissions'>,
+  ctx: Pick<Context, 'scopes'>,
+): boolean {
+  if (name === 'sub') return true // the subject: in every ID token and userinfo answer (Core §2, §5.3.2)
+  const scopes = ctx.scopes.scopesOf(name)
+  return scopes.length === 0 || scopes.some((scope) => client.permissions.includes(scopePermission(scope)))
+}
+
+/**
+ * The claims request narrowed to the claims the client may ask for ({@link isPermittedClaim}), read
+ * with its permissions of now: when the request is made and again whenever a grant releases
+ * claims (code redemption, refresh), as its scopes are. Others are dropped without an error (Core
+ * §5.5: the OP need not release a requested claim; an essential one is then simply absent).
+ * Undefined when nothing is left.
+ *
+ * @see https://openid.net/specs/openid-connect-core-1_0.html#ScopeClaims
+ */
+export function permittedClaims(
+  requested: RequestedClaims | undefined,
+  client: Pick<ClientRecord, 'permissions'>,
+  ctx: Pick<Context, 'scopes'>,
+): RequestedClaims | undefined {
+  return approvedClaims(requested, (name) => isPermittedClaim(name, client, ctx))
 }

@@ -16,8 +16,10 @@ export {
 export {
   approvedClaims,
   type Display,
+  isPermittedClaim,
   parseClaimsParameter,
   parseDisplay,
+  permittedClaims,
   requestedClaimNames,
 } from './claims_request.ts'
 export { type IdTokenHintClaims, verifyIdTokenHint } from './id_token_hint.ts'

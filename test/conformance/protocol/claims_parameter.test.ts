@@ -100,22 +100,28 @@ describe('#30 the claims request parameter (Core §5.5)', () => {
       accounts: {
         findAccount: async (sub, request) => {
           calls.push(request)
-          return { sub, name: 'Host Name', email: 'h@example.com', phone_number: '+1 555 0199' }
+          return { sub, name: 'Host Name', given_name: 'Host', email: 'h@example.com', phone_number: '+1 555 0199' }
         },
       },
       interaction: () => ({ login: { sub: 'h1' } }),
     })
     const request = await authorizationUrl(ctx.as, {
       scope: 'openid email',
-      extra: claimsParam({ userinfo: { name: { essential: true } }, id_token: { phone_number: null } }),
+      // #39 item 4: phone_number (scope phone, which web may not request) is dropped before findAccount.
+      extra: claimsParam({
+        userinfo: { name: { essential: true } },
+        id_token: { given_name: null, phone_number: null },
+      }),
     })
     const callback = await authorize(ctx.browser, request.url, undefined)
     const { response } = await redeemCallback(ctx, callback, request)
     const tokens = await oauth.processAuthorizationCodeResponse(ctx.as, webClient, response, {
       expectedNonce: request.nonce as string,
     })
-    expect(calls.at(-1)).toEqual({ use: 'id_token', scopes: ['openid', 'email'], claims: ['phone_number'] })
-    expect((oauth.getValidatedIdTokenClaims(tokens) as oauth.IDToken).phone_number).toBe('+1 555 0199')
+    expect(calls.at(-1)).toEqual({ use: 'id_token', scopes: ['openid', 'email'], claims: ['given_name'] })
+    const idToken = oauth.getValidatedIdTokenClaims(tokens) as oauth.IDToken
+    expect(idToken.given_name).toBe('Host')
+    expect(idToken.phone_number).toBeUndefined()
     const info = await userinfo(ctx, tokens.access_token, 'h1')
     expect(calls.at(-1)).toEqual({ use: 'userinfo', scopes: ['openid', 'email'], claims: ['name'] })
     expect(info).toEqual({ sub: 'h1', name: 'Host Name', email: 'h@example.com' })
@@ -148,30 +154,41 @@ describe('#30 claims requested on their own need consent (explicit-consent clien
     })
   }
 
-  it('#30 the built-in consent page lists the claims no scope releases; Allow releases them; the session remembers', async () => {
+  // The consent client may request scope email (scp:email), not profile: its claims requests name
+  // email claims (#39 item 4: a claim of a scope the client may not request is dropped, unlisted).
+  it('#30 the built-in consent page lists the claims no granted scope releases; Allow releases them; the session remembers', async () => {
     const ctx = await setup({
-      users: [{ sub: 'u1', username: 'alice', password: 'alice-password', name: 'Alice', email: 'a@example.com' }],
+      users: [
+        {
+          sub: 'u1',
+          username: 'alice',
+          password: 'alice-password',
+          name: 'Alice',
+          email: 'a@example.com',
+          email_verified: true,
+        },
+      ],
     })
-    const request = await consentFlow(ctx, { userinfo: { name: { essential: true } } })
+    const request = await consentFlow(ctx, { userinfo: { email: { essential: true } } })
     const first = await ctx.browser.navigate(request.url.href)
     const consent = await ctx.browser.signIn(first.page as Page, 'alice', 'alice-password')
-    expect(consent.page?.html).toContain('data-claim="name"')
+    expect(consent.page?.html).toContain('data-claim="email"')
     const allowed = await ctx.browser.submit(consent.page as Page, { decision: 'allow' })
     const tokens = await tokensOf(ctx, allowed.callback as URL, request)
-    expect(await userinfo(ctx, tokens.access_token, 'u1', consentClient)).toEqual({ sub: 'u1', name: 'Alice' })
+    expect(await userinfo(ctx, tokens.access_token, 'u1', consentClient)).toEqual({ sub: 'u1', email: 'a@example.com' })
     // Consented before: no consent page for the same claim; a new claim asks again.
-    const again = await consentFlow(ctx, { userinfo: { name: null } })
+    const again = await consentFlow(ctx, { userinfo: { email: null } })
     expect((await ctx.browser.navigate(again.url.href)).callback).toBeDefined()
-    const more = await consentFlow(ctx, { userinfo: { name: null, email: null } })
+    const more = await consentFlow(ctx, { userinfo: { email: null, email_verified: null } })
     const page = (await ctx.browser.navigate(more.url.href)).page
-    expect(page?.html).toContain('data-claim="email"')
+    expect(page?.html).toContain('data-claim="email_verified"')
   })
 
   it('#30 a host consent without consent.claims releases none of them; with consent.claims, those', async () => {
     const seen: PendingInteraction[] = []
     let consentClaims: string[] | undefined
     const ctx = await setup({
-      accounts: { findAccount: async (sub) => ({ sub, name: 'N', email: 'e@example.com' }) },
+      accounts: { findAccount: async (sub) => ({ sub, name: 'N', email: 'e@example.com', email_verified: true }) },
       interaction: (_request, pending) => {
         seen.push(pending)
         return {
@@ -180,10 +197,10 @@ describe('#30 claims requested on their own need consent (explicit-consent clien
         }
       },
     })
-    const claims = { userinfo: { name: null, email: null } }
+    const claims = { userinfo: { email_verified: null, email: null } }
     const request = await consentFlow(ctx, claims)
     const tokens = await tokensOf(ctx, (await ctx.browser.navigate(request.url.href)).callback as URL, request)
-    expect(seen[0]?.claims).toEqual({ userinfo: ['name', 'email'], idToken: [] })
+    expect(seen[0]?.claims).toEqual({ userinfo: ['email_verified', 'email'], idToken: [] })
     expect(await userinfo(ctx, tokens.access_token, 'h1', consentClient)).toEqual({ sub: 'h1' })
     consentClaims = ['email']
     const second = await consentFlow(ctx, claims)

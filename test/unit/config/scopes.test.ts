@@ -83,4 +83,15 @@ describe('createScopeRegistry', () => {
     expect(registry.claims(['custom_identity']).has('shoe_size')).toBe(true)
     expect(registry.allClaims()).toEqual(expect.arrayContaining(['sub', 'email', 'name', 'shoe_size']))
   })
+
+  it('#39 item 4: scopesOf names the identity scopes that release a claim (none for a claim no scope releases)', () => {
+    expect(registry.scopesOf('email')).toEqual(['email'])
+    expect(registry.scopesOf('address')).toEqual(['address'])
+    expect(registry.scopesOf('phone_number_verified')).toEqual(['phone'])
+    expect(registry.scopesOf('shoe_size')).toEqual(['custom_identity'])
+    expect(registry.scopesOf('auth_time')).toEqual([])
+    expect(registry.scopesOf('internal_role')).toEqual([])
+    const shared = createScopeRegistry([{ name: 'contact', claims: ['email', 'phone_number'] }])
+    expect(shared.scopesOf('email')).toEqual(['email', 'contact'])
+  })
 })
