@@ -82,6 +82,40 @@ const UNAVAILABLE = () =>
     { status: 503, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', 'retry-after': '5' } },
   )
 
+/** The most of an unread request body a Worker reads to keep its connection (see `drainUnread`): 1 MiB. */
+export const DRAIN_LIMIT = 1_048_576
+
+/**
+ * #39 item 9: reads to its end, and discards, a request body the answer left unread (a 404 or 405,
+ * a 413 from the declared length, an error before the form was parsed). workerd's HTTP server,
+ * unlike Node's, Bun's and Deno's, does not read the rest itself: it closes the keep-alive
+ * connection after the response, without `Connection: close` (through Miniflare's entry Worker, as
+ * `npm run start:workers` runs it, for any body; bare workerd for larger ones), and with bytes
+ * still unread the close is a TCP reset, losing the client's next request on that connection, or
+ * this response. Cancelling the body closes it the same way and a `Connection: close` header is
+ * dropped, so it is read before the response goes, up to DRAIN_LIMIT bytes (a larger body is left,
+ * and its connection with it). A body the answer read or began to read is not touched, nor one
+ * the client stops sending.
+ */
+export async function drainUnread(request: Request): Promise<void> {
+  if (request.bodyUsed) return
+  const body = request.body
+  if (body === null || body.locked) return
+  const declared = Number(request.headers.get('content-length') ?? 0)
+  if (!(declared <= DRAIN_LIMIT)) return
+  const reader = body.getReader()
+  try {
+    for (let size = 0; size <= DRAIN_LIMIT; ) {
+      const chunk = await reader.read()
+      if (chunk.done) return
+      size += chunk.value.byteLength
+    }
+    await reader.cancel()
+  } catch {
+    // The client stopped sending: its connection is gone anyway.
+  }
+}
+
 /**
  * The handlers of a Worker whose service `configure` builds from `env`. The service is built on
  * the isolate's first event (Workers give `env` to handlers only, never at module scope) and
@@ -118,7 +152,7 @@ export function createWorkerHandlers<Env>(
   const scoped = <T>(ctx: WorkerContext, run: () => Promise<T>): Promise<T> =>
     options.scope ? options.scope(ctx, run) : run()
 
-  async function fetch(request: Request, env: Env): Promise<Response> {
+  async function answer(request: Request, env: Env): Promise<Response> {
     let handle: WorkerFetch
     try {
       handle = (await build(env)).handle
@@ -128,6 +162,12 @@ export function createWorkerHandlers<Env>(
     }
     const address = options.address?.(request)
     return handle(request, address === undefined ? {} : { address })
+  }
+
+  async function fetch(request: Request, env: Env): Promise<Response> {
+    const response = await answer(request, env)
+    await drainUnread(request)
+    return response
   }
 
   async function scheduled(env: Env): Promise<void> {

@@ -9,6 +9,7 @@ import { createServer } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { node22Binary } from '../storage/sqlite_node22.ts'
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const RU = 'http://127.0.0.1:9/callback'
@@ -42,11 +43,14 @@ export const RUNTIMES: RuntimeRow[] = [
 ]
 
 /**
- * A Node 22+ binary: this one when it is, else the registry's platform package of Node 22, cached
- * under ~/.cache/gatehouse-test (as test/package/pack.test.ts gets other majors).
+ * A Node 22+ binary: this one when it is, else GATEHOUSE_NODE22 or the one in .tools/node22 (as the
+ * SQLite and D1 tests find it), else the registry's platform package of Node 22, cached under
+ * ~/.cache/gatehouse-test (as test/package/pack.test.ts gets other majors).
  */
 export async function node22(): Promise<string> {
   if (Number(process.versions.node.split('.')[0]) >= 22) return process.execPath
+  const given = node22Binary()
+  if (given !== undefined) return given
   const dir = join(homedir(), '.cache/gatehouse-test', 'node-22')
   const pkg = `node-${process.platform}-${process.arch}`
   const binary = join(dir, 'node_modules', pkg, 'bin/node')
