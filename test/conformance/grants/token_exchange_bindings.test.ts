@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest'
 import { Browser } from '../../helpers/browser.ts'
 import { authorizationUrl, signIn } from '../../helpers/flow.ts'
 import { USERS, basic, form } from '../../helpers/service.ts'
-import { backchannelSetup, rpLogout, signInToBoth, WEB_BC } from '../oidcc/suite.ts'
+import { backchannelSetup, rpLogout, signInToBoth, until, WEB_BC } from '../oidcc/suite.ts'
 import {
   AT,
   CAL,
@@ -171,7 +171,8 @@ describe('#39 item 2: a back-channel logout token is never an ID token', () => {
     const web = await ctx.service.clients.find('web')
     await ctx.service.clients.update('web', { permissions: [...(web?.permissions ?? []), EXCHANGE, 'scp:api1'] })
     const tokens = await signInToBoth(ctx)
-    await rpLogout(ctx, tokens.web2)
+    await rpLogout(ctx, tokens.web)
+    await until(() => ctx.receiver.deliveries.some((d) => d.url === WEB_BC))
     const delivery = ctx.receiver.deliveries.find((d) => d.url === WEB_BC)
     const logoutToken = delivery?.body.get('logout_token') as string
     expect(decodeJwt(logoutToken).events).toBeDefined()
