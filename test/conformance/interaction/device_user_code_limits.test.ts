@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { GatehouseEvent, TokenServiceOptions } from '../../../src/index.ts'
 import { randomToken, sha256 } from '../../../src/crypto/opaque.ts'
+import { createMemoryStore } from '../../../src/storage/memory.ts'
 import type { DeviceCodeRecord, Store } from '../../../src/storage/types.ts'
 import { formatUserCode, generateUserCode } from '../../../src/tokens/user_code.ts'
 import { Browser, type Page } from '../../helpers/browser.ts'
@@ -100,6 +101,23 @@ describe('#39 item 7 wrong user codes per network and overall', () => {
     ctx.clock.advance(901)
     const later = await ctx.pending()
     expect((await ctx.post(formatUserCode(later.userCode), '2001:db8:7:ff::1')).status).toBe(303)
+  })
+
+  it('#39 item 7 a parallel burst from the /64s of one /48 cannot outrun the count: exactly perNetwork wrong codes are looked up', async () => {
+    // A store whose counter reads take a while, as over a network: the window a race would need.
+    const memory = createMemoryStore()
+    const slow = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    const get = memory.attempts.get.bind(memory.attempts)
+    memory.attempts.get = async (key, now) => {
+      const counter = await get(key, now)
+      await slow(5)
+      return counter
+    }
+    const ctx = await setup({ store: memory, throttle: { userCode: { perNetwork: 37 } } })
+    const burst = Array.from({ length: 80 }, (_, i) => ctx.post('BCDF-GHJK', `2001:db8:5:${i % 8}::1`))
+    const statuses = (await Promise.all(burst)).map((response) => response.status)
+    expect(statuses.filter((status) => status === 400)).toHaveLength(37)
+    expect(statuses.filter((status) => status === 429)).toHaveLength(43)
   })
 
   it('#39 item 7 IPv4: one /24 counts together (throttle.userCode.perNetwork), whatever its addresses', async () => {
