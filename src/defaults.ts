@@ -66,6 +66,24 @@ export const OPTION_DEFAULTS = {
     clientAuthentication: { perIdentityAndAddress: 10, perIdentity: 100, perAddress: 100 },
     /** Failed sign-ins per username and address, per username, per address (people mistype less than scripts). */
     signIn: { perIdentityAndAddress: 5, perIdentity: 50, perAddress: 100 },
+    /**
+     * Wrong user codes at the verification page (RFC 8628 §5.1), per address (IPv4, IPv6 /64), per
+     * network (IPv4 /24, IPv6 /48) and from everywhere together. The overall limit is what bounds
+     * a brute force: 20^8 ≈ 2.56e10 codes; a code lives `deviceCodeTtl` (600 s), within at most
+     * two windows, so at most 2,000 wrong guesses can be made while it lives, and one given live
+     * code is hit with a chance of at most 2,000 / 2.56e10 ≈ 7.8e-8. Even with 1,000 codes live
+     * at every moment, a whole day of guessing at the limit (96 windows) finds one with a chance
+     * of at most 96,000 · 1,000 / 2.56e10 ≈ 0.4 %, while the refused guesses show in the audit
+     * events. Legitimate typos stay far below: one person rarely mistypes 20 times in 15 minutes.
+     */
+    userCode: { perAddress: 20, perNetwork: 100, overall: 1000 },
+    /**
+     * Device authorizations started (RFC 8628 §3.1, §5.2) per address (IPv4, IPv6 /64) and per
+     * client; a request refused for either does not count. A device code lives `deviceCodeTtl` (600 s, within at most two
+     * 900 s windows), so a client has at most 2,000 pending at once, and with the store's hour of
+     * retention after expiry at most 1000 · (1 + ⌈4200 / 900⌉) = 6,000 records.
+     */
+    deviceAuthorization: { perAddress: 30, perClient: 1000 },
   },
   dynamicClientRegistration: {
     /** The grant types a registered client may get: the code flow with refresh tokens. */

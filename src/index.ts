@@ -28,9 +28,11 @@ export type { AccountProvider, AccountRequest, AddressClaim, UserConfig } from '
 export type {
   AttemptLimitOptions,
   ClientIdMetadataDocumentsOptions,
+  DeviceAuthorizationLimitOptions,
   DynamicClientRegistrationOptions,
   ScopeConfig,
   TokenServiceOptions,
+  UserCodeLimitOptions,
   BackchannelLogoutOptions,
 } from './config/index.ts'
 export type { ClientRegistration } from './clients/index.ts'

@@ -5,7 +5,8 @@
  */
 import * as v from 'valibot'
 import { ClientRegistrationSchema } from '../clients/index.ts'
-import { OptionsSchema, ScopeSchema, UserSchema, clientIdMetadataDocumentSettings, throttleSettings } from './schema.ts'
+import { OptionsSchema, ScopeSchema, UserSchema, clientIdMetadataDocumentSettings } from './schema.ts'
+import { throttleSettings } from './throttle.ts'
 import { formatIssues, strictObject } from '../schema_issues.ts'
 
 const settings = OptionsSchema.entries

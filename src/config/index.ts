@@ -11,10 +11,12 @@ export type { InteractionHook, InteractionResult, LoginResult, PendingInteractio
 export type {
   AttemptLimitOptions,
   ClientIdMetadataDocumentsOptions,
+  DeviceAuthorizationLimitOptions,
   DynamicClientRegistrationOptions,
   HealthOptions,
   ScopeConfig,
   TokenServiceOptions,
+  UserCodeLimitOptions,
 } from './options.ts'
 export { parseOptions } from './parse.ts'
 export {

@@ -42,6 +42,35 @@ export interface AttemptLimitOptions {
   perAddress?: number
 }
 
+/**
+ * Limits on wrong user codes at the verification page per throttle window (RFC 8628 §5.1). A
+ * request without a source address counts in `overall` only.
+ */
+export interface UserCodeLimitOptions {
+  /** Wrong codes from one address (an IPv4 address, an IPv6 /64). Default 20. */
+  perAddress?: number
+  /** Wrong codes from one network (an IPv4 /24, an IPv6 /48). Default 100. */
+  perNetwork?: number
+  /** Wrong codes from everywhere together. Default 1000. */
+  overall?: number
+}
+
+/**
+ * Limits on the device authorizations started at /connect/device per throttle window (RFC 8628
+ * §5.2), counted once the request is otherwise valid; beyond either, 429 `invalid_request` with
+ * Retry-After, and the refused request does not count.
+ */
+export interface DeviceAuthorizationLimitOptions {
+  /** Started from one address (an IPv4 address, an IPv6 /64). Default 30. */
+  perAddress?: number
+  /**
+   * Started by one client from everywhere. Also the cap on its pending device authorizations: as
+   * each lives `deviceCodeTtl`, at most this many times (1 + ⌈deviceCodeTtl / window⌉) are
+   * pending at once. Default 1000.
+   */
+  perClient?: number
+}
+
 /** Liveness and readiness probes of an embedding host. */
 export interface HealthOptions {
   /** Path of the liveness probe, e.g. `/healthz`; matched on the whole request path, not below the issuer. */
@@ -201,6 +230,8 @@ export interface TokenServiceOptions {
         window?: number
         clientAuthentication?: AttemptLimitOptions
         signIn?: AttemptLimitOptions
+        userCode?: UserCodeLimitOptions
+        deviceAuthorization?: DeviceAuthorizationLimitOptions
       }
   /**
    * The source address of a request, for throttling, `allowedNetworks` and audit events. Gets the

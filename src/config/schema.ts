@@ -19,8 +19,9 @@ import type { Limiter, SecretDigest } from '../security/index.ts'
 import { SCHEME_NAME, isForbiddenScheme } from '../clients/index.ts'
 import type { Store } from '../storage/index.ts'
 import { TokenExchangeSchema } from './token_exchange.ts'
+import { throttleSettings } from './throttle.ts'
 
-const { limits, throttle, dynamicClientRegistration: dcr } = OPTION_DEFAULTS
+const { limits, dynamicClientRegistration: dcr } = OPTION_DEFAULTS
 
 export { UserSchema }
 
@@ -50,26 +51,6 @@ export const ScopeSchema = v.union([
 ])
 
 const count = (fallback: number) => v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), fallback)
-const attemptLimits = (defaults: { perIdentityAndAddress: number; perIdentity: number; perAddress: number }) =>
-  strictObject({
-    /** Failures of one client id / username from one address. */
-    perIdentityAndAddress: count(defaults.perIdentityAndAddress),
-    /** Failures of one client id / username from anywhere. */
-    perIdentity: count(defaults.perIdentity),
-    /** Failures from one address, any client id / username. */
-    perAddress: count(defaults.perAddress),
-  })
-
-/** Throttling settings that a configuration file can hold too (everything but the limiter). */
-export const throttleSettings = {
-  /** Window of the counters, seconds. Default 900 (15 minutes). */
-  window: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1)), throttle.window),
-  /** Failed client authentications (token, introspection, revocation endpoints). Defaults 10, 100, 100. */
-  clientAuthentication: v.optional(attemptLimits(throttle.clientAuthentication), {}),
-  /** Failed sign-ins on the built-in sign-in page. Defaults 5, 50, 100. */
-  signIn: v.optional(attemptLimits(throttle.signIn), {}),
-}
-
 /**
  * Extra private-use schemes self-registered clients may use in redirect URIs (option
  * `redirectSchemes` of dynamic registration and of metadata documents): lower-case scheme names

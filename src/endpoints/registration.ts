@@ -27,7 +27,7 @@ import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { noStoreJson } from '../http.ts'
-import { addressBucket, hashSecret, metaOf, throttledAfter } from '../security/index.ts'
+import { addressBucket, hashSecret, metaOf, takeAttempt, throttledAfter } from '../security/index.ts'
 import { randomToken, signingAlgorithms } from '../crypto/index.ts'
 import type { AttemptCounter, AttemptTaken, ClientRecord } from '../storage/index.ts'
 import { type ManagementSettings, handleManagement } from './registration_management.ts'
@@ -119,12 +119,9 @@ async function countRegistration(ctx: Context, caps: RegistrationCaps, meta: Req
   if (!overall.taken) refuse(ctx, meta, 'too many registrations; retry later', overall, now)
 }
 
-/** One atomic count-and-reserve (`attempts.take`; a store without it: `hit`, then compare). */
-async function take(ctx: Context, key: string, limit: number, now: number): Promise<AttemptTaken> {
-  const attempts = ctx.store.attempts
-  if (attempts.take) return attempts.take(key, limit, 3600, now)
-  const counter = await attempts.hit(key, 3600, now)
-  return { ...counter, taken: counter.count <= limit }
+/** One atomic count-and-reserve per hour (`takeAttempt`). */
+function take(ctx: Context, key: string, limit: number, now: number): Promise<AttemptTaken> {
+  return takeAttempt(ctx.store, key, limit, 3600, now)
 }
 
 function refuse(ctx: Context, meta: RequestMeta, description: string, counter: AttemptCounter, now: number): never {

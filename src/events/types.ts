@@ -52,6 +52,14 @@ export type GatehouseEvent = EventBase &
         type: 'device.authorization_started'
         scope: string
       } & Subjects)
+    | {
+        /**
+         * RFC 8628 §5.2: a device authorization request of `clientId` was refused (429) for too
+         * many from its source address or of the client (`throttle.deviceAuthorization`).
+         */
+        type: 'device.authorization_throttled'
+        clientId: string
+      }
     | ({
         /** The end-user `sub` approved the device authorization. */ type: 'device.approved'
         scope: string

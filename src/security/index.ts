@@ -3,7 +3,15 @@
  * Secrets hashing, throttling, networks and request metadata. This index is what the rest of the
  * code imports; nothing outside the folder imports its other files.
  */
-export { addressBucket, canonicalAddress, inNetworks, isCidr, isLoopback, isPublicAddress } from './networks.ts'
+export {
+  addressBucket,
+  canonicalAddress,
+  inNetworks,
+  isCidr,
+  isLoopback,
+  isPublicAddress,
+  networkBucket,
+} from './networks.ts'
 export { bindRequest, metaOf } from './request_meta.ts'
 export {
   checkSecret,
@@ -29,6 +37,7 @@ export {
   type FetchBudget,
   type Limiter,
   storeLimiter,
+  takeAttempt,
   throttledAfter,
   type ThrottleRule,
 } from './throttle.ts'

@@ -77,6 +77,19 @@ export function addressBucket(address: string): string {
   return `${parts.join(':')}::/64`
 }
 
+/**
+ * The wider network an address belongs to, for limits that a holder of many addresses must not
+ * escape (#39 item 7): its /24 for IPv4, its /48 for IPv6 (the usual assignment to one site, which
+ * holds 65,536 /64s). Undefined when `address` is not an IP address.
+ */
+export function networkBucket(address: string): string | undefined {
+  const ip = parseAddress(address)
+  if (!ip) return undefined
+  if (ip.kind() === 'ipv4') return `${(ip as ipaddr.IPv4).octets.slice(0, 3).join('.')}.0/24`
+  const parts = (ip as ipaddr.IPv6).parts.slice(0, 3).map((part) => part.toString(16))
+  return `${parts.join(':')}::/48`
+}
+
 const matchers = new Map<string, (address: string | undefined) => boolean>()
 
 /** Whether `address` lies in one of `ranges`; an unknown address never does. Matchers are cached. */

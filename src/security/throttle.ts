@@ -8,7 +8,7 @@
  * Counters live in the store (`Store.attempts`), so every instance shares them.
  */
 import { addressBucket } from './networks.ts'
-import type { AttemptCounter, Store } from '../storage/index.ts'
+import type { AttemptCounter, AttemptTaken, Store } from '../storage/index.ts'
 
 /** One counter: at most `limit` failures per `window` seconds under `key`. */
 export interface ThrottleRule {
@@ -233,6 +233,24 @@ export function createExclusiveRunner() {
     })
     return run
   }
+}
+
+/**
+ * One atomic count-and-reserve in the store (`attempts.take`; a store without it: `hit`, then
+ * compare, which counts refused calls too): the caps on requests of any outcome (registrations,
+ * device authorizations), which the `Limiter` interface cannot hold, having no atomic reserve.
+ */
+export async function takeAttempt(
+  store: Store,
+  key: string,
+  limit: number,
+  window: number,
+  now: number,
+): Promise<AttemptTaken> {
+  const attempts = store.attempts
+  if (attempts.take) return attempts.take(key, limit, window, now)
+  const counter = await attempts.hit(key, window, now)
+  return { ...counter, taken: counter.count <= limit }
 }
 
 /** The error of a throttled client authentication: 429 with Retry-After. */

@@ -1,9 +1,9 @@
 /**
  * #29 the verification pages of the device authorization grant (RFC 8628 §3.3) at /connect/verify:
  * the user-code form (prefilled from verification_uri_complete), wrong / malformed / used codes,
- * throttling of wrong codes per source address, the sign-in (built-in form, live session, or the
- * host's hook, which learns the device kind), the confirmation that always follows, and the
- * decision recorded once in the store. Device authorizations are inserted straight into the store
+ * throttling of wrong codes per source address (the wider limits: device_user_code_limits.test.ts),
+ * the sign-in (built-in form, live session, or the host's hook, which learns the device kind), the
+ * confirmation that always follows, and the decision recorded once in the store. Device authorizations are inserted straight into the store
  * (POST /connect/device is another helper's).
  */
 import { describe, expect, it } from 'vitest'
@@ -126,7 +126,7 @@ describe('#29 device verification page (RFC 8628 §3.3)', () => {
     expect(page.html).toContain('This code is not valid or has expired.')
   })
 
-  it('wrong codes are throttled per source address after throttle.signIn.perAddress (100) failures: 429, even for a right code', async () => {
+  it('wrong codes are throttled per source address after throttle.userCode.perAddress (20) failures: 429, even for a right code', async () => {
     const ctx = await setup()
     const device = await pendingDevice(ctx)
     const browser = ctx.browser()
@@ -142,7 +142,7 @@ describe('#29 device verification page (RFC 8628 §3.3)', () => {
         { address },
       )
     const guesses: number[] = []
-    for (let i = 0; i < 100; i++) guesses.push((await post(i % 2 ? 'BCDF-GHJK' : 'ZZZZ-ZZZZ', '198.51.100.7')).status)
+    for (let i = 0; i < 20; i++) guesses.push((await post(i % 2 ? 'BCDF-GHJK' : 'ZZZZ-ZZZZ', '198.51.100.7')).status)
     expect(guesses.every((status) => status === 400)).toBe(true)
     const throttled = await post(device.userCode, '198.51.100.7')
     expect(throttled.status).toBe(429)

@@ -213,6 +213,41 @@ describe('#21 the fapi2-security profile in the options', () => {
     expect(() => parseConfigFile(JSON.stringify({ deviceCodeInterval: -1 }))).toThrow(/deviceCodeInterval/)
   })
 
+  it('#39 item 7 throttle.userCode and throttle.deviceAuthorization: defaults, positive integers, configuration file keys', () => {
+    expect(parseOptions({ issuer: 'https://auth.example.com' }).throttle).toMatchObject({
+      userCode: { perAddress: 20, perNetwork: 100, overall: 1000 },
+      deviceAuthorization: { perAddress: 30, perClient: 1000 },
+    })
+    const options = parseOptions({
+      issuer: 'https://auth.example.com',
+      throttle: { userCode: { overall: 500 }, deviceAuthorization: { perClient: 50 } },
+    })
+    expect(options.throttle).toMatchObject({
+      userCode: { perAddress: 20, perNetwork: 100, overall: 500 },
+      deviceAuthorization: { perAddress: 30, perClient: 50 },
+    })
+    expect(() => parseOptions({ issuer: ISSUER, throttle: { userCode: { perNetwork: 0 } } })).toThrow(
+      /throttle\.userCode\.perNetwork/,
+    )
+    expect(() => parseOptions({ issuer: ISSUER, throttle: { deviceAuthorization: { perClient: 1.5 } } })).toThrow(
+      /throttle\.deviceAuthorization\.perClient/,
+    )
+    // An unknown key is refused (the union of `false` and the object names `throttle` only).
+    expect(() => parseOptions({ issuer: ISSUER, throttle: { deviceAuthorization: { pending: 5 } } })).toThrow(
+      /throttle/,
+    )
+    const file = parseConfigFile(
+      JSON.stringify({ throttle: { userCode: { perAddress: 10 }, deviceAuthorization: { perAddress: 5 } } }),
+    )
+    expect(file.throttle).toMatchObject({
+      userCode: { perAddress: 10, perNetwork: 100, overall: 1000 },
+      deviceAuthorization: { perAddress: 5, perClient: 1000 },
+    })
+    expect(() => parseConfigFile(JSON.stringify({ throttle: { userCode: { overall: -1 } } }))).toThrow(
+      /throttle\.userCode\.overall/,
+    )
+  })
+
   it('the configuration file takes the #21 service settings', () => {
     const file = parseConfigFile(
       JSON.stringify({

@@ -5,6 +5,7 @@ import {
   inNetworks,
   isCidr,
   isPublicAddress,
+  networkBucket,
   networkMatcher,
 } from '../../../src/security/networks.ts'
 
@@ -71,6 +72,20 @@ describe('canonical addresses and throttling buckets', () => {
     expect(addressBucket('192.0.2.7')).toBe('192.0.2.7')
     expect(addressBucket('2001:db8:1:2::5')).toBe('2001:db8:1:2::/64')
     expect(addressBucket('2001:db8:1:2:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::/64')
+  })
+})
+
+describe('#39 item 7 networkBucket: the wider network of an address', () => {
+  it.each([
+    ['192.0.2.7', '192.0.2.0/24'],
+    ['192.0.2.255', '192.0.2.0/24'],
+    ['::ffff:192.0.2.7', '192.0.2.0/24'],
+    ['2001:db8:1:2::5', '2001:db8:1::/48'],
+    ['2001:db8:1:ffff:ffff:ffff:ffff:ffff', '2001:db8:1::/48'],
+    ['[2001:db8:abcd:12::1]', '2001:db8:abcd::/48'],
+    ['not an address', undefined],
+  ])('%s → %s', (address, bucket) => {
+    expect(networkBucket(address)).toBe(bucket)
   })
 })
 
