@@ -76,6 +76,7 @@ export type {
   DeviceCodeRecord,
   DeviceDecision,
   DevicePoll,
+  GrantRecord,
   InteractionRecord,
   KeyRecord,
   PublicJwkSet,

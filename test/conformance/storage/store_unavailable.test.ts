@@ -33,6 +33,7 @@ function faultyStore(now: () => number) {
     codes: wrap('codes', inner.codes),
     refreshTokens: wrap('refreshTokens', inner.refreshTokens),
     sessions: wrap('sessions', inner.sessions),
+    grants: wrap('grants', inner.grants),
     interactions: wrap('interactions', inner.interactions),
     revocations: wrap('revocations', inner.revocations),
     attempts: wrap('attempts', inner.attempts),
