@@ -78,6 +78,7 @@ export type {
   DeviceCodeRecord,
   DeviceDecision,
   DevicePoll,
+  GrantRecord,
   InteractionRecord,
   KeyRecord,
   PublicJwkSet,

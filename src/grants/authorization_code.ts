@@ -18,6 +18,7 @@
  *   consume; then the code is consumed atomically (if a concurrent redemption won, this one is a
  *   replay). Of concurrent redemptions exactly one answers 200, every other invalid_grant, and
  *   the replays revoke what the winner got (#27 item 12)
+ * - the grant is recorded (`Store.grants`, under the family id) with the refresh token, if any
  * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
  * access token is DPoP-bound and so is a public client's refresh token (RFC 9449 §5).
  */
@@ -26,7 +27,14 @@ import { OAuthError } from '../errors.ts'
 import { Permissions } from '../clients/index.ts'
 import { checkCodeVerifier } from '../tokens/index.ts'
 import { checkKeyBinding } from '../dpop/index.ts'
-import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
+import {
+  grantRecordOf,
+  issueUserTokens,
+  permittedScopes,
+  requireAccount,
+  type UserGrant,
+  wantsRefreshToken,
+} from './issue.ts'
 import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
 import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
@@ -82,25 +90,25 @@ export const authorizationCode: Grant = {
     // Core §5.4: the claims request holds only claims of scopes the client is still permitted (#39 item 4).
     const claims = permittedClaims(record.claims, client, ctx)
     const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims })
-    const issuing = issueUserTokens(
-      {
-        familyId: record.familyId,
-        sub: record.sub,
-        scopes,
-        tokenScopes,
-        ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
-        authTime: record.authTime,
-        familyExpiresAt: now + ctx.config.refreshTokenFamilyTtl,
-        ...(record.sid !== undefined ? { sid: record.sid } : {}),
-        ...(record.acr !== undefined ? { acr: record.acr } : {}),
-        ...(record.amr !== undefined ? { amr: record.amr } : {}),
-        ...(record.nonce !== undefined ? { nonce: record.nonce } : {}),
-        ...(claims ? { claims } : {}),
-      },
-      client,
-      ctx,
-      { account, refresh: wantsRefreshToken(client, scopes, ctx), proof },
-    )
+    const grant: UserGrant = {
+      familyId: record.familyId,
+      sub: record.sub,
+      scopes,
+      tokenScopes,
+      ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
+      authTime: record.authTime,
+      familyExpiresAt: now + ctx.config.refreshTokenFamilyTtl,
+      ...(record.sid !== undefined ? { sid: record.sid } : {}),
+      ...(record.acr !== undefined ? { acr: record.acr } : {}),
+      ...(record.amr !== undefined ? { amr: record.amr } : {}),
+      ...(record.nonce !== undefined ? { nonce: record.nonce } : {}),
+      ...(claims ? { claims } : {}),
+    }
+    const issuing = issueUserTokens(grant, client, ctx, {
+      account,
+      refresh: wantsRefreshToken(client, scopes, ctx),
+      proof,
+    })
     issuing.catch(() => {}) // awaited below, once the consume has won
     // Consuming a revoked code takes nothing from anyone: a revoked family stops here, unconsumed.
     if (await revokedCheck) throw new OAuthError('invalid_grant', 'the code has been revoked')
@@ -110,8 +118,13 @@ export const authorizationCode: Grant = {
     // A concurrent replay may revoke the family from here on: this redemption still answers
     // (exactly one caller does), and what it issues is dead on arrival (it carries the family id):
     // its refresh token is refused and its access tokens are inactive at introspection and userinfo.
-    const { response, refreshRecord, jti } = await issuing
-    if (refreshRecord) await ctx.store.refreshTokens.insert(refreshRecord)
+    const { response, refreshRecord, jti, expiresAt } = await issuing
+    // The grant is recorded with the refresh token, in the same round trip (#39).
+    const made = { kind: 'authorization_code', createdAt: now, expiresAt, sessionId: record.sessionId } as const
+    await Promise.all([
+      refreshRecord && ctx.store.refreshTokens.insert(refreshRecord),
+      ctx.store.grants.put(grantRecordOf(grant, client, made)),
+    ])
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
     ctx.emit(meta, { type: 'code.redeemed', ...subjects })

@@ -15,9 +15,9 @@
  * The tokens are the code flow's (`issueUserTokens`): an access token (DPoP-bound with a proof),
  * an ID token with `openid` (auth_time, acr and amr of the approving sign-in; no nonce, no sid: a
  * device grant is not bound to the browser session that approved it), a refresh token per the
- * offline_access rules. When the authorization was already approved when read, the account and the
- * family are checked before the poll and the signing runs alongside it, as the code grant does
- * around its consume.
+ * offline_access rules; the grant is recorded (`Store.grants`) with the refresh token. When the
+ * authorization was already approved when read, the account and the family are checked before the
+ * poll and the signing runs alongside it, as the code grant does around its consume.
  */
 import type { ClientRecord, DeviceCodeRecord } from '../storage/index.ts'
 import type { Context } from '../context.ts'
@@ -27,7 +27,14 @@ import { allValues } from '../http.ts'
 import { Permissions } from '../clients/index.ts'
 import { metaOf } from '../security/index.ts'
 import { grantResources, scopesForResources } from '../protocol/index.ts'
-import { issueUserTokens, permittedScopes, requireAccount, wantsRefreshToken } from './issue.ts'
+import {
+  grantRecordOf,
+  issueUserTokens,
+  permittedScopes,
+  requireAccount,
+  type UserGrant,
+  wantsRefreshToken,
+} from './issue.ts'
 import type { Grant } from './types.ts'
 
 /** The grant type (RFC 8628 §3.4). */
@@ -57,32 +64,42 @@ async function checkApproved(
   return account
 }
 
-/** Signs the tokens of an approved authorization (nothing is stored yet). */
-function sign(
+/** The grant an approved authorization makes. */
+function userGrant(
   record: DeviceCodeRecord,
   login: NonNullable<DeviceCodeRecord['login']>,
-  account: Record<string, unknown>,
   target: Target,
+  ctx: Context,
+): UserGrant {
+  return {
+    familyId: record.familyId,
+    sub: login.sub,
+    scopes: target.scopes,
+    tokenScopes: target.tokenScopes,
+    ...(record.resources ? { resources: record.resources, tokenResources: target.resources } : {}),
+    authTime: login.authTime,
+    familyExpiresAt: ctx.now() + ctx.config.refreshTokenFamilyTtl,
+    ...(login.acr !== undefined ? { acr: login.acr } : {}),
+    ...(login.amr !== undefined ? { amr: login.amr } : {}),
+  }
+}
+
+/** The grant and the signing of its tokens (nothing is stored yet). */
+interface Signing {
+  grant: UserGrant
+  issuing: ReturnType<typeof issueUserTokens>
+}
+
+/** Signs the tokens of a grant (nothing is stored yet). */
+function sign(
+  grant: UserGrant,
+  account: Record<string, unknown>,
   client: ClientRecord,
   ctx: Context,
   proof: DpopProof | undefined,
-): ReturnType<typeof issueUserTokens> {
-  return issueUserTokens(
-    {
-      familyId: record.familyId,
-      sub: login.sub,
-      scopes: target.scopes,
-      tokenScopes: target.tokenScopes,
-      ...(record.resources ? { resources: record.resources, tokenResources: target.resources } : {}),
-      authTime: login.authTime,
-      familyExpiresAt: ctx.now() + ctx.config.refreshTokenFamilyTtl,
-      ...(login.acr !== undefined ? { acr: login.acr } : {}),
-      ...(login.amr !== undefined ? { amr: login.amr } : {}),
-    },
-    client,
-    ctx,
-    { account, refresh: wantsRefreshToken(client, target.scopes, ctx), proof },
-  )
+): Signing {
+  const refresh = wantsRefreshToken(client, grant.scopes, ctx)
+  return { grant, issuing: issueUserTokens(grant, client, ctx, { account, refresh, proof }) }
 }
 
 /** The approval of a record the store says is approved (a record without one is a store fault). */
@@ -112,11 +129,12 @@ export const deviceCode: Grant = {
     const target: Target = { scopes, tokenScopes: scopesForResources(scopes, resources, ctx), resources }
     // Approved already: the account and the family are checked before the poll (a failed check
     // consumes nothing), and the tokens are signed while the store polls.
-    let early: ReturnType<typeof issueUserTokens> | undefined
+    let early: Signing | undefined
     if (record.status === 'approved' && record.consumedAt === undefined && record.expiresAt > now) {
       const login = loginOf(record)
-      early = sign(record, login, await checkApproved(record, login, target, ctx), target, client, ctx, proof)
-      early.catch(() => {}) // awaited below, once the poll has redeemed it
+      const account = await checkApproved(record, login, target, ctx)
+      early = sign(userGrant(record, login, target, ctx), account, client, ctx, proof)
+      early.issuing.catch(() => {}) // awaited below, once the poll has redeemed it
     }
     const polled = await ctx.store.deviceCodes.poll(id, now)
     const meta = metaOf(request)
@@ -147,11 +165,22 @@ export const deviceCode: Grant = {
     // 'ok': this call redeemed it (a concurrent replay may revoke the family from here on; what
     // is issued then carries the family id and is dead on arrival, as for codes).
     const login = loginOf(polled.record)
-    const issuing =
+    const signing =
       early ??
-      sign(polled.record, login, await checkApproved(polled.record, login, target, ctx), target, client, ctx, proof)
-    const { response, refreshRecord, jti } = await issuing
-    if (refreshRecord) await ctx.store.refreshTokens.insert(refreshRecord)
+      sign(
+        userGrant(polled.record, login, target, ctx),
+        await checkApproved(polled.record, login, target, ctx),
+        client,
+        ctx,
+        proof,
+      )
+    const { response, refreshRecord, jti, expiresAt } = await signing.issuing
+    // The grant is recorded with the refresh token, in the same round trip (#39).
+    const made = { kind: 'device_code', createdAt: now, expiresAt } as const
+    await Promise.all([
+      refreshRecord && ctx.store.refreshTokens.insert(refreshRecord),
+      ctx.store.grants.put(grantRecordOf(signing.grant, client, made)),
+    ])
     const subjects = { clientId: client.clientId, sub: login.sub, grantId: polled.record.familyId }
     ctx.emit(meta, { type: 'device.redeemed', ...subjects })
     ctx.emit(meta, {

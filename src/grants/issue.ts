@@ -10,7 +10,7 @@ import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { isConfidential, Permissions, scopePermission } from '../clients/index.ts'
 import type { DpopProof } from '../dpop/index.ts'
-import type { ClientRecord, RefreshTokenRecord, RequestedClaims } from '../storage/index.ts'
+import type { ClientRecord, GrantRecord, RefreshTokenRecord, RequestedClaims } from '../storage/index.ts'
 import { issueAccessToken, type IssueAccessTokenInput, issueIdToken, type IssueIdTokenInput } from '../tokens/index.ts'
 import type { SigningKey } from '../keys/index.ts'
 import { randomToken, signingAlgorithms } from '../crypto/index.ts'
@@ -129,6 +129,21 @@ function idTokenKey(client: ClientRecord, ctx: Context): SigningKey | Promise<Si
   return ctx.keyring.signingKey(alg)
 }
 
+/** What `issueUserTokens` issued. */
+export interface IssuedUserTokens {
+  response: TokenResponse
+  /** The next refresh token's record, when one was issued (the caller stores it). */
+  refreshRecord?: RefreshTokenRecord
+  /** The access token's `jti`. */
+  jti: string
+  /**
+   * When the last of the tokens issued ends (epoch s): the family's absolute end when a refresh
+   * token was issued, else the later expiry of the access token and the ID token (whichever is
+   * later still, should a token outlive the family).
+   */
+  expiresAt: number
+}
+
 /**
  * Issues the token response of a user grant and, when `refresh` is set, the record of the next
  * refresh token (the caller stores it). `proof`: the request's checked DPoP proof, if any.
@@ -138,7 +153,7 @@ export async function issueUserTokens(
   client: ClientRecord,
   ctx: Context,
   options: { account: Record<string, unknown>; refresh: boolean; proof?: DpopProof | undefined },
-): Promise<{ response: TokenResponse; refreshRecord?: RefreshTokenRecord; jti: string }> {
+): Promise<IssuedUserTokens> {
   const now = ctx.now()
   const accessTtl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
   const { token: accessToken, claims } = await issueAccessToken(
@@ -156,20 +171,45 @@ export async function issueUserTokens(
     expires_in: accessTtl,
     scope: grant.tokenScopes.join(' '),
   }
+  let expiresAt = Number(claims.exp)
   if (grant.tokenScopes.includes('openid')) {
-    response.id_token = await issueIdToken(
-      idTokenInput(grant, client, ctx, now, accessToken, options.account),
-      await idTokenKey(client, ctx),
-      ctx.sha256,
-    )
+    const input = idTokenInput(grant, client, ctx, now, accessToken, options.account)
+    response.id_token = await issueIdToken(input, await idTokenKey(client, ctx), ctx.sha256)
+    expiresAt = Math.max(expiresAt, input.now + input.ttl)
   }
   await marked
   const jti = String(claims.jti)
-  if (!options.refresh) return { response, jti }
+  if (!options.refresh) return { response, jti, expiresAt }
   const value = randomToken()
   const refreshRecord = nextRefreshRecord(grant, client, now, await ctx.sha256(value), options.proof, ctx)
   response.refresh_token = value
-  return { response, refreshRecord, jti }
+  return { response, refreshRecord, jti, expiresAt: Math.max(expiresAt, grant.familyExpiresAt) }
+}
+
+/**
+ * The record of a grant whose first tokens were just issued (`Store.grants`, under the family id):
+ * its scopes, resources and claims request as granted, not those of this token; `expiresAt` is
+ * `IssuedUserTokens.expiresAt`.
+ */
+export function grantRecordOf(
+  grant: UserGrant,
+  client: ClientRecord,
+  made: { kind: GrantRecord['kind']; createdAt: number; expiresAt: number; sessionId?: string | undefined },
+): GrantRecord {
+  return {
+    id: grant.familyId,
+    clientId: client.clientId,
+    sub: grant.sub,
+    scope: grant.scopes.join(' '),
+    ...(grant.resources?.length ? { resources: grant.resources } : {}),
+    ...(grant.claims ? { claims: grant.claims } : {}),
+    ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
+    ...(made.sessionId !== undefined ? { sessionId: made.sessionId } : {}),
+    kind: made.kind,
+    authTime: grant.authTime,
+    createdAt: made.createdAt,
+    expiresAt: made.expiresAt,
+  }
 }
 
 /** The claims input of the grant's access token; with a DPoP proof, bound to its key (RFC 9449 §6.1). */

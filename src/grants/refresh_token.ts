@@ -14,7 +14,8 @@
  *   left is invalid_grant; a requested one that was lost is invalid_scope)
  * - `resource` (RFC 8707 §2.2): each permitted and one of the grant's resources, else invalid_target;
  *   the access token is for those (none named: all of the grant's), the next generation keeps all
- * - atomically rotate: exactly one of concurrent callers gets the next generation
+ * - atomically rotate: exactly one of concurrent callers gets the next generation; tokens that
+ *   outlive the family's absolute end extend the grant's record (`Store.grants`) to their end
  * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
  * access token is DPoP-bound and so is a public client's next refresh token (RFC 9449 §5); a
  * confidential client's refresh tokens are never bound.
@@ -71,7 +72,7 @@ export const refreshToken: Grant = {
       throw err
     }
     if (await revoked) throw revokedError()
-    const { response, refreshRecord, jti } = issued
+    const { response, refreshRecord, jti, expiresAt } = issued
     if (!refreshRecord) throw new Error('rotation produced no refresh token')
     const rotated = await ctx.store.refreshTokens.rotate(id, refreshRecord, now)
     if (rotated.status === 'replayed') {
@@ -79,9 +80,21 @@ export const refreshToken: Grant = {
       throw new OAuthError('invalid_grant', 'the refresh token has already been used')
     }
     if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
+    // Tokens issued in the family's last moments outlive it: so does the grant's record, then (#39).
+    if (expiresAt > record.familyExpiresAt) await extendGrant(record.familyId, expiresAt, now, ctx)
     ctx.emit(metaOf(request), { type: 'token.refreshed', ...subjects, jti, scope: response.scope ?? '' })
     return response
   },
+}
+
+/**
+ * Extends the grant's record to `until` when it ends sooner. Only a refresh whose tokens outlive
+ * the family's absolute end needs it (the record lasts until that end otherwise): a read and a
+ * write then, none on every other refresh.
+ */
+async function extendGrant(id: string, until: number, now: number, ctx: Context): Promise<void> {
+  const grant = await ctx.store.grants.get(id, now)
+  if (grant && grant.expiresAt < until) await ctx.store.grants.put({ ...grant, expiresAt: until })
 }
 
 /**

@@ -342,6 +342,7 @@ export async function issueCodeRedirect(
     scope: authRequest.scopes.join(' '),
     sub: auth.sub,
     sid: session.sid,
+    sessionId: session.id,
     authTime: auth.authTime,
     issuedAt: now,
     // The client's or the service's lifetime, capped by the profile (FAPI 2.0 §5.3.2.1).

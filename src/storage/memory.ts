@@ -4,8 +4,8 @@
  * Atomicity comes from doing each check-and-set with no `await` in between.
  *
  * Clients and keys (few, read through caches) are objects in Maps. Everything that grows with
- * traffic (codes, refresh tokens, sessions, interactions, revocations, attempt counters, pushed
- * requests, used one-time identifiers) is kept
+ * traffic (codes, refresh tokens, sessions, grants, interactions, revocations, attempt counters,
+ * pushed requests, used one-time identifiers) is kept
  * as JSON bytes in a `PackedRecordMap`, outside the JavaScript heap's pages: a million refresh
  * tokens then cost the garbage collector nothing (see packed_map.ts for the measurements).
  * Every read returns a fresh copy, so callers never share the store's records.
@@ -18,6 +18,7 @@ import {
   DEVICE_CODE_RETENTION,
   type DeviceCodeRecord,
   type DevicePoll,
+  type GrantRecord,
   type InteractionRecord,
   type KeyRecord,
   type PushedRequestRecord,
@@ -63,6 +64,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   const refreshTokens = new PackedRecordMap<RefreshTokenRecord>(packed)
   const sessions = new PackedRecordMap<SessionRecord>(packed)
   const sessionIndex = subjectIndex(sessions)
+  const grants = new PackedRecordMap<GrantRecord>(packed)
+  const grantIndex = subjectIndex(grants)
   const interactions = new PackedRecordMap<InteractionRecord>(packed)
   const families = new PackedRecordMap<{ expiresAt: number }>(packed)
   const accessTokens = new PackedRecordMap<{ expiresAt: number }>(packed)
@@ -154,6 +157,28 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
       },
       async listBySub(sub) {
         return sessionIndex.list(sub)
+      },
+    },
+    grants: {
+      async put(record) {
+        if (!grantIndex.has(record.sub, record.id)) {
+          const previous = grants.get(record.id)
+          if (previous) grantIndex.remove(previous.sub, record.id)
+          grantIndex.add(record.sub, record.id)
+        }
+        grants.set(record.id, record)
+      },
+      async get(id, at) {
+        const record = grants.get(id)
+        return record && record.expiresAt > at ? record : undefined
+      },
+      async listBySub(sub, at) {
+        return grantIndex.list(sub).filter((record) => record.expiresAt > at)
+      },
+      async delete(id) {
+        const previous = grants.get(id)
+        if (previous) grantIndex.remove(previous.sub, id)
+        grants.delete(id)
       },
     },
     interactions: {
@@ -291,6 +316,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         codes,
         refreshTokens,
         sessions,
+        grants,
         interactions,
         families,
         accessTokens,
@@ -306,17 +332,18 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
 }
 
 /**
- * Session ids by `sub` beside the packed map (which cannot be iterated). Ids of ended or expired
- * sessions are dropped when their end-user's sessions are listed, and all of them once the adds
- * since the last sweep reach the number of sessions (at least 1,000): amortized O(1) per add.
+ * Record ids (sessions, grants) by `sub` beside the packed map (which cannot be iterated). Ids of
+ * deleted or expired records are dropped when their end-user's records are listed, and all of them
+ * once the adds since the last sweep reach the number of records (at least 1,000): amortized O(1)
+ * per add.
  */
-function subjectIndex(sessions: PackedRecordMap<SessionRecord>) {
+function subjectIndex<T extends { sub: string; expiresAt: number }>(records: PackedRecordMap<T>) {
   const bySub = new Map<string, Set<string>>()
   let adds = 0
   function sweep(): void {
     adds = 0
     for (const [sub, ids] of bySub) {
-      for (const id of ids) if (!sessions.has(id)) ids.delete(id)
+      for (const id of ids) if (!records.has(id)) ids.delete(id)
       if (ids.size === 0) bySub.delete(sub)
     }
   }
@@ -324,7 +351,7 @@ function subjectIndex(sessions: PackedRecordMap<SessionRecord>) {
     add(sub: string, id: string): void {
       const ids = bySub.get(sub) ?? new Set<string>()
       bySub.set(sub, ids.add(id))
-      if (++adds >= Math.max(1000, sessions.size)) sweep()
+      if (++adds >= Math.max(1000, records.size)) sweep()
     },
     has(sub: string, id: string): boolean {
       return bySub.get(sub)?.has(id) ?? false
@@ -334,11 +361,11 @@ function subjectIndex(sessions: PackedRecordMap<SessionRecord>) {
       ids?.delete(id)
       if (ids?.size === 0) bySub.delete(sub)
     },
-    list(sub: string): SessionRecord[] {
+    list(sub: string): T[] {
       const ids = bySub.get(sub)
-      const found: SessionRecord[] = []
+      const found: T[] = []
       for (const id of ids ?? []) {
-        const record = sessions.get(id)
+        const record = records.get(id)
         if (record?.sub === sub) found.push(record)
         else ids?.delete(id)
       }

@@ -1,9 +1,8 @@
 /**
  * @module storage/redis
- * The Redis store on ioredis. One-time operations are Lua scripts (atomic on the server); records
- * carry their absolute `expiresAt`, which decides, while native expiry (set relative to the store's
- * clock) removes what is dead. Keys live under a prefix so several deployments or test runs share
- * one server.
+ * The Redis store on ioredis (attempts, device codes, grants: redis_*.ts). One-time operations are
+ * Lua scripts (atomic on the server); records carry their absolute `expiresAt`, which decides, while
+ * native expiry (relative to the store's clock) removes what is dead. Keys live under a prefix.
  */
 import type { RedisOptions } from 'ioredis'
 import { importOptional } from '../optional_import.ts'
@@ -11,6 +10,7 @@ import { StoreUnavailableError } from '../errors.ts'
 import { membershipBatch } from './membership_batch.ts'
 import { type AttemptScripts, defineAttemptScripts, redisAttempts } from './redis_attempts.ts'
 import { redisDeviceCodes } from './redis_device_codes.ts'
+import { redisGrants } from './redis_grants.ts'
 import type {
   ClientRecord,
   CodeRecord,
@@ -294,6 +294,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
           return records.filter(live)
         }),
     },
+    grants: redisGrants(redis, k, ttl, run),
     interactions: {
       put: (record) =>
         run(

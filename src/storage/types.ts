@@ -4,6 +4,7 @@
  * service goes through it; one-time use and rotation are atomic here, not in the callers.
  */
 import type { ClientRecord } from './client_records.ts'
+import type { DeviceCodeRecord, DeviceDecision, DevicePoll } from './device_records.ts'
 
 /** The claim names a claims request asks for, by where they go (Core §5.5). */
 export interface RequestedClaims {
@@ -13,6 +14,12 @@ export interface RequestedClaims {
   id_token?: string[]
 }
 
+export {
+  DEVICE_CODE_RETENTION,
+  type DeviceCodeRecord,
+  type DeviceDecision,
+  type DevicePoll,
+} from './device_records.ts'
 export type {
   ClientMetadata,
   ClientRecord,
@@ -43,6 +50,8 @@ export interface CodeRecord {
   sub: string
   /** The session (`sid`) the code was issued in. */
   sid?: string
+  /** That session's store id (`SessionRecord.id`): the grant record keeps it (`GrantRecord.sessionId`). */
+  sessionId?: string
   /** When the end-user authenticated (epoch s). */
   authTime: number
   acr?: string
@@ -161,60 +170,37 @@ export interface PushedRequestRecord {
 }
 
 /**
- * A device authorization (RFC 8628), stored under the SHA-256 of its device code. It is pending
- * until the end-user approves or denies it at the verification page, and an approved one is
- * redeemed once at the token endpoint.
+ * A grant: what one end-user allowed one client, recorded when its first tokens are issued. Keyed
+ * by the family id.
  */
-export interface DeviceCodeRecord {
-  /** base64url SHA-256 of the device code value. */
+export interface GrantRecord {
+  /** The family id (the access tokens' `gid`). */
   id: string
-  /**
-   * The user code, normalised: the 8 characters the end-user types, upper case, without the dash.
-   * Unique among unexpired records.
-   */
-  userCode: string
-  /** The grant (family) the tokens issued from it carry. */
-  familyId: string
   clientId: string
-  /** The scopes the end-user is asked to approve, space-separated. */
+  /** The end-user's subject. */
+  sub: string
+  /** The granted scopes, space-separated (offline_access included when granted). */
   scope: string
-  /** The resources (RFC 8707) of the request; the token request may name a subset. */
+  /** The resources (RFC 8707) of the grant. */
   resources?: string[]
-  /** Seconds the client must wait between polls; each `slow_down` adds 5 (RFC 8628 §3.5). */
-  interval: number
-  /** When the client last polled (epoch s). */
-  polledAt?: number
-  status: 'pending' | 'approved' | 'denied'
-  /** Who approved it, and how they signed in (set with `approved`). */
-  login?: { sub: string; authTime: number; acr?: string; amr?: string[] }
-  /** Issue time (epoch s). */
-  issuedAt: number
+  /** The approved claims request (Core §5.5). */
+  claims?: RequestedClaims
+  /** The public session id (`sid`) the grant was made in, if any. */
+  sid?: string
+  /** The session's store id (SessionRecord.id): lets the service check the session is still alive. */
+  sessionId?: string
+  /** How it was made. */
+  kind: 'authorization_code' | 'device_code'
+  /** When the end-user authenticated (epoch s). */
+  authTime: number
+  /** Creation time (epoch s). */
+  createdAt: number
   /**
-   * End of the device code's lifetime (epoch s). Stores keep the record for
-   * `DEVICE_CODE_RETENTION` seconds more, so a late poll learns `expired_token`, not an unknown code.
+   * The grant's end (epoch s): the refresh family's absolute end, else the end of the last token
+   * issued from it. An expired grant is missing.
    */
   expiresAt: number
-  /** Set once, by the `poll` that redeemed the approved record. */
-  consumedAt?: number
 }
-
-/** Seconds a store keeps a device authorization after its `expiresAt`. */
-export const DEVICE_CODE_RETENTION = 3600
-
-/** The end-user's decision on a pending device authorization. */
-export type DeviceDecision =
-  | { status: 'approved'; login: NonNullable<DeviceCodeRecord['login']> }
-  | { status: 'denied' }
-
-/** The outcome of one token request's `poll` (RFC 8628 §3.5), decided atomically by the store. */
-export type DevicePoll =
-  | { status: 'missing' } // unknown (or past retention)
-  | { status: 'expired'; record: DeviceCodeRecord } // past expiresAt: expired_token
-  | { status: 'pending'; record: DeviceCodeRecord } // authorization_pending (polledAt set to now)
-  | { status: 'slow_down'; record: DeviceCodeRecord } // pending, polled too soon: interval grew by 5
-  | { status: 'denied'; record: DeviceCodeRecord } // access_denied
-  | { status: 'ok'; record: DeviceCodeRecord } // approved, and this call redeemed it
-  | { status: 'replayed'; record: DeviceCodeRecord } // approved and redeemed before
 
 /** A signing key. */
 export interface KeyRecord {
@@ -331,6 +317,16 @@ export interface Store {
      * `interval` grows by 5); `polledAt` becomes `now` on every pending or slow_down answer.
      */
     poll(id: string, now: number): Promise<DevicePoll>
+  }
+  /** Grants by family id, and an index of an end-user's grants. */
+  grants: {
+    /** Inserts or replaces the record. */
+    put(record: GrantRecord): Promise<void>
+    /** The unexpired record, or undefined. */
+    get(id: string, now: number): Promise<GrantRecord | undefined>
+    /** The unexpired grants of an end-user (an index by sub on every built-in store: no scan of all grants). */
+    listBySub(sub: string, now: number): Promise<GrantRecord[]>
+    delete(id: string): Promise<void>
   }
   /** Counters of failed attempts (client authentication, sign-in), shared by every instance. */
   attempts: {

@@ -20,6 +20,7 @@ import {
   type CodeRecord,
   DEVICE_CODE_RETENTION,
   type DeviceCodeRecord,
+  type GrantRecord,
   type InteractionRecord,
   type KeyRecord,
   type PushedRequestRecord,
@@ -158,6 +159,24 @@ export function deviceCodeRecord(now: number, overrides: Partial<DeviceCodeRecor
     status: 'pending',
     issuedAt: now,
     expiresAt: now + 600,
+    ...overrides,
+  }
+}
+
+export function grantRecord(now: number, overrides: Partial<GrantRecord> = {}): GrantRecord {
+  return {
+    id: uniqueId('family'),
+    clientId: 'web',
+    sub: 'user-1',
+    scope: 'openid profile offline_access',
+    resources: ['https://api.example.test/', 'https://mcp.example.test/mcp'],
+    claims: { userinfo: ['email'], id_token: ['name'] },
+    sid: 'sid-1',
+    sessionId: 'session-hash',
+    kind: 'authorization_code',
+    authTime: now - 10,
+    createdAt: now,
+    expiresAt: now + 86_400,
     ...overrides,
   }
 }
@@ -733,6 +752,90 @@ export function describeStorageContract(options: StorageContractOptions): void {
         expect(await store.sessions.get(record.id)).toEqual(record)
         advance(1)
         expect(await store.sessions.get(record.id)).toBeUndefined()
+      })
+    })
+
+    describe('grants', () => {
+      test('#39 put then get returns an equal record; get of an unknown id is undefined', async () => {
+        const record = grantRecord(now)
+        await store.grants.put(record)
+        expect(await store.grants.get(record.id, now)).toEqual(record)
+        const device = grantRecord(now, { kind: 'device_code', clientId: 'tv', scope: 'openid' })
+        for (const key of ['resources', 'claims', 'sid', 'sessionId'] as const) delete device[key]
+        await store.grants.put(device)
+        expect(await store.grants.get(device.id, now)).toEqual(device)
+        expect(await store.grants.get(uniqueId('family'), now)).toBeUndefined()
+      })
+
+      test('#39 put replaces the record of an id', async () => {
+        const record = grantRecord(now, { expiresAt: now + 600 })
+        await store.grants.put(record)
+        const changed = { ...record, scope: 'openid', resources: ['https://api.example.test/'], expiresAt: now + 7200 }
+        await store.grants.put(changed)
+        expect(await store.grants.get(record.id, now)).toEqual(changed)
+        advance(600)
+        expect(await store.grants.get(record.id, now)).toEqual(changed)
+        expect(await store.grants.listBySub(record.sub, now)).toContainEqual(changed)
+      })
+
+      test('#39 an expired grant is missing from get and listBySub; the now argument decides', async () => {
+        const sub = uniqueId('sub')
+        const record = grantRecord(now, { sub, expiresAt: now + 100 })
+        await store.grants.put(record)
+        expect(await store.grants.get(record.id, now + 99)).toEqual(record)
+        expect(await store.grants.get(record.id, now + 100)).toBeUndefined()
+        expect(await store.grants.listBySub(sub, now + 100)).toEqual([])
+        advance(99)
+        expect(await store.grants.listBySub(sub, now)).toEqual([record])
+        advance(1)
+        expect(await store.grants.get(record.id, now)).toBeUndefined()
+        expect(await store.grants.listBySub(sub, now)).toEqual([])
+      })
+
+      test("#39 listBySub: the unexpired grants of one end-user, without another's, deleted, expired or re-assigned ones", async () => {
+        const sub = uniqueId('sub')
+        const ids = async (who: string) => (await store.grants.listBySub(who, now)).map((record) => record.id).sort()
+        const a = grantRecord(now, { sub })
+        const b = grantRecord(now, { sub, kind: 'device_code', expiresAt: now + 100 })
+        const short = grantRecord(now, { sub, expiresAt: now + 50 })
+        const moved = grantRecord(now, { sub })
+        const deleted = grantRecord(now, { sub })
+        const other = grantRecord(now, { sub: uniqueId('other') })
+        await Promise.all([a, b, short, moved, deleted, other].map((record) => store.grants.put(record)))
+        expect(await ids(sub)).toEqual([a.id, b.id, short.id, moved.id, deleted.id].sort())
+        expect((await store.grants.listBySub(sub, now)).find((record) => record.id === b.id)).toEqual(b)
+        expect(await ids(other.sub)).toEqual([other.id])
+        await store.grants.put({ ...moved, sub: other.sub })
+        await store.grants.delete(deleted.id)
+        expect(await ids(sub)).toEqual([a.id, b.id, short.id].sort())
+        expect(await ids(other.sub)).toEqual([moved.id, other.id].sort())
+        advance(50)
+        expect(await ids(sub)).toEqual([a.id, b.id].sort())
+        advance(50)
+        expect(await ids(sub)).toEqual([a.id])
+        expect(await store.grants.listBySub(uniqueId('nobody'), now)).toEqual([])
+      })
+
+      test('#39 a short grant put after a long one leaves the long one listed once the short one ended', async () => {
+        const sub = uniqueId('sub')
+        const long = grantRecord(now, { sub, expiresAt: now + 86_400 })
+        const short = grantRecord(now, { sub, expiresAt: now + 60 })
+        await store.grants.put(long)
+        await store.grants.put(short)
+        advance(61)
+        expect(await store.grants.listBySub(sub, now)).toEqual([long])
+      })
+
+      test('#39 delete removes the grant; deleting an unknown id is harmless', async () => {
+        const record = grantRecord(now)
+        const kept = grantRecord(now, { sub: record.sub })
+        await store.grants.put(record)
+        await store.grants.put(kept)
+        await store.grants.delete(record.id)
+        expect(await store.grants.get(record.id, now)).toBeUndefined()
+        expect(await store.grants.get(kept.id, now)).toEqual(kept)
+        expect((await store.grants.listBySub(record.sub, now)).map((r) => r.id)).not.toContain(record.id)
+        await expect(store.grants.delete(uniqueId('family'))).resolves.toBeUndefined()
       })
     })
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.ts'
 import { type RedisStore, createRedisStore } from '../../src/storage/redis.ts'
-import { describeStorageContract, uniqueId } from './contract.ts'
+import { describeStorageContract, grantRecord, uniqueId } from './contract.ts'
 
 const url = process.env.REDIS_URL
 
@@ -33,6 +33,26 @@ describe.runIf(url)('Redis store', () => {
     await expect(store.connect()).rejects.toThrow(/cannot connect to Redis at 127\.0\.0\.1:1/)
     await expect(store.clients.get('x')).rejects.toBeInstanceOf(StoreUnavailableError)
     await store.close()
+  })
+
+  it('#39 the index of an end-user’s grants lives as long as its longest grant (a shorter one put later does not shorten it)', async () => {
+    const { default: Redis } = await import('ioredis')
+    const indexPrefix = `${uniqueId('gh-grants')}:`
+    const now = Math.floor(Date.now() / 1000)
+    const store = createRedisStore({ url: url as string, prefix: indexPrefix, now: () => now })
+    await store.connect()
+    const raw = new Redis(url as string)
+    try {
+      const sub = uniqueId('sub')
+      await store.grants.put(grantRecord(now, { sub, expiresAt: now + 86_400 }))
+      await store.grants.put(grantRecord(now, { sub, expiresAt: now + 60 }))
+      expect(await raw.ttl(`${indexPrefix}grants-of:${sub}`)).toBeGreaterThan(86_000)
+      expect(await raw.ttl(`${indexPrefix}grant:${(await store.grants.listBySub(sub, now))[0]?.id}`)).toBeGreaterThan(0)
+    } finally {
+      raw.disconnect()
+      await store.clear()
+      await store.close()
+    }
   })
 
   it('#20 revocation checks asked together (introspection: the token and its grant) are one MGET', async () => {

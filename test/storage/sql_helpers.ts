@@ -11,6 +11,7 @@ export const TABLES = [
   'pushed_requests',
   'replays',
   'device_codes',
+  'grants',
 ].map((name) => `gatehouse_${name}`)
 
 /** A schema name unique to this test run. */

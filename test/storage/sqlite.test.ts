@@ -52,8 +52,8 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
 
   beforeAll(async () => {
     const store = createSqliteStore({ path })
-    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4])
-    expect(await store.migrate()).toEqual([1, 2, 3, 4])
+    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5])
+    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5])
     expect(await store.migrate()).toEqual([]) // idempotent
     expect(await store.pendingMigrations()).toEqual([])
     await store.close()
@@ -83,7 +83,7 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
     const other = join(dir, 'migrate.db')
     const stores = Array.from({ length: 4 }, () => createSqliteStore({ path: other }))
     const applied = await Promise.all(stores.map((store) => store.migrate()))
-    expect(applied.flat().sort()).toEqual([1, 2, 3, 4])
+    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5])
     await Promise.all(stores.map((store) => store.close()))
   })
 
@@ -238,6 +238,7 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
         'test/conformance/endpoints/request_hygiene.test.ts',
         'test/conformance/grants/token_exchange_stores.test.ts',
         'test/conformance/grants/device_stores.test.ts',
+        'test/conformance/grants/grant_records.test.ts',
       ]
       // Memory and SQLite only: PostgreSQL and Redis ran them already under this Node.
       const { DATABASE_URL: _d, REDIS_URL: _r, ...env } = process.env
@@ -256,6 +257,7 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
       const output = `${run.stdout}\n${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, '')
       expect(run.status, output).toBe(0)
       expect(output).toMatch(/✓ .*#27 item 12 concurrent double redemption on the 'sqlite' store > #27 item 12 CODE-02/)
+      expect(output).toMatch(/✓ .*#39 item 1 grant records on the 'sqlite' store > #39 item 1 a device code redemption/)
       expect(output).not.toMatch(/\d+ failed/)
     },
     300_000,

@@ -123,4 +123,20 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS gatehouse_device_codes_expires_at ON {schema}.gatehouse_device_codes (expires_at)',
     ],
   },
+  {
+    version: 5,
+    name: 'grants',
+    statements: [
+      // One row per grant (family), keyed by the family id; `sub` is a column so an end-user's
+      // grants are found through its index, not by reading every record.
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_grants (
+        id text PRIMARY KEY,
+        sub text NOT NULL,
+        record {json} NOT NULL,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_grants_sub ON {schema}.gatehouse_grants (sub)',
+      'CREATE INDEX IF NOT EXISTS gatehouse_grants_expires_at ON {schema}.gatehouse_grants (expires_at)',
+    ],
+  },
 ]

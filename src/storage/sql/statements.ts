@@ -8,6 +8,7 @@ export const PRUNED_TABLES: readonly string[] = [
   'codes',
   'refresh_tokens',
   'sessions',
+  'grants',
   'interactions',
   'revoked_families',
   'revoked_access_tokens',

@@ -5,8 +5,9 @@
  * consumption, refresh rotation) are one statement each on PostgreSQL, one round trip: the row
  * lock decides the one winner; on SQLite one atomic unit of statements (the dialect's `consume`).
  * So are taking a pushed request (a `DELETE … RETURNING`) and using a one-time identifier (an
- * upsert that only overwrites an expired row); device authorizations are in device_codes.ts. Hot-path queries are single statements with stable
- * text, so a driver can keep them prepared.
+ * upsert that only overwrites an expired row); device authorizations are in device_codes.ts, grants
+ * in grants.ts. Hot-path queries are single statements with stable text, so a driver can keep
+ * them prepared.
  */
 import { StoreUnavailableError } from '../../errors.ts'
 import type {
@@ -24,6 +25,7 @@ import { membershipBatch } from '../membership_batch.ts'
 import { sqlAttempts } from './attempts.ts'
 import { sqlDeviceCodes } from './device_codes.ts'
 import { type SqlDialect, postgresDialect } from './dialect.ts'
+import { sqlGrants } from './grants.ts'
 import { migrateSql, pendingSql } from './migrate.ts'
 import { PRUNED_TABLES } from './statements.ts'
 
@@ -281,6 +283,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           return rows.map((row) => parse<SessionRecord>(row.record))
         }),
     },
+    grants: sqlGrants({ client, dialect, run, wrote }),
     interactions: {
       put: (record) => run('interactions.put', () => putExpiring('interactions', record)),
       get: (id) =>

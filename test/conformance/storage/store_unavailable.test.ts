@@ -33,6 +33,7 @@ function faultyStore(now: () => number) {
     codes: wrap('codes', inner.codes),
     refreshTokens: wrap('refreshTokens', inner.refreshTokens),
     sessions: wrap('sessions', inner.sessions),
+    grants: wrap('grants', inner.grants),
     interactions: wrap('interactions', inner.interactions),
     revocations: wrap('revocations', inner.revocations),
     attempts: wrap('attempts', inner.attempts),
@@ -85,6 +86,24 @@ describe('store failures', () => {
     expect((await refresh()).status).toBe(503)
     failing.clear()
     expect((await refresh()).status).toBe(200)
+  })
+
+  it('#39 a code redemption whose grant record cannot be written: 503 temporarily_unavailable, and the code is spent', async () => {
+    const time = clock()
+    const { store, failing } = faultyStore(time.now)
+    const ctx = await setup({ store, now: time.now })
+    const { authorize, authorizationUrl: url, redeemCallback } = await import('../../helpers/flow.ts')
+    const request = await url(ctx.as)
+    const callback = await authorize(ctx.browser, request.url)
+    failing.add('grants.put')
+    const { response } = await redeemCallback(ctx, callback, request)
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('5')
+    expect(await response.json()).toMatchObject({ error: 'temporarily_unavailable' })
+    failing.clear()
+    const again = await redeemCallback(ctx, callback, request)
+    expect(again.response.status).toBe(400)
+    expect(await again.response.json()).toMatchObject({ error: 'invalid_grant' })
   })
 
   it('authorization endpoint: an HTML error page, not a redirect or a 500', async () => {
