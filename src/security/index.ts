@@ -1,9 +1,17 @@
 /**
  * @module security
- * Secrets hashing, throttling, networks and request metadata. This index is what the rest of the
+ * Secrets hashing, throttling, networks, outbound requests and request metadata. This index is what the rest of the
  * code imports; nothing outside the folder imports its other files.
  */
 export { addressBucket, canonicalAddress, inNetworks, isCidr, isLoopback, isPublicAddress } from './networks.ts'
+export {
+  fetchPublic,
+  type OutboundFetch,
+  type OutboundOptions,
+  type OutboundRefusal,
+  type OutboundResult,
+  type PlainFetch,
+} from './outbound.ts'
 export { bindRequest, metaOf } from './request_meta.ts'
 export {
   checkSecret,
