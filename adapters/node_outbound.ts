@@ -108,23 +108,26 @@ function toResponse(message: IncomingMessage, method: string, done: () => void):
     return new Response(null, { status, statusText: message.statusMessage ?? '', headers })
   }
   message.pause()
+  // Once the body ended, failed or was cancelled, the stream takes nothing more.
+  let finished = false
+  const finish = (): boolean => {
+    if (finished) return false
+    finished = true
+    done()
+    return true
+  }
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       message.on('data', (chunk: Uint8Array) => {
+        if (finished) return
         controller.enqueue(new Uint8Array(chunk))
         if ((controller.desiredSize ?? 0) <= 0) message.pause()
       })
-      let ended = false
       message.on('end', () => {
-        ended = true
-        done()
-        controller.close()
+        if (finish()) controller.close()
       })
       const fail = (err: Error) => {
-        if (ended) return
-        ended = true
-        done()
-        controller.error(err)
+        if (finish()) controller.error(err)
       }
       message.on('error', fail)
       // A destroyed socket may close the message without an error: the body fails all the same.
@@ -134,7 +137,7 @@ function toResponse(message: IncomingMessage, method: string, done: () => void):
       message.resume()
     },
     cancel() {
-      done()
+      finish()
       message.destroy()
     },
   })
