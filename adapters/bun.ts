@@ -2,11 +2,13 @@
  * @module adapters/bun
  * Serves a fetch handler on Bun with `Bun.serve` (no dependency: the handler fits as is, and
  * `server.requestIP` gives the peer's address). Bun implements `node:crypto`, so the service's
- * synchronous crypto options are the Node adapter's (`bunServiceOptions()`).
+ * synchronous crypto options are the Node adapter's (`bunServiceOptions()`), and its `node:http`
+ * connections honour `lookup`, so is `outboundFetch` (adapters/node_outbound.ts).
  */
 import { nodeServiceOptions } from './node_crypto.ts'
 
 export { nodeSecretDigest, nodeSha256, nodeSigner } from './node_crypto.ts'
+export { nodeOutboundFetch } from './node_outbound.ts'
 
 /** A fetch handler; `info.address` is the TCP peer's address (the service's throttling uses it). */
 export type FetchHandler = (request: Request, info?: { address?: string }) => Promise<Response>

@@ -8,8 +8,11 @@ import type { SecretDigest } from '../src/security/index.ts'
 import type { JwsSigner } from '../src/crypto/index.ts'
 import { nodeSecretDigest, nodeSha256, nodeSigner } from './node_crypto.ts'
 import { nodeResolveHost } from './node_dns.ts'
+import { nodeOutboundFetch } from './node_outbound.ts'
+import type { OutboundFetch } from '../src/security/index.ts'
 
 export { nodeSecretDigest, nodeSha256 } from './node_crypto.ts'
+export { nodeOutboundFetch } from './node_outbound.ts'
 
 /** A fetch handler; `info.address` is the TCP peer's address (the service's throttling uses it). */
 export type FetchHandler = (request: Request, info?: { address?: string }) => Promise<Response>
@@ -50,7 +53,9 @@ export function serveDeno(handler: FetchHandler, options: { port: number; hostna
 }
 
 /**
- * The service options `npm run start:deno` passes: `resolveHost` through `node:dns/promises`, and
+ * The service options `npm run start:deno` passes: `resolveHost` through `node:dns/promises`,
+ * `outboundFetch` through Deno's `node:http`/`node:https`, whose connections honour `lookup` (the
+ * host name resolved once, connected to the checked address: adapters/node_outbound.ts), and
  * the secret digest and SHA-256 through Deno's `node:crypto`, synchronous, instead of WebCrypto's
  * promises (introspection on the bench: 30k -> 45k req/s). The `signer` takes EdDSA keys only:
  * measured with `bench/sign_cost.mjs` on Deno 2.9.6, an Ed25519 signature costs 16 us through
@@ -62,11 +67,13 @@ export function denoServiceOptions(): {
   signer: JwsSigner
   sha256: (value: string) => string
   resolveHost: (hostname: string) => Promise<string[]>
+  outboundFetch: OutboundFetch
 } {
   return {
     secretDigest: nodeSecretDigest(),
     signer: nodeSigner({ algorithms: ['EdDSA'], batch: false }),
     sha256: nodeSha256(),
     resolveHost: nodeResolveHost(),
+    outboundFetch: nodeOutboundFetch(),
   }
 }

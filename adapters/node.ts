@@ -12,6 +12,7 @@ import { createAdaptorServer } from '@hono/node-server'
 
 export { nodeDpopVerifier, nodeSecretDigest, nodeServiceOptions, nodeSha256, nodeSigner } from './node_crypto.ts'
 export { nodeResolveHost } from './node_dns.ts'
+export { type NodeOutboundFetchOptions, nodeOutboundFetch, RefusedAddressError } from './node_outbound.ts'
 
 /** A fetch handler; `info.address` is the TCP peer's address (the service's throttling uses it). */
 export type FetchHandler = (request: Request, info?: { address?: string }) => Promise<Response>

@@ -15,8 +15,9 @@ import {
   verify,
 } from 'node:crypto'
 import type { DpopVerifier, JwsSigner, SignFunction, VerifyFunction } from '../src/crypto/index.ts'
-import type { SecretDigest } from '../src/security/index.ts'
+import type { OutboundFetch, SecretDigest } from '../src/security/index.ts'
 import { nodeResolveHost } from './node_dns.ts'
+import { nodeOutboundFetch } from './node_outbound.ts'
 
 /**
  * A synchronous keyed SHA3-256 under a random per-process key, for the service's `secretDigest`
@@ -150,13 +151,16 @@ export function nodeDpopVerifier(options: { batch?: boolean } = {}): DpopVerifie
 
 /**
  * The service options `npm start` passes on Node and Bun (so do the bench servers), with
- * `resolveHost` through `node:dns/promises` (see adapters/node_dns.ts).
+ * `resolveHost` through `node:dns/promises` (see adapters/node_dns.ts) and `outboundFetch`, which
+ * resolves a self-registered client's host name once and connects to the checked address
+ * (adapters/node_outbound.ts).
  */
 export function nodeServiceOptions(): {
   secretDigest: SecretDigest
   signer: JwsSigner
   sha256: (value: string) => string
   resolveHost: (hostname: string) => Promise<string[]>
+  outboundFetch: OutboundFetch
   dpopVerifier: DpopVerifier
 } {
   return {
@@ -165,5 +169,6 @@ export function nodeServiceOptions(): {
     sha256: nodeSha256(),
     dpopVerifier: nodeDpopVerifier(),
     resolveHost: nodeResolveHost(),
+    outboundFetch: nodeOutboundFetch(),
   }
 }

@@ -36,12 +36,19 @@ export function workerStore(env: object): Promise<Store | undefined> {
   return openWorkerStore(chooseWorkerStore(env as Record<string, unknown>))
 }
 
-/** The Worker's handlers for the service `configure` builds from `env`. */
+/**
+ * The Worker's handlers for the service `configure` builds from `env`. Self-registered clients'
+ * server-side fetches may go to host names (`allowUnpinnedHostNames: true`, unless `configure`
+ * says otherwise): workerd has no DNS API nor a way to pin a connection, and the platform keeps
+ * `fetch` off private networks itself (Cloudflare's network; with the compatibility flag
+ * `global_fetch_strictly_public`, which the Worker must set, off the zone's origin too; workerd's
+ * default outbound network is public addresses only). See docs/workers.md (#39 item 5).
+ */
 export function createWorker<Env>(
   configure: (env: Env) => TokenServiceOptions | Promise<TokenServiceOptions>,
   options: Omit<WorkerOptions<Env>, 'address'> = {},
 ): WorkerHandlers<Env> {
-  return createWorkerHandlers(async (env) => ({ waitUntil, ...(await configure(env)) }), {
+  return createWorkerHandlers(async (env) => ({ waitUntil, allowUnpinnedHostNames: true, ...(await configure(env)) }), {
     address: (request) => request.headers.get('cf-connecting-ip') ?? undefined,
     ...options,
   })

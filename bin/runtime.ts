@@ -34,7 +34,7 @@ export interface Runtime {
    */
   onParentExit?: (listener: () => void) => void
   /** Runtime-specific service options (e.g. Node's synchronous secret digest and signer). */
-  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer' | 'sha256'>
+  serviceOptions?: Pick<TokenServiceOptions, 'secretDigest' | 'signer' | 'sha256' | 'resolveHost' | 'outboundFetch'>
   exit: (code: number) => never
 }
 

@@ -10,8 +10,13 @@ import type { Miniflare, convertV4MiniflareOptions } from 'miniflare'
 /** workerd's compatibility date for the local Worker (a deployment sets its own in wrangler.toml). */
 export const COMPATIBILITY_DATE = '2026-08-01'
 
-/** #28 item 4: postgres.js over TCP sockets, and the request scope (AsyncLocalStorage). */
-export const COMPATIBILITY_FLAGS: readonly string[] = ['nodejs_compat']
+/**
+ * #28 item 4: postgres.js over TCP sockets, and the request scope (AsyncLocalStorage) through
+ * `nodejs_compat`. #39 item 5: `global_fetch_strictly_public`, which a deployment must set (the
+ * Worker entry lets self-registered clients' fetches go to host names, relying on the platform to
+ * keep them off private networks; docs/workers.md); workerd itself ignores it.
+ */
+export const COMPATIBILITY_FLAGS: readonly string[] = ['nodejs_compat', 'global_fetch_strictly_public']
 
 /** Miniflare's options (Miniflare 5 takes its documented v4 options through convertV4MiniflareOptions). */
 export type MiniflareOptions = ReturnType<typeof convertV4MiniflareOptions>

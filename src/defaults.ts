@@ -41,6 +41,11 @@ export const OPTION_DEFAULTS = {
   secretCacheTtl: 300,
   /** Authorization requests need not be pushed first (RFC 9126); per client it may be required. */
   requirePushedAuthorizationRequests: false,
+  /**
+   * Self-registered clients' server-side fetches reach a host name only through the runtime's
+   * `outboundFetch` (resolved once, connected to the checked address; #39 item 5).
+   */
+  allowUnpinnedHostNames: false,
   /** Seconds a pushed request's request_uri stays usable (RFC 9126 §2.2 suggests 5 to 600). */
   parTtl: 60,
   dpop: {

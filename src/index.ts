@@ -52,7 +52,7 @@ export type {
   MetricsHook,
   ThrottledKind,
 } from './events/index.ts'
-export type { AttemptLimits, Limiter, ThrottleRule } from './security/index.ts'
+export type { AttemptLimits, Limiter, OutboundFetch, ThrottleRule } from './security/index.ts'
 export { storeLimiter } from './security/index.ts'
 export type { OAuthErrorCode } from './errors.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './config/index.ts'

@@ -8,7 +8,6 @@ export {
   type ClientKeyOwner,
   type ClientKeySource,
   createClientKeySource,
-  createPublicHostGuard,
   publicSignatureKeys,
 } from './jwks.ts'
 export {

@@ -9,8 +9,10 @@
  * - the URI is https without user info; plain http only toward this machine, and only for a
  *   client the host registered (its registration is trusted like the rest of its configuration)
  * - for a self-registered client (`registration` present) the host is not a private, loopback,
- *   link-local or otherwise non-global address (`guard`, by default the literal host and, where
- *   the runtime resolves names, every address it resolves to)
+ *   link-local or otherwise non-global address: a custom `guard`, or by default the rules of
+ *   src/security/outbound.ts (a literal host as it is; a host name resolved once by the runtime's
+ *   `outboundFetch`, which connects to the checked address, and refused where there is none
+ *   unless the host opts in: #39 item 5)
  * - the fetch takes at most `timeoutMs`, follows no redirect (a 3xx fails), answers 200 with a
  *   JSON media type and at most `maxBytes`
  * - the body is a JWK set holding no private or symmetric key material (a set with any is refused
@@ -31,7 +33,15 @@
 import type { JWK } from 'jose'
 import { OAuthError } from '../errors.ts'
 import { mediaType, readCapped } from '../http.ts'
-import { fetchBudget, type FetchBudget, isLoopback, isPublicAddress, type Limiter } from '../security/index.ts'
+import {
+  fetchBudget,
+  type FetchBudget,
+  fetchPublic,
+  isLoopback,
+  type Limiter,
+  type OutboundFetch,
+  type OutboundOptions,
+} from '../security/index.ts'
 
 /** Largest JWK set read, bytes. */
 export const MAX_JWKS_BYTES = 65_536
@@ -71,10 +81,17 @@ export interface ClientKeySourceOptions {
   refetchInterval?: number
   /** URIs kept in memory at most (1000; the oldest go first). */
   maxEntries?: number
-  /** Refuses non-public hosts of self-registered clients; default {@link createPublicHostGuard}. */
+  /**
+   * Refuses hosts of self-registered clients before `fetch`; default: the rules of
+   * src/security/outbound.ts (`fetchPublic`) with the three options below.
+   */
   guard?: HostGuard
-  /** The runtime's name resolution for the default guard (adapters provide it). */
+  /** The runtime's name resolution, checked before an unpinned fetch (adapters provide it). */
   resolveHost?: (hostname: string) => Promise<string[]>
+  /** The runtime's fetch that connects to the address it checked (adapters provide it). */
+  outboundFetch?: OutboundFetch
+  /** Host names may be fetched without `outboundFetch` (rebinding stays open). */
+  allowUnpinnedHostNames?: boolean
   /** Counts self-registered clients' fetches per host; absent when throttling is off. */
   limiter?: Limiter
   /** Window of the throttle counters, seconds. */
@@ -122,34 +139,6 @@ export function publicSignatureKeys(value: unknown): JWK[] {
     if (isSignatureKey(key)) keys.push(key as JWK)
   }
   return keys
-}
-
-/**
- * The default guard: refuses a literal private, loopback or otherwise non-global address, the
- * `localhost` names, and (with `resolveHost`) a name any of whose addresses is not public. As in
- * the metadata-document fetch, a name that resolves differently at fetch time (DNS rebinding) is
- * the residual gap; an egress proxy closes it.
- */
-export function createPublicHostGuard(resolveHost?: (hostname: string) => Promise<string[]>): HostGuard {
-  const privateHost = () => refuse('the client jwks_uri is on a private or local address')
-  return async (url) => {
-    const literal = isPublicAddress(url.hostname)
-    if (literal === false) throw privateHost()
-    if (literal === true) return
-    const name = url.hostname.toLowerCase().replace(/\.$/, '')
-    if (name === 'localhost' || name.endsWith('.localhost')) throw privateHost()
-    if (!resolveHost) return
-    let addresses: string[]
-    try {
-      addresses = await resolveHost(name)
-    } catch (cause) {
-      throw refuse('the client jwks_uri host could not be resolved', cause)
-    }
-    if (!Array.isArray(addresses) || addresses.length === 0) {
-      throw refuse('the client jwks_uri host could not be resolved')
-    }
-    if (addresses.some((address) => isPublicAddress(String(address)) !== true)) throw privateHost()
-  }
 }
 
 /** The client's `jwks_uri` as a URL it may be fetched from (https; http to loopback for host clients). */
@@ -200,14 +189,33 @@ async function readJwks(response: Response, maxBytes: number): Promise<JWK[]> {
 }
 
 interface Fetching {
+  /** The fetch of unguarded requests (host clients) and after a custom guard. */
   fetch: JwksFetch
-  guard: HostGuard
+  /** A custom guard, or the rules of `fetchPublic` (self-registered clients). */
+  guard: HostGuard | OutboundOptions
   timeoutMs: number
   maxBytes: number
 }
 
+/** Sends the GET: a self-registered client's through its guard (see the module comment). */
+async function send(url: URL, init: RequestInit, guarded: boolean, options: Fetching): Promise<Response> {
+  const { guard } = options
+  if (!guarded) return options.fetch(url.href, init)
+  if (typeof guard === 'function') {
+    await guard(url)
+    return options.fetch(url.href, init)
+  }
+  const sent = await fetchPublic(url, init, guard)
+  if ('response' in sent) return sent.response
+  if (sent.refused === 'unresolved') throw refuse('the client jwks_uri host could not be resolved')
+  if (sent.refused === 'host_name') {
+    throw refuse('the client jwks_uri host is a name, which this runtime cannot check (docs/security.md)')
+  }
+  throw refuse('the client jwks_uri is on a private or local address')
+}
+
 /** Fetches and reads a set; one deadline covers the guard, the response and the body. */
-async function download(url: URL, guard: HostGuard | undefined, options: Fetching): Promise<JWK[]> {
+async function download(url: URL, guarded: boolean, options: Fetching): Promise<JWK[]> {
   const controller = new AbortController()
   let timer: ReturnType<typeof setTimeout> | undefined
   const deadline = new Promise<never>((_, reject) => {
@@ -218,17 +226,14 @@ async function download(url: URL, guard: HostGuard | undefined, options: Fetchin
   })
   deadline.catch(() => {})
   try {
-    if (guard) await Promise.race([guard(url), deadline])
-    const response = await Promise.race([
-      options.fetch(url.href, {
-        method: 'GET',
-        redirect: 'manual',
-        credentials: 'omit',
-        headers: { accept: 'application/jwk-set+json, application/json' },
-        signal: controller.signal,
-      }),
-      deadline,
-    ])
+    const init: RequestInit = {
+      method: 'GET',
+      redirect: 'manual',
+      credentials: 'omit',
+      headers: { accept: 'application/jwk-set+json, application/json' },
+      signal: controller.signal,
+    }
+    const response = await Promise.race([send(url, init, guarded, options), deadline])
     return await Promise.race([readJwks(response, options.maxBytes), deadline])
   } catch (err) {
     throw err instanceof OAuthError ? err : refuse('the client jwks_uri could not be fetched', err)
@@ -257,7 +262,12 @@ export function createClientKeySource(options: ClientKeySourceOptions): ClientKe
   const maxEntries = options.maxEntries ?? 1000
   const fetching: Fetching = {
     fetch: options.fetch ?? ((input: string, init: RequestInit) => fetch(input, init)),
-    guard: options.guard ?? createPublicHostGuard(options.resolveHost),
+    guard: options.guard ?? {
+      fetch: options.fetch,
+      outboundFetch: options.outboundFetch,
+      resolveHost: options.resolveHost,
+      allowUnpinnedHostNames: options.allowUnpinnedHostNames,
+    },
     timeoutMs: options.timeoutMs ?? 5000,
     maxBytes: options.maxBytes ?? MAX_JWKS_BYTES,
   }
@@ -292,7 +302,7 @@ export function createClientKeySource(options: ClientKeySourceOptions): ClientKe
         throw refuse('too many client jwks_uri fetches for this host; retry later')
       }
       try {
-        return { keys: await download(url, guarded ? fetching.guard : undefined, fetching) }
+        return { keys: await download(url, guarded, fetching) }
       } catch (err) {
         await budget?.failed(rules)
         throw err

@@ -9,8 +9,10 @@
  * - the client_id is a canonical https URL with a path, no fragment, no user info (draft §3)
  * - the fetch is within its budgets per throttle window (see Budgets below)
  * - the host is not in a private, loopback, link-local, unique-local or otherwise non-global
- *   range, checked on the literal host and, where the runtime resolves names (`resolveHost`), on
- *   every resolved address (unless `allowPrivateNetworks`)
+ *   range (unless `allowPrivateNetworks`): a literal host is checked as it is; a host name is
+ *   resolved once by the runtime's `outboundFetch`, which connects to the checked address (Node,
+ *   Bun, Deno), and is refused where there is none, unless the host opts in
+ *   (`allowUnpinnedHostNames`, or a `fetch` of its own; src/security/outbound.ts)
  * - the fetch takes at most `timeout` seconds (5), follows no redirect (a 3xx is a failure),
  *   answers 200 with a JSON media type and at most `MAX_DOCUMENT_BYTES` (64 KiB)
  * - the document is a JSON object whose `client_id` equals the URL, with `redirect_uris` (and
@@ -25,19 +27,19 @@
  * host, fetches of other URLs per host and per source address, a failure twice; when a host's
  * budget is spent, a document resolved before is served from its last good copy (stale on throttle).
  *
- * Residual gap (DNS rebinding): the addresses checked are resolved before the fetch, and the
- * runtime's fetch resolves the name again; a name whose answer changes between the two (a short
- * TTL under an attacker's control) can still reach a private address. Closing it needs the fetch
- * to connect to the checked address itself, which Web `fetch` cannot; hosts that must be sure put
- * an egress proxy or firewall in front (the fetch goes out with no credentials and reads no more
- * than 64 KiB either way).
+ * DNS rebinding (#39 item 5): with `outboundFetch` the name is resolved once and the connection
+ * goes to the address that was checked. Without it, a host name is refused unless the host opts
+ * in; with `allowUnpinnedHostNames` (or a `fetch` of its own) the addresses `resolveHost` gives are
+ * checked and the fetch resolves the name again, so a name whose answer changes between the two
+ * can still reach a private address: an egress proxy or firewall closes that (the fetch goes out
+ * with no credentials and reads no more than 64 KiB either way).
  */
 import * as v from 'valibot'
 import { type DocumentFetchLimits, createDocumentBudget } from './metadata_document_budget.ts'
 import { documentSchema } from './metadata_document_schema.ts'
 import { OAuthError } from '../errors.ts'
 import { mediaType, readCapped as readStreamCapped } from '../http.ts'
-import { isPublicAddress, type Limiter } from '../security/index.ts'
+import { fetchPublic, type Limiter, type OutboundFetch } from '../security/index.ts'
 import { Permissions, scopePermission } from './permissions.ts'
 import type { ClientRecord } from '../storage/index.ts'
 
@@ -68,6 +70,10 @@ export interface MetadataDocumentResolverOptions {
   fetch?: MetadataFetch
   /** The runtime's name resolution: the addresses of a host name (adapters provide it). */
   resolveHost?: (hostname: string) => Promise<string[]>
+  /** The runtime's fetch that connects to the address it checked (src/security/outbound.ts). */
+  outboundFetch?: OutboundFetch
+  /** Host names may be fetched without `outboundFetch` (rebinding stays open). */
+  allowUnpinnedHostNames?: boolean
   now: () => number
   /** Counts fetches per document host; absent when throttling is off. */
   limiter?: Limiter
@@ -103,6 +109,7 @@ function refuse(description: string, status = 400, headers?: Record<string, stri
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true })
+const globalFetch: MetadataFetch = (input, init) => fetch(input, init)
 /** The seconds a response may be kept, from Cache-Control (`max-age`, `no-store`, `no-cache`) and Age, clamped. */
 export function cacheTtl(headers: Headers): number {
   const directives = (headers.get('cache-control') ?? '').toLowerCase()
@@ -147,33 +154,6 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
     cache.set(clientId, { value, until: now() + ttl })
   }
 
-  /** Throws unless the host may be fetched: its literal address, or every address it resolves to. */
-  async function checkHost(url: URL, deadline: Promise<never>): Promise<void> {
-    if (options.allowPrivateNetworks) return
-    const host = url.hostname
-    const literal = isPublicAddress(host)
-    if (literal === false) throw refuse('the client metadata document is on a private or local address')
-    if (literal === true) return
-    const name = host.toLowerCase().replace(/\.$/, '')
-    if (name === 'localhost' || name.endsWith('.localhost')) {
-      throw refuse('the client metadata document is on a private or local address')
-    }
-    if (!options.resolveHost) return // the runtime cannot resolve names: the literal check is all there is
-    let addresses: string[]
-    try {
-      addresses = await Promise.race([options.resolveHost(name), deadline])
-    } catch (err) {
-      if (err instanceof OAuthError) throw err
-      throw refuse('the client metadata document host could not be resolved', 502)
-    }
-    if (!Array.isArray(addresses) || addresses.length === 0) {
-      throw refuse('the client metadata document host could not be resolved', 502)
-    }
-    if (addresses.some((address) => isPublicAddress(String(address)) !== true)) {
-      throw refuse('the client metadata document is on a private or local address')
-    }
-  }
-
   const budget = createDocumentBudget({ limiter: options.limiter, window: options.window, limits: options.limits, now })
 
   /** Fetches and checks the document within its budgets (see src/clients/metadata_document_budget.ts). */
@@ -210,21 +190,9 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
     })
     deadline.catch(() => {})
     try {
-      await checkHost(url, deadline)
-      const fetchDocument = options.fetch ?? ((input: string, init: RequestInit) => fetch(input, init))
       let response: Response
       try {
-        response = await Promise.race([
-          fetchDocument(clientId, {
-            method: 'GET',
-            // No redirects (draft §6.5): a 3xx is answered as is and fails below.
-            redirect: 'manual',
-            credentials: 'omit',
-            headers: { accept: 'application/json' },
-            signal: controller.signal,
-          }),
-          deadline,
-        ])
+        response = await Promise.race([send(url, clientId, controller.signal), deadline])
       } catch (err) {
         if (err instanceof OAuthError) throw err
         throw refuse('the client metadata document could not be fetched', 502)
@@ -235,6 +203,26 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
       clearTimeout(timer)
       controller.abort()
     }
+  }
+
+  /** Sends the GET: to public addresses only unless `allowPrivateNetworks` (src/security/outbound.ts). */
+  async function send(url: URL, clientId: string, signal: AbortSignal): Promise<Response> {
+    const init: RequestInit = {
+      method: 'GET',
+      // No redirects (draft §6.5): a 3xx is answered as is and fails below.
+      redirect: 'manual',
+      credentials: 'omit',
+      headers: { accept: 'application/json' },
+      signal,
+    }
+    if (options.allowPrivateNetworks) return (options.fetch ?? globalFetch)(clientId, init)
+    const sent = await fetchPublic(url, init, options)
+    if ('response' in sent) return sent.response
+    if (sent.refused === 'unresolved') throw refuse('the client metadata document host could not be resolved', 502)
+    if (sent.refused === 'host_name') {
+      throw refuse('the client metadata document host is a name, which this runtime cannot check (docs/security.md)')
+    }
+    throw refuse('the client metadata document is on a private or local address')
   }
 
   /** The document's bytes, or an error that names the failure (never the body). */

@@ -6,7 +6,7 @@
  */
 import type { EventHook, Logger, MetricsHook } from '../events/index.ts'
 import type { InteractionHook } from './interaction_hook.ts'
-import type { Limiter, SecretDigest } from '../security/index.ts'
+import type { Limiter, OutboundFetch, SecretDigest } from '../security/index.ts'
 import type { PublicJwkSet, Store, TokenEndpointAuthMethod } from '../storage/index.ts'
 import type { DpopVerifier, JwsSigner, SigningAlgorithm } from '../crypto/index.ts'
 import type { AccountProvider, AccountRequest, AddressClaim, UserConfig } from '../accounts/index.ts'
@@ -276,11 +276,30 @@ export interface TokenServiceOptions {
    */
   clientIdMetadataDocuments?: ClientIdMetadataDocumentsOptions
   /**
-   * The runtime's name resolution, `(hostname) => addresses` (see `nodeServiceOptions` in
-   * adapters/node.ts): lets the service refuse a metadata document host that resolves to a private
-   * address. Default: none, only literal addresses are checked.
+   * The runtime's name resolution, `(hostname) => addresses` (`nodeResolveHost` in
+   * adapters/node.ts): with `allowUnpinnedHostNames` (or an option's own `fetch`), a self-registered
+   * client's host name (metadata document, `jwks_uri`, `backchannel_logout_uri`) is refused when
+   * any of its addresses is not public. The fetch then resolves the name again, so DNS rebinding
+   * stays open: `outboundFetch` closes it. Unused when `outboundFetch` is set. Default: none.
    */
   resolveHost?: (hostname: string) => Promise<string[]>
+  /**
+   * The runtime's fetch for server-side requests to URLs a self-registered client chose (its
+   * metadata document, `jwks_uri`, `backchannel_logout_uri`): resolves the host name once, refuses
+   * the request when `allowAddress` refuses any address, and connects to a checked address
+   * (`nodeOutboundFetch` in adapters/node.ts, for Node, Bun and Deno; `nodeServiceOptions()`,
+   * `bunServiceOptions()` and `denoServiceOptions()` include it). Without it such host names are
+   * refused (IP-literal public addresses only) unless `allowUnpinnedHostNames` (#39 item 5).
+   */
+  outboundFetch?: OutboundFetch
+  /**
+   * Let self-registered clients' server-side fetches go to host names without `outboundFetch`:
+   * for a platform that keeps fetches off private networks (Cloudflare Workers with
+   * `global_fetch_strictly_public`, which `createWorker` sets) or behind an egress firewall. The
+   * addresses `resolveHost` gives are checked when it is set, but the fetch resolves the name
+   * again: a name that changes its answer in between (DNS rebinding) is not caught. Default false.
+   */
+  allowUnpinnedHostNames?: boolean
   /**
    * Every authorization request must be pushed first (RFC 9126 §5), whatever the client; per
    * client: its `requirePushedAuthorizationRequests`. Default false.

@@ -15,7 +15,7 @@ import { HealthSchema } from './health.ts'
 import { ThemeSchema } from '../pages/index.ts'
 import { UserSchema } from '../accounts/index.ts'
 import { strictObject } from '../schema_issues.ts'
-import type { Limiter, SecretDigest } from '../security/index.ts'
+import type { Limiter, OutboundFetch, SecretDigest } from '../security/index.ts'
 import { SCHEME_NAME, isForbiddenScheme } from '../clients/index.ts'
 import type { Store } from '../storage/index.ts'
 import { TokenExchangeSchema } from './token_exchange.ts'
@@ -344,13 +344,16 @@ export const OptionsSchema = strictObject({
     }),
   ),
   /**
-   * The runtime's name resolution, `(hostname) => addresses` (see `nodeServiceOptions` in
-   * adapters/node.ts): lets the service refuse a metadata document host that resolves to a private
-   * address. Default: none, only literal addresses are checked.
+   * The runtime's name resolution, `(hostname) => addresses` (`nodeResolveHost` in adapters/node.ts):
+   * checked before an unpinned fetch of a self-registered client's host name.
    */
   resolveHost: v.optional(
     fn<(hostname: string) => Promise<string[]>>('must be a function (hostname) => Promise<string[]>'),
   ),
+  /** The runtime's fetch that resolves once and connects to the checked address (#39 item 5). */
+  outboundFetch: v.optional(fn<OutboundFetch>('must be a function (url, init, allowAddress) => Promise<Response>')),
+  /** Self-registered clients' host names may be fetched without `outboundFetch` (rebinding open). */
+  allowUnpinnedHostNames: v.optional(v.boolean(), OPTION_DEFAULTS.allowUnpinnedHostNames),
   /** Every authorization request must be pushed first (RFC 9126 §5). */
   requirePushedAuthorizationRequests: v.optional(v.boolean(), OPTION_DEFAULTS.requirePushedAuthorizationRequests),
   /** Seconds a pushed request's request_uri stays usable. */

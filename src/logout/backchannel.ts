@@ -9,7 +9,9 @@
  *   `nonce` (§2.4: it is prohibited, so a logout token cannot pass as an ID token)
  * - the URI is https, or http on a loopback host for a client the host registered; a
  *   self-registered client's host must not be a private, loopback or otherwise local address
- *   (the guard of jwks_uri fetches, `resolveHost` included) unless `allowPrivateNetworks`
+ *   unless `allowPrivateNetworks`: the rules of jwks_uri fetches (src/security/outbound.ts; a host
+ *   name is resolved once by the runtime's `outboundFetch`, which connects to the checked address,
+ *   and refused where there is none unless the host opts in: #39 item 5)
  * - the POST (§2.5: `application/x-www-form-urlencoded`, `logout_token=…`) follows no redirect and
  *   takes at most `timeout`; 200 and 204 are success (§2.8); a 5xx, 429, time-out or network
  *   failure is retried after each of `retryDelays`; a 4xx or redirect is final
@@ -17,11 +19,10 @@
  * The whole delivery runs after the logout response: handed to `waitUntil` (Workers) when set,
  * otherwise left running with every error caught and logged. It never delays nor fails a logout.
  */
-import { createPublicHostGuard } from '../clients/index.ts'
 import type { Context } from '../context.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { randomToken, signingAlgorithms, signJwt } from '../crypto/index.ts'
-import { isLoopback } from '../security/index.ts'
+import { fetchPublic, isLoopback, type OutboundResult } from '../security/index.ts'
 import type { ClientRecord } from '../storage/index.ts'
 
 /** The `events` member of a back-channel logout token (Back-Channel Logout 1.0 §2.4). */
@@ -102,30 +103,30 @@ async function post(url: URL, token: string, guarded: boolean, ctx: Context): Pr
     controller.signal.addEventListener('abort', () => resolve('timeout')),
   )
   try {
-    if (guarded) {
-      const checked = await Promise.race([
-        createPublicHostGuard(ctx.config.resolveHost)(url).then(
-          () => 'public' as const,
-          () => 'refused' as const,
-        ),
-        timedOut,
-      ])
-      if (checked === 'refused') return { ok: false, retry: false, reason: 'address_refused' }
-      if (checked === 'timeout') return { ok: false, retry: true, reason: 'timeout' }
+    const init: RequestInit = {
+      method: 'POST',
+      redirect: 'manual',
+      credentials: 'omit',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ logout_token: token }).toString(),
+      signal: controller.signal,
     }
-    const send = settings.fetch ?? ((input: string, init: RequestInit) => fetch(input, init))
-    const response = await Promise.race([
-      send(url.href, {
-        method: 'POST',
-        redirect: 'manual',
-        credentials: 'omit',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ logout_token: token }).toString(),
-        signal: controller.signal,
-      }).catch(() => (controller.signal.aborted ? ('timeout' as const) : ('network' as const))),
+    const send = settings.fetch ?? ((input: string, request: RequestInit) => fetch(input, request))
+    const sent: Promise<OutboundResult> = guarded
+      ? fetchPublic(url, init, {
+          fetch: settings.fetch,
+          outboundFetch: ctx.config.outboundFetch,
+          resolveHost: ctx.config.resolveHost,
+          allowUnpinnedHostNames: ctx.config.allowUnpinnedHostNames,
+        })
+      : send(url.href, init).then((response) => ({ response }))
+    const outcome = await Promise.race([
+      sent.catch(() => (controller.signal.aborted ? ('timeout' as const) : ('network' as const))),
       timedOut,
     ])
-    if (response === 'timeout' || response === 'network') return { ok: false, retry: true, reason: response }
+    if (typeof outcome === 'string') return { ok: false, retry: true, reason: outcome }
+    if ('refused' in outcome) return { ok: false, retry: false, reason: 'address_refused' }
+    const { response } = outcome
     await response.body?.cancel().catch(() => {})
     const status = response.status
     // §2.8: 200 OK; 204 No Content from frameworks that substitute it.

@@ -1,6 +1,6 @@
 /**
  * @module security
- * Secrets hashing, throttling, networks and request metadata. This index is what the rest of the
+ * Secrets hashing, throttling, networks, outbound requests and request metadata. This index is what the rest of the
  * code imports; nothing outside the folder imports its other files.
  */
 export {
@@ -12,6 +12,14 @@ export {
   isPublicAddress,
   networkBucket,
 } from './networks.ts'
+export {
+  fetchPublic,
+  type OutboundFetch,
+  type OutboundOptions,
+  type OutboundRefusal,
+  type OutboundResult,
+  type PlainFetch,
+} from './outbound.ts'
 export { bindRequest, metaOf } from './request_meta.ts'
 export {
   checkSecret,

@@ -22,6 +22,7 @@ import {
   createRulesCache,
   createVerificationCache,
   type Limiter,
+  type OutboundFetch,
   storeLimiter,
 } from '../security/index.ts'
 import { createMemoryStore, type Store } from '../storage/index.ts'
@@ -94,10 +95,23 @@ export function createServiceContext(config: Config): Context {
     emit,
     clientKeys: createClientKeySource({
       now,
-      ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+      ...outbound(config),
       ...(limiter && config.throttle !== false ? { limiter, window: config.throttle.window } : {}),
     }),
     dpopNonces: createDpopNonces({ secret: dpopNonceSecret(keyring, now), now }),
+  }
+}
+
+/** How self-registered clients' server-side fetches go out (src/security/outbound.ts). */
+function outbound(config: Config): {
+  resolveHost?: (hostname: string) => Promise<string[]>
+  outboundFetch?: OutboundFetch
+  allowUnpinnedHostNames: boolean
+} {
+  return {
+    ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+    ...(config.outboundFetch ? { outboundFetch: config.outboundFetch } : {}),
+    allowUnpinnedHostNames: config.allowUnpinnedHostNames,
   }
 }
 
@@ -169,7 +183,7 @@ function metadataDocuments(
     limits: settings.fetchLimits,
     redirectSchemes: settings.redirectSchemes,
     ...(settings.fetch ? { fetch: settings.fetch } : {}),
-    ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+    ...outbound(config),
     now,
     ...(limiter && config.throttle !== false ? { limiter, window: config.throttle.window } : {}),
   })

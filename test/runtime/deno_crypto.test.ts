@@ -16,7 +16,7 @@ describe('denoServiceOptions on Deno', () => {
     )
     expect(JSON.parse(output.trim().split('\n').at(-1) as string)).toEqual({
       runtime: 'deno',
-      options: ['resolveHost', 'secretDigest', 'sha256', 'signer'],
+      options: ['outboundFetch', 'resolveHost', 'secretDigest', 'sha256', 'signer'],
       sha256Matches: [true, true, true, true],
       digestStable: true,
       digestKeyed: true,

@@ -28,6 +28,8 @@ async function setup(document: Record<string, unknown>, keys: JWK[]) {
     return String(url) === KEYS ? Response.json({ keys }) : new Response('not here', { status: 404 })
   })
   const ctx = await keyService([], {
+    // The key sets come from the stubbed global fetch: the unpinned path, opted into (#39 item 5).
+    allowUnpinnedHostNames: true,
     clientIdMetadataDocuments: {
       scopes: ['openid'],
       fetch: async (url) =>
