@@ -82,7 +82,9 @@ export const TokenExchangeSchema = strictObject({
       'must be a function (request) => boolean | { scope, audience }',
     ),
   ),
-  idTokenSubjects: v.optional(v.record(v.pipe(v.string(), v.minLength(1)), v.array(v.pipe(v.string(), v.minLength(1))))),
+  idTokenSubjects: v.optional(
+    v.record(v.pipe(v.string(), v.minLength(1)), v.array(v.pipe(v.string(), v.minLength(1)))),
+  ),
 })
 
 /** What the new token gets once the host's policy has spoken. */

@@ -121,7 +121,11 @@ function actorClaim(subject: ExchangeParty, actor: ExchangeParty | undefined, cl
 
 /** Every grant the new token depends on besides the subject's `gid` (#39 items 1 and 3). */
 function dependencies(subject: ExchangeParty, actor: ExchangeParty | undefined): string[] {
-  const all = new Set([...subject.dependsOn, ...(actor?.gid !== undefined ? [actor.gid] : []), ...(actor?.dependsOn ?? [])])
+  const all = new Set([
+    ...subject.dependsOn,
+    ...(actor?.gid !== undefined ? [actor.gid] : []),
+    ...(actor?.dependsOn ?? []),
+  ])
   if (subject.gid !== undefined) all.delete(subject.gid)
   return [...all]
 }

@@ -17,12 +17,7 @@
  */
 import type { ClientRecord } from '../storage/index.ts'
 import type { Context } from '../context.ts'
-import {
-  findActiveAccessToken,
-  type IdTokenHintClaims,
-  sessionFamilyId,
-  verifyIdTokenHint,
-} from '../protocol/index.ts'
+import { findActiveAccessToken, type IdTokenHintClaims, sessionFamilyId, verifyIdTokenHint } from '../protocol/index.ts'
 import { OAuthError } from '../errors.ts'
 import type { Params } from '../http.ts'
 import type { TokenActor } from '../tokens/index.ts'
@@ -119,7 +114,7 @@ async function idTokenParty(
     ctx.store.revocations.isFamilyRevoked(claims.gid),
   ])
   if (!grant || revoked || grant.sub !== claims.sub || grant.clientId !== issuedTo) {
-    refuse(role, "belongs to a grant that ended or was revoked")
+    refuse(role, 'belongs to a grant that ended or was revoked')
   }
   const dependsOn: string[] = []
   if (grant.sessionId !== undefined) {

@@ -8,19 +8,16 @@ import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import type { GatehouseEvent } from '../../../src/events/index.ts'
 import type { TokenExchangeRequest } from '../../../src/index.ts'
-import { Browser } from '../../helpers/browser.ts'
-import { setup, signIn } from '../../helpers/flow.ts'
+import { setup } from '../../helpers/flow.ts'
 import { ISSUER, basic, form } from '../../helpers/service.ts'
 import { dpopKey } from '../dpop/dpop_fixtures.ts'
 import {
   AT,
-  AGENT,
   CAL,
   EXCHANGE,
   GRANT,
   IDT,
   MAIL,
-  NO_EXCHANGE,
   USER_SCOPE,
   exchange,
   exchangeRequest,

@@ -153,7 +153,7 @@ describe('#39 item 1: an ID token as subject token buys no more than its grant',
     expect(refreshed.status).toBe(200)
   })
 
-  it("#39 item 1 the new token lives no longer than the ID token it came from", async () => {
+  it('#39 item 1 the new token lives no longer than the ID token it came from', async () => {
     const ctx = await start()
     const own = await signInTo(ctx, 'agent', 'openid mail.read', { browser: new Browser(ctx.service.fetch) })
     const idExp = decodeJwt(own.id_token as string).exp as number
@@ -189,7 +189,12 @@ describe('#39 item 2: a back-channel logout token is never an ID token', () => {
     const fresh = await signIn({ ...ctx, browser: new Browser(ctx.service.fetch) }, { scope: 'openid api1' })
     const attempts: Array<Record<string, string>> = [
       { subject_token: logoutToken, subject_token_type: IDT },
-      { subject_token: fresh.result.access_token, subject_token_type: AT, actor_token: logoutToken, actor_token_type: IDT },
+      {
+        subject_token: fresh.result.access_token,
+        subject_token_type: AT,
+        actor_token: logoutToken,
+        actor_token_type: IDT,
+      },
     ]
     for (const parameters of attempts) {
       const response = await ask(parameters)
@@ -217,7 +222,11 @@ describe('#39 item 3: the actor is the exchanging client or a token it holds; bo
   it("#39 item 3 another client's tokens are refused as actor_token (ID token, client credentials), and another client's client credentials token as subject_token", async () => {
     const ctx = await start()
     const bob = await signInTo(ctx, 'app', 'openid', { browser: new Browser(ctx.service.fetch), bob: true })
-    await refused(ctx, { ...subject(ctx), actor_token: bob.id_token as string, actor_token_type: IDT }, 'invalid_request')
+    await refused(
+      ctx,
+      { ...subject(ctx), actor_token: bob.id_token as string, actor_token_type: IDT },
+      'invalid_request',
+    )
     const service = await clientToken(ctx, 'service')
     await refused(ctx, { ...subject(ctx), actor_token: service, actor_token_type: AT }, 'invalid_request')
     await refused(ctx, { subject_token: service, subject_token_type: AT }, 'invalid_request')

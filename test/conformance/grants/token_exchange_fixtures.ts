@@ -146,4 +146,3 @@ export async function introspect(ctx: Ctx, token: string, clientId = 'agent') {
   )
   return oauth.processIntrospectionResponse(ctx.as, { client_id: clientId }, response)
 }
-
