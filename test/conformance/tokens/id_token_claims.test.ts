@@ -17,7 +17,7 @@ type Ctx = Awaited<ReturnType<typeof setup>>
 
 const ALICE_PROFILE = { given_name: 'Alice', family_name: 'Example', preferred_username: 'alice' }
 const ALICE_EMAIL = { email: 'alice@example.com', email_verified: true }
-const PROTOCOL = ['iss', 'sub', 'aud', 'azp', 'exp', 'iat', 'auth_time', 'nonce', 'sid', 'at_hash', 'amr', 'acr']
+const PROTOCOL = ['iss', 'sub', 'aud', 'azp', 'exp', 'iat', 'auth_time', 'nonce', 'sid', 'gid', 'at_hash', 'amr', 'acr']
 
 /** The ID token's end-user claims: everything but the protocol claims. */
 function userClaims(claims: oauth.IDToken): Record<string, unknown> {
