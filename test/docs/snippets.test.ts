@@ -2,7 +2,7 @@
  * #27 item 13: every TypeScript and JavaScript snippet in README.md and docs/*.md runs as written.
  *
  * Each fenced ```ts / ```js block (also `typescript`, `javascript`, `mjs`) is written to a file of
- * its own in a temporary directory, its `gatehouse` and `gatehouse/…` imports pointed at this
+ * its own in a temporary directory, its `gatehouse-oidc` and `gatehouse-oidc/…` imports (package.json name) pointed at this
  * checkout's sources (the package's `exports` map, `dist/…/x.js` → `…/x.ts`), every other import
  * resolved from the repository's node_modules. Then:
  *
@@ -102,29 +102,29 @@ const FILES = [
 const SNIPPETS = FILES.flatMap(extract)
 const label = (s: Snippet) => `${s.file}:${s.line}`
 
-/** `gatehouse` and `gatehouse/…` → this checkout's source files, from the package's exports map. */
+/** The package name and its subpaths → this checkout's source files, from the package's exports map. */
+const MANIFEST = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string
+  exports: Record<string, string | { default: string }>
+}
 const SOURCES: Record<string, string> = (() => {
-  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-    exports: Record<string, string | { default: string }>
-  }
   const map: Record<string, string> = {}
-  for (const [subpath, target] of Object.entries(manifest.exports)) {
+  for (const [subpath, target] of Object.entries(MANIFEST.exports)) {
     const file = typeof target === 'string' ? target : target.default
     if (!file.startsWith('./dist/')) continue
-    map[`gatehouse${subpath.slice(1)}`] = join(ROOT, file.slice('./dist/'.length).replace(/\.js$/, '.ts'))
+    map[`${MANIFEST.name}${subpath.slice(1)}`] = join(ROOT, file.slice('./dist/'.length).replace(/\.js$/, '.ts'))
   }
   return map
 })()
+/** The package's own specifiers (`gatehouse-oidc`, `gatehouse-oidc/…`); test/docs/package_name.test.ts keeps them right. */
+const OWN = new RegExp(`(\\bfrom\\s*|\\bimport\\s*\\(?\\s*)(['"])(${MANIFEST.name}(?:/[^'"]*)?)\\2`, 'g')
 
 function rewriteImports(snippet: Snippet): string {
-  return snippet.code.replace(
-    /(\bfrom\s*|\bimport\s*\(?\s*)(['"])(gatehouse(?:\/[^'"]*)?)\2/g,
-    (_whole, lead, quote, spec) => {
-      const source = SOURCES[spec as string]
-      if (source === undefined) throw new Error(`${label(snippet)}: '${spec}' is not an export of the package`)
-      return `${lead}${quote}${source}${quote}`
-    },
-  )
+  return snippet.code.replace(OWN, (_whole, lead, quote, spec) => {
+    const source = SOURCES[spec as string]
+    if (source === undefined) throw new Error(`${label(snippet)}: '${spec}' is not an export of the package`)
+    return `${lead}${quote}${source}${quote}`
+  })
 }
 
 /** The temporary package the snippets live in: ESM, the repository's node_modules. */

@@ -202,7 +202,7 @@ describe.skipIf(!enabled)(title, () => {
   }, 30_000)
 
   it('#28 item 7 runs Gatehouse from the packed tarball, with wrangler and workerd from npm', () => {
-    expect(lstatSync(`${APP}node_modules/gatehouse`).isSymbolicLink()).toBe(false)
+    expect(lstatSync(`${APP}node_modules/gatehouse-oidc`).isSymbolicLink()).toBe(false)
     const manifest = JSON.parse(readFileSync(`${APP}package.json`, 'utf8')) as {
       dependencies: Record<string, string>
       devDependencies: Record<string, string>
