@@ -154,8 +154,17 @@ export async function syncClients(
   service: TokenService,
   clients: ConfigFile['clients'],
   prune: boolean,
+  /** The configuration file, named with the client in a registration the service refuses (#40 item 6). */
+  source = 'the configuration file',
 ): Promise<string[]> {
-  const results = await Promise.all(clients.map((client) => service.clients.sync(client)))
+  const results = await Promise.all(
+    clients.map((client) =>
+      service.clients.sync(client).catch((err: Error) => {
+        const reason = err.message.replace(/^invalid client registration\n/, '')
+        throw new Error(`${source}: client ${client.clientId} cannot be loaded: ${reason}`, { cause: err })
+      }),
+    ),
+  )
   const lines = results.map(({ status, client }) => `client ${client.clientId}: ${status}`)
   const listed = new Set(clients.map((client) => client.clientId))
   for (const stored of await service.clients.list()) {

@@ -103,7 +103,7 @@ async function openService({ runtime, log, fail, configPath, file, plan, chosen,
   }
   try {
     // The file is the source of truth for the clients it lists (the demo seed only fills gaps).
-    const lines = file ? await syncClients(service, clients, plan.pruneClients) : []
+    const lines = file ? await syncClients(service, clients, plan.pruneClients, configPath) : []
     if (plan.seed) await seedDemo(service, clients, plan.demoCallback)
     await service.ready()
     for (const line of lines) (/: removed \(a demo client/.test(line) ? log.warn : log.info)(line)

@@ -207,7 +207,7 @@ describe.skipIf(!enabled)(title, () => {
       dependencies: Record<string, string>
       devDependencies: Record<string, string>
     }
-    expect(manifest.dependencies.gatehouse).toBe('file:gatehouse.tgz')
+    expect(manifest.dependencies['gatehouse-oidc']).toBe('file:gatehouse.tgz')
     expect(manifest.devDependencies.wrangler).toBeDefined()
   })
 
