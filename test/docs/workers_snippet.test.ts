@@ -66,7 +66,10 @@ describe.skipIf(!enabled)('#40 items 3, 4: docs/workers.md under wrangler dev, w
     const deadline = Date.now() + 60_000
     for (;;) {
       const answered = await fetch(`${base}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(2000) })
-        .then(async (response) => (await response.body?.cancel(), true))
+        .then(async (response) => {
+          await response.body?.cancel()
+          return true
+        })
         .catch(() => false)
       if (answered) return running
       if (Date.now() > deadline) throw new Error(`wrangler dev did not answer:\n${JSON.stringify(running.output())}`)

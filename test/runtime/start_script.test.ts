@@ -132,6 +132,32 @@ describe('npm start', () => {
     expect(server.output().stderr).toMatch(/clients\.0\.permissions(\.0)?: unknown permission/)
   })
 
+  it('#40 item 6: a client the service refuses names the file and the client, not just "invalid client registration"', async () => {
+    const path = config({
+      ...CONFIG,
+      clients: [
+        {
+          clientId: 'remote-web',
+          clientSecret: 'remote-web-secret',
+          permissions: ['ept:authorization', 'ept:token', 'gt:authorization_code', 'rst:code', 'scp:openid'],
+          redirectUris: ['http://app.example.com/callback'],
+        },
+      ],
+    })
+    const server = launch([...NPM_START, '--config', path], { HOST: '127.0.0.1', PORT: String(await freePort()) })
+    cleanups.push(() => void server.stop().catch(() => undefined))
+    const exit = await Promise.race([
+      server.exited,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`still running:\n${server.output().stderr}`)), 15_000),
+      ),
+    ])
+    expect(exit.code).not.toBe(0)
+    expect(server.output().stderr).toContain(
+      `${path}: client remote-web cannot be loaded: redirectUris: http://app.example.com/callback must use https (http only for loopback hosts)`,
+    )
+  })
+
   it.each([
     [
       'PostgreSQL',
