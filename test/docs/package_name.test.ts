@@ -1,8 +1,8 @@
 /**
  * #40 item 1: the package's name, as README.md, docs/*.md and examples/ spell it, is package.json's.
  *
- * The registry's `gatehouse` is another project: a page that says `npm install gatehouse-oidc` or
- * `from 'gatehouse-oidc'` sends a newcomer to someone else's software. Every import specifier, subpath,
+ * The registry's `gatehouse` is another project: a page that has a newcomer install or import that
+ * bare name sends them to someone else's software. Every import specifier, subpath,
  * install command, `npm:` / `jsr:` specifier and example dependency that names Gatehouse's package
  * must name package.json's `name` (and, for a subpath, one of its `exports`); the JSR name in
  * deno.json follows it (`@NAME/NAME`).
