@@ -1,6 +1,6 @@
 /**
  * The few `Deno` APIs that adapters/deno.ts and bin/serve_deno.ts use, declared for `npm run build`
- * (tsc compiles them for `npm:gatehouse` users on Deno; Deno itself checks them against its own
+ * (tsc compiles them for `npm:gatehouse-oidc` users on Deno; Deno itself checks them against its own
  * types with `deno check`). Not shipped; Deno's own declarations take precedence there.
  */
 declare namespace Deno {

@@ -7,7 +7,7 @@
  * Web-standard and lives in src/worker/index.ts; the store `env` asks for, in src/worker/store.ts.
  *
  * @example
- * import { createWorker, workerStore } from 'gatehouse/adapters/workers'
+ * import { createWorker, workerStore } from 'gatehouse-oidc/adapters/workers'
  * export default createWorker(async (env) => ({ issuer: env.ISSUER, store: await workerStore(env) }))
  */
 import type { TokenServiceOptions } from '../src/index.ts'

@@ -15,7 +15,7 @@
  *
  * @example
  * // wrangler.jsonc: "compatibility_flags": ["nodejs_compat"], "hyperdrive": [{ "binding": "HYPERDRIVE", "id": "…" }]
- * import { createWorker, workerStore } from 'gatehouse/adapters/workers-postgres'
+ * import { createWorker, workerStore } from 'gatehouse-oidc/adapters/workers-postgres'
  * export default createWorker(async (env) => ({ issuer: env.ISSUER, store: await workerStore(env) }))
  */
 import { AsyncLocalStorage } from 'node:async_hooks'

@@ -105,9 +105,9 @@ async function version(): Promise<string> {
   for (const path of ['../package.json', '../../package.json']) {
     const text = await readFile(new URL(path, import.meta.url), 'utf8').catch(() => undefined)
     const manifest = text === undefined ? undefined : (JSON.parse(text) as { name?: string; version: string })
-    if (manifest?.name === 'gatehouse') return manifest.version
+    if (manifest?.name === 'gatehouse-oidc') return manifest.version
   }
-  throw new Error('cannot find the package.json of gatehouse')
+  throw new Error('cannot find the package.json of gatehouse-oidc')
 }
 
 /** `gatehouse help [COMMAND]`: the help of a command or group, or the usage. */

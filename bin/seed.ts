@@ -49,6 +49,40 @@ export const DEMO: Pick<ConfigFile, 'clients' | 'users'> = {
       requirePkce: false,
       lifetimes: {},
     },
+    {
+      // #40 item 5: a CLI or agent without a browser signs alice in with the device flow (RFC 8628).
+      clientId: 'demo-cli',
+      displayName: 'Demo CLI (device flow)',
+      permissions: [
+        'ept:device_authorization',
+        'ept:token',
+        'ept:revocation',
+        'gt:urn:ietf:params:oauth:grant-type:device_code',
+        'gt:refresh_token',
+        'scp:openid',
+        'scp:offline_access',
+        'scp:api1',
+      ],
+      redirectUris: [],
+      postLogoutRedirectUris: [],
+      consentType: 'implicit',
+      allowPlainPkce: false,
+      requirePkce: false,
+      lifetimes: {},
+    },
+    {
+      // #40 item 5: an agent that exchanges a user's token for one naming it as actor (RFC 8693).
+      clientId: 'demo-agent',
+      clientSecret: 'demo-agent-secret',
+      displayName: 'Demo agent (token exchange)',
+      permissions: ['ept:token', 'gt:urn:ietf:params:oauth:grant-type:token-exchange', 'scp:api1'],
+      redirectUris: [],
+      postLogoutRedirectUris: [],
+      consentType: 'implicit',
+      allowPlainPkce: false,
+      requirePkce: false,
+      lifetimes: {},
+    },
   ],
   users: [
     {
@@ -65,6 +99,11 @@ export const DEMO: Pick<ConfigFile, 'clients' | 'users'> = {
 
 /** The ids of the demo clients, whose secrets the README prints. */
 export const DEMO_CLIENT_IDS: readonly string[] = DEMO.clients.map((client) => client.clientId)
+
+/** `a, b and c`. */
+function listed(ids: readonly string[]): string {
+  return ids.length < 2 ? ids.join('') : `${ids.slice(0, -1).join(', ')} and ${ids.at(-1)}`
+}
 
 /**
  * Whether a stored client is one the demo seed wrote (its id and display name): on a persistent
@@ -115,8 +154,17 @@ export async function syncClients(
   service: TokenService,
   clients: ConfigFile['clients'],
   prune: boolean,
+  /** The configuration file, named with the client in a registration the service refuses (#40 item 6). */
+  source = 'the configuration file',
 ): Promise<string[]> {
-  const results = await Promise.all(clients.map((client) => service.clients.sync(client)))
+  const results = await Promise.all(
+    clients.map((client) =>
+      service.clients.sync(client).catch((err: Error) => {
+        const reason = err.message.replace(/^invalid client registration\n/, '')
+        throw new Error(`${source}: client ${client.clientId} cannot be loaded: ${reason}`, { cause: err })
+      }),
+    ),
+  )
   const lines = results.map(({ status, client }) => `client ${client.clientId}: ${status}`)
   const listed = new Set(clients.map((client) => client.clientId))
   for (const stored of await service.clients.list()) {
@@ -152,7 +200,7 @@ export async function describeClients(
 ): Promise<void> {
   if (seeded) {
     log.warn(
-      `--demo: the demo clients ${DEMO_CLIENT_IDS.join(' and ')} are in the ${where}, with the secrets the README prints; they stay there. For trying it out only: ${cli ? 'remove them with "gatehouse clients remove ID", or ' : ''}start with --config FILE (which removes them)`,
+      `--demo: the demo clients ${listed(DEMO_CLIENT_IDS)} are in the ${where}, with the secrets the README prints; they stay there. For trying it out only: ${cli ? 'remove them with "gatehouse clients remove ID", or ' : ''}start with --config FILE (which removes them)`,
     )
     return
   }
@@ -160,7 +208,7 @@ export async function describeClients(
   const demo = stored.filter(isDemoClient).map((client) => client.clientId)
   if (demo.length > 0) {
     log.warn(
-      `demo clients ${demo.join(' and ')} (secrets published in the README) are in the ${where} from an earlier --demo start: ${cli ? 'remove them with "gatehouse clients remove ID", or ' : ''}start with --config FILE (which removes them)`,
+      `demo clients ${listed(demo)} (secrets published in the README) are in the ${where} from an earlier --demo start: ${cli ? 'remove them with "gatehouse clients remove ID", or ' : ''}start with --config FILE (which removes them)`,
     )
   }
   if (stored.length === 0) {
@@ -168,8 +216,9 @@ export async function describeClients(
       `No clients configured: nothing can get a token yet. Add clients with --config FILE (its "clients"), ${cli ? 'or "gatehouse clients add" (same store variables), ' : ''}or try it out with --demo (seeds the demo clients of the README into the ${where})`,
     )
   } else {
+    // #40 item 6: the users are options of the start, not records of the store.
     log.info(
-      `No --config: serving the ${stored.length === 1 ? '1 client' : `${stored.length} clients`} in the ${where}`,
+      `No --config: serving the ${stored.length === 1 ? '1 client' : `${stored.length} clients`} in the ${where}, and no users: users are options of a start, not stored, so the demo user alice exists only in a --demo start (start with --demo again, or --config FILE with "users")`,
     )
   }
 }

@@ -18,8 +18,12 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Miniflare } from 'miniflare'
+import { isLoopback } from '../src/security/index.ts'
 import type { Runtime } from './runtime.ts'
 import { onParentExit } from './parent_exit.ts'
+import { DEMO } from './seed.ts'
+import { PATHS } from './start_app.ts'
+import { seededLines } from './start_listen.ts'
 import { readAddress, readConfigFile, readConfigPath, readDemoFlag, readSettings } from './start_options.ts'
 import { bundleWorker, createMiniflare, miniflareOptions } from './workerd.ts'
 
@@ -179,9 +183,14 @@ log.info(`Gatehouse (workerd) listening on http://${host}:${port}, issuer ${issu
 })
 if (configPath) log.info(`Loaded ${configPath}`)
 if (seed) {
-  log.info(
-    `No --config given: seeded the demo clients "demo-service" (client credentials) and "demo-web" (code flow) and the demo user "alice". Try ${issuer}/`,
-  )
+  // The same lines as `npm start` (#40 item 6); the Worker serves the demo client at /demo too.
+  const user = DEMO.users[0]
+  const at = new URL(issuer)
+  const served = user && (at.protocol === 'https:' || isLoopback(at.hostname)) // as bin/start_plan.ts
+  const sample = served
+    ? { url: `${at.origin}${PATHS.demo}`, username: user.username, password: user.password }
+    : undefined
+  for (const line of seededLines(`${issuer}/connect/token`, sample)) log.info(line)
 }
 
 let stopping = false

@@ -67,7 +67,9 @@ export default createWorker<StandaloneEnv>(
       const { plan: made } = planned as NonNullable<typeof planned>
       const log = createLog(env.LOG_FORMAT === 'json' ? 'json' : 'text')
       const lines =
-        env.GATEHOUSE_CONFIG_TEXT === undefined ? [] : await syncClients(service, made.clients, made.pruneClients)
+        env.GATEHOUSE_CONFIG_TEXT === undefined
+          ? []
+          : await syncClients(service, made.clients, made.pruneClients, env.GATEHOUSE_CONFIG_PATH)
       if (made.seed) await seedDemo(service, made.clients, made.demoCallback)
       for (const line of lines) (/: removed \(a demo client/.test(line) ? log.warn : log.info)(line)
       if (env.GATEHOUSE_CONFIG_TEXT === undefined && env.GATEHOUSE_STORE === 'd1') {

@@ -101,8 +101,13 @@ export async function withService<T>(setup: Setup, fn: (service: TokenService) =
 
 const PERSISTENT = 'a persistent store (GATEHOUSE_STORE=sqlite, GATEHOUSE_STORE=pglite, DATABASE_URL or REDIS_URL)'
 
-const MEMORY_CLIENTS = `the in-memory store keeps its clients inside the running server only.
-Name the configuration file whose "clients" to edit with --config FILE (or GATEHOUSE_CONFIG), or use ${PERSISTENT}.`
+// #40 item 5: why (another process cannot reach the running server's memory) and what to do.
+const MEMORY_CLIENTS = `no store to add the client to: the in-memory store (no GATEHOUSE_STORE, DATABASE_URL or REDIS_URL)
+keeps its clients inside the running server's process, which this command cannot reach.
+To try a flow against "npm start" as it is, use its demo clients: demo-service (client credentials),
+demo-web (sign-in), demo-cli (device flow) and demo-agent (token exchange); see the README.
+To add your own: name the configuration file whose "clients" to edit with --config FILE (or GATEHOUSE_CONFIG)
+and restart the server with it (a file replaces the demo clients and user), or use ${PERSISTENT}.`
 
 const MEMORY_KEYS = `the in-memory store's signing keys live only inside a running server process
 (generated when it starts, gone when it stops): there is nothing to list or rotate from here.

@@ -35,6 +35,22 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`
 }
 
+/**
+ * #40 item 5: a file whose clients sign users in but that lists no `users`: the built-in sign-in
+ * page has nobody to sign in (the demo user belongs to the demo seed, which a file replaces).
+ */
+export function usersMissing(
+  configPath: string | undefined,
+  clients: Plan['clients'],
+  users: Plan['users'],
+): string | undefined {
+  const signsIn = clients.some((c) =>
+    c.permissions.some((p) => p === 'ept:authorization' || p === 'ept:device_authorization'),
+  )
+  if (users.length > 0 || !signsIn) return undefined
+  return `${configPath} lists no "users": the built-in sign-in page signs nobody in. The demo user alice belongs to the demo seed, which --config replaces: add "users" to the file (or sign users in through your own interaction hook when embedding)`
+}
+
 interface Opening {
   runtime: Runtime
   log: Log
@@ -63,6 +79,8 @@ async function openService({ runtime, log, fail, configPath, file, plan, chosen,
       `Loaded ${configPath}: issuer ${issuer}, ${describeStore(chosen)}, ${plural(clients.length, 'client')}, ${plural(users.length, 'user')}`,
       { config: configPath, issuer, store: describeStore(chosen), clients: clients.length, users: users.length },
     )
+    const noUsers = usersMissing(configPath, clients, users)
+    if (noUsers) log.warn(noUsers)
   }
   let service: TokenService
   try {
@@ -85,7 +103,7 @@ async function openService({ runtime, log, fail, configPath, file, plan, chosen,
   }
   try {
     // The file is the source of truth for the clients it lists (the demo seed only fills gaps).
-    const lines = file ? await syncClients(service, clients, plan.pruneClients) : []
+    const lines = file ? await syncClients(service, clients, plan.pruneClients, configPath) : []
     if (plan.seed) await seedDemo(service, clients, plan.demoCallback)
     await service.ready()
     for (const line of lines) (/: removed \(a demo client/.test(line) ? log.warn : log.info)(line)

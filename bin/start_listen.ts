@@ -89,15 +89,24 @@ export function logStarted(log: Log, started: Started): void {
       : `metrics at ${PATHS.metrics}`
   log.info(`Health at ${PATHS.liveness} and ${PATHS.readiness}; ${metricsWhere}`)
   if (!started.seeded) return
-  log.info(
-    'No --config given: seeded the demo clients "demo-service" (client credentials) and "demo-web" (code flow) and the demo user "alice". Get a token with:',
-  )
-  log.info(
-    `  curl -s -u demo-service:demo-service-secret -d grant_type=client_credentials -d scope=api1 ${started.tokenEndpoint}`,
-  )
-  if (demo) {
-    log.info(`Try the sign-in flow in a browser: ${demo.url} (user ${demo.username}, password ${demo.password})`)
-  }
+  for (const line of seededLines(started.tokenEndpoint, demo)) log.info(line)
+}
+
+/**
+ * With the demo seed, what to try: the demo clients, the curl line that gets a token and the demo
+ * sign-in. `npm start` and `npm run start:workers` print the same lines (#40 item 6).
+ */
+export function seededLines(
+  tokenEndpoint: string,
+  demo: { url: string; username: string; password: string } | undefined,
+): string[] {
+  return [
+    'No --config given: seeded the demo clients "demo-service" (client credentials), "demo-web" (code flow), "demo-cli" (device flow) and "demo-agent" (token exchange) and the demo user "alice". Get a token with:',
+    `  curl -s -u demo-service:demo-service-secret -d grant_type=client_credentials -d scope=api1 ${tokenEndpoint}`,
+    ...(demo
+      ? [`Try the sign-in flow in a browser: ${demo.url} (user ${demo.username}, password ${demo.password})`]
+      : []),
+  ]
 }
 
 /** On SIGTERM or SIGINT: drain, close the servers within `shutdownTimeout` s, close the store, exit. */

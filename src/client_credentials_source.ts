@@ -7,7 +7,7 @@
 import type * as OAuth from 'oauth4webapi'
 import { importOptional } from './optional_import.ts'
 
-const oauth = await importOptional(() => import('oauth4webapi'), 'oauth4webapi', 'gatehouse/client')
+const oauth = await importOptional(() => import('oauth4webapi'), 'oauth4webapi', 'gatehouse-oidc/client')
 
 /** A fetch function (the global `fetch` fits). */
 export type FetchFunction = (url: string, init: RequestInit) => Promise<Response>
@@ -134,7 +134,7 @@ function list(value: string | readonly string[] | undefined): string[] {
  * next call tries again. Errors are {@link TokenRequestError}s.
  *
  * @example
- * import { createClientCredentialsSource } from 'gatehouse/client'
+ * import { createClientCredentialsSource } from 'gatehouse-oidc/client'
  *
  * const tokens = createClientCredentialsSource({
  *   issuer: 'https://id.example.com',

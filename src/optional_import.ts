@@ -21,7 +21,7 @@ function isMissingPackage(error: unknown, name: string): boolean {
  * `Error` naming the package and the subpath that needs it.
  *
  * @example
- * const { default: postgres } = await importOptional(() => import('postgres'), 'postgres', 'gatehouse/storage/postgres')
+ * const { default: postgres } = await importOptional(() => import('postgres'), 'postgres', 'gatehouse-oidc/storage/postgres')
  */
 export async function importOptional<T>(load: () => Promise<T>, name: string, subpath: string): Promise<T> {
   try {

@@ -11,9 +11,9 @@
  *
  * Environment: PORT (3000), HOST (localhost), ISSUER (http://localhost:PORT), DEMO_USER_PASSWORD.
  */
-import { createTokenService } from 'gatehouse'
-import { nodeServiceOptions, serveNode } from 'gatehouse/adapters/node'
-import { createResourceServer } from 'gatehouse/resource-server'
+import { createTokenService } from 'gatehouse-oidc'
+import { nodeServiceOptions, serveNode } from 'gatehouse-oidc/adapters/node'
+import { createResourceServer } from 'gatehouse-oidc/resource-server'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 

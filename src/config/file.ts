@@ -25,7 +25,7 @@ export const StoreConfigSchema = v.variant('type', [
     prefix: v.optional(v.pipe(v.string(), v.minLength(1))),
   }),
   strictObject({ type: v.literal('pglite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
-  // #28: the file gatehouse.db in dataDir (gatehouse/storage/sqlite: Node ≥ 22.5, Bun or Deno).
+  // #28: the file gatehouse.db in dataDir (gatehouse-oidc/storage/sqlite: Node ≥ 22.5, Bun or Deno).
   strictObject({ type: v.literal('sqlite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
 ])
 export type StoreConfig = v.InferOutput<typeof StoreConfigSchema>

@@ -63,7 +63,7 @@ export { InvalidLogoutTokenError, IssuerUnavailableError }
  * {@link IssuerUnavailableError} only when the issuer's metadata or keys cannot be fetched.
  *
  * @example
- * import { createResourceServer } from 'gatehouse/resource-server'
+ * import { createResourceServer } from 'gatehouse-oidc/resource-server'
  *
  * const api = createResourceServer({ issuer: 'https://id.example.com', audience: 'api1' })
  *

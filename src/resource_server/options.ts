@@ -1,6 +1,6 @@
 /**
  * @module resource_server/options
- * The options of the resource-server helper (`gatehouse/resource-server`), checked once at
+ * The options of the resource-server helper (`gatehouse-oidc/resource-server`), checked once at
  * construction: a bad option throws a TypeError naming it. The resource identifier's metadata
  * location follows RFC 9728 §3.1.
  */

@@ -11,7 +11,7 @@ import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
 const driver = await importOptional(
   () => import('@electric-sql/pglite'),
   '@electric-sql/pglite',
-  'gatehouse/storage/pglite',
+  'gatehouse-oidc/storage/pglite',
 )
 
 export interface PgliteStoreOptions {

@@ -20,7 +20,7 @@ import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
 const { default: connectPostgres } = await importOptional(
   () => import('postgres'),
   'postgres',
-  'gatehouse/storage/postgres',
+  'gatehouse-oidc/storage/postgres',
 )
 
 export interface PostgresStoreOptions {

@@ -30,7 +30,7 @@ import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
 const { default: connectPostgres } = await importOptional(
   () => import('postgres'),
   'postgres',
-  'gatehouse/adapters/workers-postgres',
+  'gatehouse-oidc/adapters/workers-postgres',
 )
 
 export interface WorkerPostgresStoreOptions {
@@ -98,7 +98,7 @@ export function createWorkerPostgresStore(
     const scope = options.scope()
     if (!scope) {
       throw new TypeError(
-        'the PostgreSQL Worker store was used outside a Worker event: create the Worker with createWorker from gatehouse/adapters/workers-postgres',
+        'the PostgreSQL Worker store was used outside a Worker event: create the Worker with createWorker from gatehouse-oidc/adapters/workers-postgres',
       )
     }
     const sql = scope.use(key, () => {

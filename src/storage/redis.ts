@@ -23,7 +23,7 @@ import type {
   Store,
 } from './types.ts'
 
-const driver = await importOptional(() => import('ioredis'), 'ioredis', 'gatehouse/storage/redis')
+const driver = await importOptional(() => import('ioredis'), 'ioredis', 'gatehouse-oidc/storage/redis')
 
 export interface RedisStoreOptions {
   /** Connection URL, e.g. `redis://127.0.0.1:6379/0`. */

@@ -20,7 +20,7 @@ import { type SqliteDatabase, type SqliteStatement, bindable, isBusy, loadSqlite
 import { sqliteDialect, toSqliteParameters } from './sql/dialect.ts'
 import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
 
-const open = await loadSqlite('gatehouse/storage/sqlite')
+const open = await loadSqlite('gatehouse-oidc/storage/sqlite')
 
 export interface SqliteStoreOptions {
   /** The database file (created if missing, with `-wal` and `-shm` files beside it). */

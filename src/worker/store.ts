@@ -9,7 +9,7 @@
  * - A Hyperdrive binding (`HYPERDRIVE`, or the binding GATEHOUSE_HYPERDRIVE_BINDING names), else
  *   `DATABASE_URL` (`GATEHOUSE_STORE=postgres`, schema GATEHOUSE_PG_SCHEMA): PostgreSQL over TCP
  *   sockets, one client per event (src/storage/postgres_worker.ts). It needs `nodejs_compat`, so
- *   it is opened by gatehouse/adapters/workers-postgres, which passes its driver to
+ *   it is opened by gatehouse-oidc/adapters/workers-postgres, which passes its driver to
  *   `openWorkerStore`; adapters/workers.ts, which has none, says so.
  * - `GATEHOUSE_STORE=memory`, or nothing: the in-memory store, per isolate. One local workerd
  *   (`npm run start:workers`) has one isolate; on Cloudflare each isolate would have its own
@@ -106,7 +106,7 @@ export function describeWorkerStore(choice: WorkerStoreChoice): string {
   }
 }
 
-/** The drivers a Worker module brings (gatehouse/adapters/workers-postgres: PostgreSQL). */
+/** The drivers a Worker module brings (gatehouse-oidc/adapters/workers-postgres: PostgreSQL). */
 export interface WorkerStoreDrivers {
   /** The PostgreSQL store for `choice`, not yet connected (src/storage/postgres_worker.ts). */
   postgres?: (choice: WorkerPostgresChoice) => SqlStore & { connect(): Promise<void> }
@@ -117,7 +117,7 @@ export interface WorkerStoreDrivers {
  * are applied here, once per isolate, as `npm start` applies them (one batch; of isolates starting
  * at once, one applies them and the others find none pending); a database migrated beforehand with
  * `wrangler d1 migrations apply` costs one read. PostgreSQL: connected and migrated here, once per
- * isolate, through the driver `drivers.postgres` (gatehouse/adapters/workers-postgres).
+ * isolate, through the driver `drivers.postgres` (gatehouse-oidc/adapters/workers-postgres).
  */
 export async function openWorkerStore(
   choice: WorkerStoreChoice,
@@ -134,7 +134,7 @@ export async function openWorkerStore(
     case 'postgres': {
       if (!drivers.postgres) {
         throw new TypeError(
-          `${choice.source}: PostgreSQL from a Worker needs createWorker and workerStore from gatehouse/adapters/workers-postgres (and the nodejs_compat compatibility flag)`,
+          `${choice.source}: PostgreSQL from a Worker needs createWorker and workerStore from gatehouse-oidc/adapters/workers-postgres (and the nodejs_compat compatibility flag)`,
         )
       }
       const store = drivers.postgres(choice)

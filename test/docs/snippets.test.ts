@@ -2,7 +2,7 @@
  * #27 item 13: every TypeScript and JavaScript snippet in README.md and docs/*.md runs as written.
  *
  * Each fenced ```ts / ```js block (also `typescript`, `javascript`, `mjs`) is written to a file of
- * its own in a temporary directory, its `gatehouse` and `gatehouse/…` imports pointed at this
+ * its own in a temporary directory, its `gatehouse-oidc` and `gatehouse-oidc/…` imports (package.json name) pointed at this
  * checkout's sources (the package's `exports` map, `dist/…/x.js` → `…/x.ts`), every other import
  * resolved from the repository's node_modules. Then:
  *
@@ -11,6 +11,9 @@
  * - a block without a marker is a complete program: it runs (Node with tsx) and exits 0;
  * - `<!-- snippet: server NAME -->` before the fence: it runs on a free port (`PORT`), and the
  *   check of that NAME below talks to it (discovery, a token, …), then it is stopped;
+ * - `<!-- snippet: client NAME -->` (#40 item 5): a program outside the server's process, run
+ *   against a started `npm start` (the demo seed) over HTTP with `ISSUER` set; the check of that
+ *   NAME below plays the user's part (a browser) and reads what it printed;
  * - `<!-- snippet: typecheck (why) -->`: complete, but needs what a test cannot have (a database,
  *   another host): type-checked only;
  * - `<!-- snippet: fragment -->`: deliberately not standalone (a config entry, a continuation of
@@ -30,13 +33,14 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Browser, type Page } from '../helpers/browser.ts'
 import { SignInProvider, connectWithSignIn, whoami } from '../helpers/mcp.ts'
-import { ROOT, freePort, launch, waitUntilServing } from '../runtime/server.ts'
+import { ROOT, type Running, freePort, launch, waitUntilServing } from '../runtime/server.ts'
 
 const run = promisify(execFile)
 
-type Kind = 'run' | 'server' | 'typecheck' | 'fragment'
+type Kind = 'run' | 'server' | 'client' | 'typecheck' | 'fragment'
 
 interface Snippet {
   /** `README.md` or `docs/x.md`. */
@@ -44,7 +48,7 @@ interface Snippet {
   /** Line of the opening fence (1-based). */
   line: number
   kind: Kind
-  /** The server check's name (`server NAME`). */
+  /** The server or client check's name (`server NAME`, `client NAME`). */
   name: string
   ext: 'ts' | 'mjs'
   code: string
@@ -74,11 +78,12 @@ function extract(file: string): Snippet[] {
       while (before >= 0 && (lines[before] as string).trim() === '') before--
       const marker = MARKER.exec((lines[before] ?? '').trim())
       const kind = (marker?.[1] ?? 'run') as Kind
-      if (!['run', 'server', 'typecheck', 'fragment'].includes(kind) || (kind === 'run' && marker)) {
+      if (!['run', 'server', 'client', 'typecheck', 'fragment'].includes(kind) || (kind === 'run' && marker)) {
         throw new Error(`${file}:${before + 1}: unknown snippet marker ${marker?.[0]}`)
       }
       const code = lines.slice(i + 1, close).join('\n')
-      snippets.push({ file, line: i + 1, kind, name: kind === 'server' ? (marker?.[2] ?? '') : '', ext, code })
+      const name = kind === 'server' || kind === 'client' ? (marker?.[2] ?? '') : ''
+      snippets.push({ file, line: i + 1, kind, name, ext, code })
     }
     i = close
   }
@@ -102,29 +107,29 @@ const FILES = [
 const SNIPPETS = FILES.flatMap(extract)
 const label = (s: Snippet) => `${s.file}:${s.line}`
 
-/** `gatehouse` and `gatehouse/…` → this checkout's source files, from the package's exports map. */
+/** The package name and its subpaths → this checkout's source files, from the package's exports map. */
+const MANIFEST = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string
+  exports: Record<string, string | { default: string }>
+}
 const SOURCES: Record<string, string> = (() => {
-  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-    exports: Record<string, string | { default: string }>
-  }
   const map: Record<string, string> = {}
-  for (const [subpath, target] of Object.entries(manifest.exports)) {
+  for (const [subpath, target] of Object.entries(MANIFEST.exports)) {
     const file = typeof target === 'string' ? target : target.default
     if (!file.startsWith('./dist/')) continue
-    map[`gatehouse${subpath.slice(1)}`] = join(ROOT, file.slice('./dist/'.length).replace(/\.js$/, '.ts'))
+    map[`${MANIFEST.name}${subpath.slice(1)}`] = join(ROOT, file.slice('./dist/'.length).replace(/\.js$/, '.ts'))
   }
   return map
 })()
+/** The package's own specifiers (`gatehouse-oidc`, `gatehouse-oidc/…`); test/docs/package_name.test.ts keeps them right. */
+const OWN = new RegExp(`(\\bfrom\\s*|\\bimport\\s*\\(?\\s*)(['"])(${MANIFEST.name}(?:/[^'"]*)?)\\2`, 'g')
 
 function rewriteImports(snippet: Snippet): string {
-  return snippet.code.replace(
-    /(\bfrom\s*|\bimport\s*\(?\s*)(['"])(gatehouse(?:\/[^'"]*)?)\2/g,
-    (_whole, lead, quote, spec) => {
-      const source = SOURCES[spec as string]
-      if (source === undefined) throw new Error(`${label(snippet)}: '${spec}' is not an export of the package`)
-      return `${lead}${quote}${source}${quote}`
-    },
-  )
+  return snippet.code.replace(OWN, (_whole, lead, quote, spec) => {
+    const source = SOURCES[spec as string]
+    if (source === undefined) throw new Error(`${label(snippet)}: '${spec}' is not an export of the package`)
+    return `${lead}${quote}${source}${quote}`
+  })
 }
 
 /** The temporary package the snippets live in: ESM, the repository's node_modules. */
@@ -213,6 +218,50 @@ const SERVERS: Record<string, { env?: Record<string, string>; check: (base: stri
     },
   }
 
+/** What the client snippets share: the user's access token the device CLI printed, for the agent. */
+const handed: { subjectToken?: string } = {}
+
+/** Waits until a running snippet printed a line matching `pattern` on stderr. */
+async function printed(running: Running, pattern: RegExp, timeoutMs = 20_000): Promise<RegExpExecArray> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const match = pattern.exec(running.output().stderr)
+    if (match) return match
+    if (Date.now() > deadline) throw new Error(`no ${pattern} within ${timeoutMs} ms:\n${running.output().stderr}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+/** Each `client NAME` snippet, in the order the page runs them: its environment and what it must do. */
+const CLIENTS: Record<string, (running: () => Running, base: string) => Promise<void>> = {
+  /** docs/agents.md: the device flow from a CLI; the test is alice at the printed link. */
+  'device-cli': async (start, base) => {
+    const running = start()
+    const [, link] = await printed(running, /Open (\S+) and sign in/)
+    expect(link?.startsWith(`${base}/connect/verify?user_code=`)).toBe(true)
+    const browser = new Browser((request) => fetch(request))
+    const codeForm = (await browser.navigate(link as string)).page as Page
+    const userCode = new URL(link as string).searchParams.get('user_code') as string
+    const signIn = (await browser.submit(codeForm, { user_code: userCode })).page as Page
+    expect(signIn.html, signIn.html).toContain('name="password"')
+    const confirm = (await browser.signIn(signIn, 'alice', 'alice-password')).page as Page
+    expect(confirm.html, confirm.html).toContain('value="approve"')
+    expect(((await browser.submit(confirm, { decision: 'approve' })).page as Page).status).toBe(200)
+    const exit = await running.exited
+    expect(exit, running.output().stderr).toEqual({ code: 0, signal: null })
+    expect(running.output().stderr).toContain('Signed in as demo-user-1 (openid offline_access api1)')
+    handed.subjectToken = running.output().stdout.trim()
+    expect(handed.subjectToken).toMatch(/^ey[\w-]+\.[\w-]+\.[\w-]+$/)
+  },
+  /** docs/agents.md: the agent exchanges alice's token (from the CLI) as demo-agent. */
+  'exchange-agent': async (start) => {
+    const running = start()
+    const exit = await running.exited
+    expect(exit, running.output().stderr).toEqual({ code: 0, signal: null })
+    expect(running.output().stdout).toContain("demo-user-1 api1 { sub: 'demo-agent' }")
+  },
+}
+
 describe('#27 item 13: the snippets of README.md and docs/ run as written', () => {
   it('#27 item 13: every ts/js block is a program, a server, type-checked only, or a marked fragment', () => {
     const counts: Record<string, Partial<Record<Kind, number>>> = {}
@@ -223,18 +272,21 @@ describe('#27 item 13: the snippets of README.md and docs/ run as written', () =
     }
     // Pinned: a new fragment (or a block that stops running) changes this on purpose.
     expect(counts).toEqual({
-      'README.md': { server: 1, fragment: 2 },
-      'docs/agents.md': { run: 2 }, // #29: token exchange, device authorization
+      'README.md': { server: 1 },
+      'docs/embedding.md': { fragment: 2 }, // #40 item 2: the adapters and the sign-in hook, moved from the README
+      'docs/agents.md': { run: 2, client: 2 }, // #29: token exchange, device authorization; #40 item 5: against npm start
       'docs/clients.md': { fragment: 1 },
       'docs/high-security.md': { fragment: 2 },
       'docs/logout.md': { typecheck: 1 }, // #30: a relying party's back-channel logout endpoint
       'docs/mcp.md': { server: 1 },
       'docs/resource-servers.md': { run: 1, fragment: 1, typecheck: 2 },
       'docs/storage-and-deployment.md': { typecheck: 2, run: 1 }, // #28: the SQLite store (Node ≥ 22.5)
-      'docs/workers.md': { fragment: 2 }, // imports cloudflare:workers (workerd's), which tsc cannot resolve here
+      'docs/workers.md': { fragment: 2 }, // the Worker runs under wrangler dev in test/docs/workers_snippet.test.ts (#40 item 3)
     })
     const servers = SNIPPETS.filter((s) => s.kind === 'server').map((s) => s.name)
     expect(servers.sort()).toEqual(Object.keys(SERVERS).sort())
+    const clients = SNIPPETS.filter((s) => s.kind === 'client').map((s) => s.name)
+    expect(clients).toEqual(Object.keys(CLIENTS))
   })
 
   it('#27 item 13: every block but the fragments type-checks against this checkout (tsc, strict)', async () => {
@@ -279,6 +331,39 @@ describe('#27 item 13: the snippets of README.md and docs/ run as written', () =
     },
     60_000,
   )
+
+  describe('#40 item 5: the client snippets, against npm start over HTTP', () => {
+    let server: Running | undefined
+    let base = ''
+    beforeAll(async () => {
+      const port = await freePort()
+      base = `http://127.0.0.1:${port}`
+      server = launch(['npm', 'start', '--'], { HOST: '127.0.0.1', PORT: String(port), ISSUER: base })
+      await waitUntilServing(server, `${base}/.well-known/openid-configuration`, 30_000)
+    }, 45_000)
+    afterAll(async () => {
+      await server?.stop()
+    })
+
+    it.each(SNIPPETS.filter((s) => s.kind === 'client').map((s) => [`${label(s)} (${s.name})`, s] as const))(
+      '#40 item 5: %s runs against npm start',
+      async (_, snippet) => {
+        const check = CLIENTS[snippet.name]
+        if (check === undefined) throw new Error(`no check for the client snippet ${snippet.name}`)
+        const env = { ISSUER: base, ...(handed.subjectToken ? { SUBJECT_TOKEN: handed.subjectToken } : {}) }
+        let running: Running | undefined
+        try {
+          await check(() => {
+            running = launch(command(snippet), env)
+            return running
+          }, base)
+        } finally {
+          await running?.stop().catch(() => undefined)
+        }
+      },
+      60_000,
+    )
+  })
 
   it('#27 item 13: the embedding snippet without REPORTING_JOB_SECRET stops, saying what to set', async () => {
     const snippet = SNIPPETS.find((s) => s.name === 'embedding') as Snippet

@@ -203,12 +203,12 @@ describe.skipIf(!enabled)(title, () => {
   }, 30_000)
 
   it('#28 item 7 runs Gatehouse from the packed tarball, with wrangler and workerd from npm', () => {
-    expect(lstatSync(`${APP}node_modules/gatehouse`).isSymbolicLink()).toBe(false)
+    expect(lstatSync(`${APP}node_modules/gatehouse-oidc`).isSymbolicLink()).toBe(false)
     const manifest = JSON.parse(readFileSync(`${APP}package.json`, 'utf8')) as {
       dependencies: Record<string, string>
       devDependencies: Record<string, string>
     }
-    expect(manifest.dependencies.gatehouse).toBe('file:gatehouse.tgz')
+    expect(manifest.dependencies['gatehouse-oidc']).toBe('file:gatehouse.tgz')
     expect(manifest.devDependencies.wrangler).toBeDefined()
   })
 

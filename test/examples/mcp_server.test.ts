@@ -50,7 +50,7 @@ describe.skipIf(!enabled)(title, () => {
   }, 15_000)
 
   it('#19 runs Gatehouse from the packed tarball (built JavaScript), the one `npm run pack:example` wrote', () => {
-    const installedPackage = `${APP}node_modules/gatehouse/`
+    const installedPackage = `${APP}node_modules/gatehouse-oidc/`
     expect(lstatSync(installedPackage.slice(0, -1)).isSymbolicLink()).toBe(false)
     const packed = execFileSync('tar', ['-xzOf', `${APP}gatehouse.tgz`, 'package/dist/src/index.js'], {
       encoding: 'utf8',

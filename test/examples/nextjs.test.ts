@@ -137,7 +137,7 @@ describe.skipIf(!enabled)(title, () => {
   }, 15_000)
 
   it('#18 builds from the packed tarball (built JavaScript), without transpilePackages', () => {
-    const installedPackage = `${APP}node_modules/gatehouse/`
+    const installedPackage = `${APP}node_modules/gatehouse-oidc/`
     const manifest = JSON.parse(readFileSync(`${installedPackage}package.json`, 'utf8')) as {
       exports: Record<string, { default: string }>
     }

@@ -1,7 +1,7 @@
 /**
  * #19 end to end with the real MCP SDK (@modelcontextprotocol/sdk), over loopback HTTP: one
  * Node server with Gatehouse (dynamic registration and client ID metadata documents on), an MCP
- * server built with the SDK at `/mcp` behind `gatehouse/resource-server` (RFC 9728 metadata,
+ * server built with the SDK at `/mcp` behind `gatehouse-oidc/resource-server` (RFC 9728 metadata,
  * `resource_metadata` in the 401), and an SDK `Client` whose `OAuthClientProvider` signs the user
  * in through the built-in pages over HTTP. The client finds everything by itself: 401 → protected
  * resource metadata → authorization server metadata → registration (or its metadata document

@@ -13,6 +13,7 @@ import { ROOT } from '../runtime/server.ts'
 
 const REPORT = join(ROOT, 'test/package/api_surface.txt')
 const MANIFEST = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string
   exports: Record<string, string | { types: string; default: string }>
 }
 
@@ -48,7 +49,7 @@ function surface(): string {
       const kind = resolved.flags & ts.SymbolFlags.Value ? 'value' : 'type'
       return `${kind} ${exported.getName()}`
     })
-    lines.push(`gatehouse${subpath === '.' ? '' : subpath.slice(1)}`, ...names.sort().map((name) => `  ${name}`))
+    lines.push(`${MANIFEST.name}${subpath === '.' ? '' : subpath.slice(1)}`, ...names.sort().map((name) => `  ${name}`))
   }
   return `${lines.join('\n')}\n`
 }
@@ -62,7 +63,7 @@ describe('#18 the public API surface', () => {
   it('#18 deno.json (JSR) and package.json (npm) carry the same version', () => {
     const deno = JSON.parse(readFileSync(join(ROOT, 'deno.json'), 'utf8')) as { name: string; version: string }
     const npm = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
-    expect(deno.name).toBe('@gatehouse/gatehouse')
+    expect(deno.name).toBe('@gatehouse-oidc/gatehouse-oidc')
     expect(deno.version).toBe(npm.version)
   })
 })

@@ -5,16 +5,16 @@
 const mode = process.argv[2] ?? globalThis.Deno?.args[0] ?? 'core'
 
 const SUBPATHS = [
-  'gatehouse',
-  'gatehouse/resource-server',
-  'gatehouse/client',
-  'gatehouse/adapters/node',
-  'gatehouse/adapters/bun',
-  'gatehouse/adapters/deno',
-  'gatehouse/storage/postgres',
-  'gatehouse/storage/redis',
-  'gatehouse/storage/pglite',
-  'gatehouse/storage/sqlite',
+  'gatehouse-oidc',
+  'gatehouse-oidc/resource-server',
+  'gatehouse-oidc/client',
+  'gatehouse-oidc/adapters/node',
+  'gatehouse-oidc/adapters/bun',
+  'gatehouse-oidc/adapters/deno',
+  'gatehouse-oidc/storage/postgres',
+  'gatehouse-oidc/storage/redis',
+  'gatehouse-oidc/storage/pglite',
+  'gatehouse-oidc/storage/sqlite',
 ]
 
 const imported = {}
@@ -28,7 +28,7 @@ for (const subpath of SUBPATHS) {
   }
 }
 
-const { createTokenService } = await import('gatehouse')
+const { createTokenService } = await import('gatehouse-oidc')
 const issuer = 'https://auth.example.test'
 const service = createTokenService({ issuer })
 const response = await service.fetch(new Request(`${issuer}/.well-known/openid-configuration`))

@@ -1,15 +1,15 @@
 // A TypeScript consumer of the installed package, type-checked (never run) by test/package/pack.test.ts
 // under `moduleResolution: nodenext` and `bundler` with skipLibCheck off: every subpath, the
 // types a host names, and the README's embedding snippets' shapes.
-import { type TokenService, type TokenServiceOptions, createMemoryStore, createTokenService } from 'gatehouse'
-import { serveBun } from 'gatehouse/adapters/bun'
-import { serveDeno } from 'gatehouse/adapters/deno'
-import { nodeServiceOptions, serveNode } from 'gatehouse/adapters/node'
-import { type ClientCredentialsSource, createClientCredentialsSource } from 'gatehouse/client'
-import { type ResourceServer, createResourceServer } from 'gatehouse/resource-server'
-import { createPgliteStore } from 'gatehouse/storage/pglite'
-import { createPostgresStore } from 'gatehouse/storage/postgres'
-import { createRedisStore } from 'gatehouse/storage/redis'
+import { type TokenService, type TokenServiceOptions, createMemoryStore, createTokenService } from 'gatehouse-oidc'
+import { serveBun } from 'gatehouse-oidc/adapters/bun'
+import { serveDeno } from 'gatehouse-oidc/adapters/deno'
+import { nodeServiceOptions, serveNode } from 'gatehouse-oidc/adapters/node'
+import { type ClientCredentialsSource, createClientCredentialsSource } from 'gatehouse-oidc/client'
+import { type ResourceServer, createResourceServer } from 'gatehouse-oidc/resource-server'
+import { createPgliteStore } from 'gatehouse-oidc/storage/pglite'
+import { createPostgresStore } from 'gatehouse-oidc/storage/postgres'
+import { createRedisStore } from 'gatehouse-oidc/storage/redis'
 
 const options: TokenServiceOptions = { issuer: 'http://localhost:3000', store: createMemoryStore() }
 const service: TokenService = createTokenService({ ...options, ...nodeServiceOptions() })

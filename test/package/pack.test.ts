@@ -26,16 +26,18 @@ const BIN = join(ROOT, 'node_modules/.bin')
 const HERE = join(ROOT, 'test/package')
 /** The optional peer dependencies, each the package a subpath needs. */
 const OPTIONAL: Record<string, string> = {
-  'gatehouse/client': 'oauth4webapi',
-  'gatehouse/storage/postgres': 'postgres',
-  'gatehouse/storage/redis': 'ioredis',
-  'gatehouse/storage/pglite': '@electric-sql/pglite',
+  'gatehouse-oidc/client': 'oauth4webapi',
+  'gatehouse-oidc/storage/postgres': 'postgres',
+  'gatehouse-oidc/storage/redis': 'ioredis',
+  'gatehouse-oidc/storage/pglite': '@electric-sql/pglite',
 }
-/** #28 item 1: where gatehouse/storage/sqlite cannot import (no node:sqlite), its one-line error. */
+/** #28 item 1: where gatehouse-oidc/storage/sqlite cannot import (no node:sqlite), its one-line error. */
 const NO_SQLITE: Record<string, RegExp | undefined> = {
-  'Node 20': /^gatehouse\/storage\/sqlite needs node:sqlite \(Node ≥ 22\.5\), Bun or Deno; this is Node 20\.\d+\.\d+$/,
+  'Node 20':
+    /^gatehouse-oidc\/storage\/sqlite needs node:sqlite \(Node ≥ 22\.5\), Bun or Deno; this is Node 20\.\d+\.\d+$/,
 }
 const MANIFEST = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string
   version: string
   dependencies: Record<string, string>
   peerDependencies: Record<string, string>
@@ -130,12 +132,26 @@ describe('#18 the packed package, installed with nothing else', () => {
     expect(files.filter((f) => f.endsWith('.test.ts'))).toEqual([])
   })
 
+  it('#40 item 1: the tarball is gatehouse-oidc-VERSION.tgz, installs as node_modules/gatehouse-oidc, and imports under that name', async () => {
+    // The registry's `gatehouse` is another project ("Drop-in RBAC for Next.js"): the package is gatehouse-oidc.
+    expect(MANIFEST.name).toBe('gatehouse-oidc')
+    expect(tarball.endsWith(`/gatehouse-oidc-${MANIFEST.version}.tgz`)).toBe(true)
+    const installed = JSON.parse(readFileSync(join(project, 'node_modules/gatehouse-oidc/package.json'), 'utf8'))
+    expect(installed).toMatchObject({
+      name: 'gatehouse-oidc',
+      version: MANIFEST.version,
+      bin: { gatehouse: './dist/bin/cli.js' },
+    })
+    const script = "import('gatehouse-oidc').then((m) => console.log(typeof m.createTokenService))"
+    expect((await sh(process.execPath, ['--input-type=module', '-e', script], project)).trim()).toBe('function')
+  }, 60_000)
+
   it('#18 #27 item 11 installs jose, valibot, ipaddr.js and the Node server bridge: no driver, no TypeScript loader', () => {
     // @hono/node-server imports hono (its peer): both are dependencies, so that the CLI runs.
     const bridge = ['@hono/node-server', 'hono']
     expect(Object.keys(MANIFEST.dependencies).sort()).toEqual([...bridge, 'ipaddr.js', 'jose', 'valibot'])
     const installed = readdirSync(join(project, 'node_modules')).filter((name) => !name.startsWith('.'))
-    expect(installed.sort()).toEqual(['@hono', 'gatehouse', 'hono', 'ipaddr.js', 'jose', 'valibot'])
+    expect(installed.sort()).toEqual(['@hono', 'gatehouse-oidc', 'hono', 'ipaddr.js', 'jose', 'valibot'])
     for (const peer of Object.keys(MANIFEST.peerDependencies)) expect(MANIFEST.devDependencies[peer]).toBeDefined()
   })
 
@@ -144,22 +160,22 @@ describe('#18 the packed package, installed with nothing else', () => {
       const checked = await checkImports(await command(), 'core')
       expect(checked.discovery).toEqual({ status: 200, issuer: 'https://auth.example.test' })
       for (const subpath of [
-        'gatehouse',
-        'gatehouse/resource-server',
-        'gatehouse/adapters/node',
-        'gatehouse/adapters/bun',
-        'gatehouse/adapters/deno',
+        'gatehouse-oidc',
+        'gatehouse-oidc/resource-server',
+        'gatehouse-oidc/adapters/node',
+        'gatehouse-oidc/adapters/bun',
+        'gatehouse-oidc/adapters/deno',
       ]) {
         expect(checked.failed[subpath], subpath).toBeUndefined()
       }
-      expect(checked.imported.gatehouse).toContain('createTokenService')
+      expect(checked.imported['gatehouse-oidc']).toContain('createTokenService')
       for (const [subpath, pkg] of Object.entries(OPTIONAL)) {
         expect(checked.failed[subpath], subpath).toContain(`${subpath} needs the package "${pkg}"`)
       }
       // #28 item 1: the runtime's own SQLite, no package; Node 20 has none and says so in one line.
       const noSqlite = NO_SQLITE[name]
-      if (noSqlite) expect(checked.failed['gatehouse/storage/sqlite']).toMatch(noSqlite)
-      else expect(checked.failed['gatehouse/storage/sqlite']).toBeUndefined()
+      if (noSqlite) expect(checked.failed['gatehouse-oidc/storage/sqlite']).toMatch(noSqlite)
+      else expect(checked.failed['gatehouse-oidc/storage/sqlite']).toBeUndefined()
     }, 300_000)
   })
 })
@@ -216,8 +232,8 @@ describe('#18 with the optional packages added', () => {
     it(`#18 every subpath imports on ${name}`, async () => {
       const checked = await checkImports(await command(), 'all')
       const noSqlite = NO_SQLITE[name]
-      expect(Object.keys(checked.failed)).toEqual(noSqlite ? ['gatehouse/storage/sqlite'] : [])
-      if (noSqlite) expect(checked.failed['gatehouse/storage/sqlite']).toMatch(noSqlite)
+      expect(Object.keys(checked.failed)).toEqual(noSqlite ? ['gatehouse-oidc/storage/sqlite'] : [])
+      if (noSqlite) expect(checked.failed['gatehouse-oidc/storage/sqlite']).toMatch(noSqlite)
       expect(checked.discovery.status).toBe(200)
       expect(Object.keys(checked.imported)).toHaveLength(noSqlite ? 9 : 10)
     }, 300_000)

@@ -224,6 +224,14 @@ describe('gatehouse command line', () => {
     expect(result.stderr).not.toContain('hunter2')
   })
 
+  it('#40 item 5: clients add on the in-memory store without a file says why (another process) and what to do (demo clients, --config, a persistent store)', async () => {
+    const result = await fails(['clients', 'add', '--id', 'my-cli', '--permission', 'ept:token'], 1, /in-memory store/)
+    expect(result.stderr).toContain("inside the running server's process, which this command cannot reach")
+    expect(result.stderr).toContain('demo-cli (device flow) and demo-agent (token exchange)')
+    expect(result.stderr).toContain('--config FILE')
+    expect(result.stderr).toContain('GATEHOUSE_STORE=sqlite')
+  })
+
   describe('with the in-memory store: the configuration file', () => {
     it('#29 token exchange: clients add knows the token exchange permission', async () => {
       const path = tempConfig(BASE)

@@ -150,7 +150,7 @@ describe('#28 item 2 GATEHOUSE_STORE=sqlite', () => {
       const exit = await server.exited
       expect(exit.code).toBe(1)
       expect(server.output().stderr).toContain(
-        `gatehouse/storage/sqlite needs node:sqlite (Node ≥ 22.5), Bun or Deno; this is Node ${process.versions.node}`,
+        `gatehouse-oidc/storage/sqlite needs node:sqlite (Node ≥ 22.5), Bun or Deno; this is Node ${process.versions.node}`,
       )
     },
     60_000,

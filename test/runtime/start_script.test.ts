@@ -42,6 +42,39 @@ async function discover(issuer: string) {
 }
 
 describe('npm start', () => {
+  it('#40 item 5: the demo seed has demo-cli (public, device flow) and demo-agent (token exchange) for programs outside the process', async () => {
+    const { issuer } = await start([])
+    const as = await discover(issuer)
+    const cli = { client_id: 'demo-cli' }
+    const device = await oauth.processDeviceAuthorizationResponse(
+      as,
+      cli,
+      await oauth.deviceAuthorizationRequest(as, cli, oauth.None(), { scope: 'openid offline_access api1' }, options),
+    )
+    expect(device.verification_uri).toBe(`${issuer}/connect/verify`)
+    // A token exchange by demo-agent gets past client authentication and the grant permission to
+    // the subject token itself (an unknown one here: invalid_request, not unauthorized_client).
+    const agent = { client_id: 'demo-agent' }
+    const response = await oauth.genericTokenEndpointRequest(
+      as,
+      agent,
+      oauth.ClientSecretBasic('demo-agent-secret'),
+      'urn:ietf:params:oauth:grant-type:token-exchange',
+      { subject_token: 'not-a-token', subject_token_type: 'urn:ietf:params:oauth:token-type:access_token' },
+      options,
+    )
+    expect(response.status).toBe(400)
+    expect(((await response.json()) as { error: string }).error).toBe('invalid_request')
+  })
+
+  it('#40 item 5: a --config file whose clients sign users in but that lists no users says that alice is gone and what to add', async () => {
+    const path = config({ ...CONFIG, users: undefined })
+    const { server } = await start(['--config', path])
+    expect(server.output().stderr).toContain(
+      `${path} lists no "users": the built-in sign-in page signs nobody in. The demo user alice belongs to the demo seed, which --config replaces: add "users" to the file`,
+    )
+  })
+
   it('passes --config through: the file’s client gets a token', async () => {
     const path = config({
       ...CONFIG,
@@ -97,6 +130,32 @@ describe('npm start', () => {
     expect(exit.code).not.toBeNull()
     expect(server.output().stderr).toContain(path)
     expect(server.output().stderr).toMatch(/clients\.0\.permissions(\.0)?: unknown permission/)
+  })
+
+  it('#40 item 6: a client the service refuses names the file and the client, not just "invalid client registration"', async () => {
+    const path = config({
+      ...CONFIG,
+      clients: [
+        {
+          clientId: 'remote-web',
+          clientSecret: 'remote-web-secret',
+          permissions: ['ept:authorization', 'ept:token', 'gt:authorization_code', 'rst:code', 'scp:openid'],
+          redirectUris: ['http://app.example.com/callback'],
+        },
+      ],
+    })
+    const server = launch([...NPM_START, '--config', path], { HOST: '127.0.0.1', PORT: String(await freePort()) })
+    cleanups.push(() => void server.stop().catch(() => undefined))
+    const exit = await Promise.race([
+      server.exited,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`still running:\n${server.output().stderr}`)), 15_000),
+      ),
+    ])
+    expect(exit.code).not.toBe(0)
+    expect(server.output().stderr).toContain(
+      `${path}: client remote-web cannot be loaded: redirectUris: http://app.example.com/callback must use https (http only for loopback hosts)`,
+    )
   })
 
   it.each([
@@ -259,9 +318,18 @@ describe('#27 item 13 the demo seed', () => {
       const seeded = await start(['--demo'], env)
       expect(await demoServiceStatus(seeded.issuer)).toBe(200)
       expect(seeded.server.output().stderr).toMatch(
-        /--demo: the demo clients demo-service and demo-web are in the PostgreSQL store/,
+        /--demo: the demo clients demo-service, demo-web, demo-cli and demo-agent are in the PostgreSQL store/,
       )
       await stopped(seeded.server)
+      cleanups.pop()
+
+      // #40 item 6: restarted without --demo, the clients are there but alice is not: the log says why.
+      const restarted = await start([], env)
+      expect(await demoServiceStatus(restarted.issuer)).toBe(200)
+      expect(restarted.server.output().stdout).toMatch(
+        /serving the 4 clients in the PostgreSQL store .*, and no users: users are options of a start, not stored, so the demo user alice exists only in a --demo start/,
+      )
+      await stopped(restarted.server)
       cleanups.pop()
 
       // A configuration file that does not list them: they are removed, and the log says so.

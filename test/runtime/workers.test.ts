@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path'
 import * as oauth from 'oauth4webapi'
 import postgresClient from 'postgres'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { seededLines } from '../../bin/start_listen.ts'
 import { unescapeHtml } from '../helpers/browser.ts'
 import { signInOverHttp } from '../helpers/mcp.ts'
 import { runSchema } from '../storage/sql_helpers.ts'
@@ -88,6 +89,24 @@ describe('#28 npm run start:workers', () => {
     expect((await clientCredentials(baseB, 'demo-service', 'demo-service-secret')).status).toBe(200)
     await stopsOnSignalToLeader(b, `${baseB}/healthz`)
   }, 120_000)
+
+  it('#40 item 6 prints the demo lines npm start prints: the clients, the curl line and the demo sign-in', async () => {
+    const port = await freePort()
+    const server = await startWorkers({ HOST: '127.0.0.1', PORT: String(port), GATEHOUSE_STORE: 'memory' })
+    await waitUntilServing(server, `http://127.0.0.1:${port}/healthz`, 60_000)
+    const issuer = `http://localhost:${port}`
+    const lines = seededLines(`${issuer}/connect/token`, {
+      url: `${issuer}/demo`,
+      username: 'alice',
+      password: 'alice-password',
+    })
+    expect(lines[1]).toMatch(/^ {2}curl -s -u demo-service:demo-service-secret /)
+    // The lines follow the listening line, printed once the Worker answered.
+    for (let waited = 0; waited < 10_000 && !server.output().stdout.includes(lines.at(-1) as string); waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    for (const line of lines) expect(server.output().stdout).toContain(line)
+  }, 90_000)
 
   it.each([
     [{ GATEHOUSE_STORE: 'redis' }, /GATEHOUSE_STORE must be d1, memory or postgres for start:workers, got "redis"/],

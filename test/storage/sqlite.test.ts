@@ -217,13 +217,13 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
 })
 
 describe.runIf(!sqlite)('SQLite store on Node 20', () => {
-  it('#28 item 1 importing gatehouse/storage/sqlite fails with one line naming the requirement', async () => {
+  it('#28 item 1 importing gatehouse-oidc/storage/sqlite fails with one line naming the requirement', async () => {
     const error = await import('../../src/storage/sqlite.ts').then(
       () => undefined,
       (err: Error) => err,
     )
     expect(error?.message).toBe(
-      `gatehouse/storage/sqlite needs node:sqlite (Node ≥ 22.5), Bun or Deno; this is Node ${process.versions.node}`,
+      `gatehouse-oidc/storage/sqlite needs node:sqlite (Node ≥ 22.5), Bun or Deno; this is Node ${process.versions.node}`,
     )
   })
 

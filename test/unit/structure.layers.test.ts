@@ -33,7 +33,7 @@ const LAYERS: readonly (readonly string[])[] = [
 
 /**
  * Files besides `index.ts` that the rest may import, and why: each driver's store is a package
- * subpath (`gatehouse/storage/postgres`, …), imported only where that driver is chosen (bin/'s
+ * subpath (`gatehouse-oidc/storage/postgres`, …), imported only where that driver is chosen (bin/'s
  * lazy `import()`, the Workers entry), so that the optional drivers stay optional.
  */
 const OWN_ENTRIES: Readonly<Record<string, readonly string[]>> = {

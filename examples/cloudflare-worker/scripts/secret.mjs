@@ -7,7 +7,7 @@
  *
  * `npm run secret -- 'a password'` hashes the given value instead (DEMO_USER_PASSWORD).
  */
-import { WORKERS_PBKDF2_LIMIT, hashSecret } from 'gatehouse'
+import { WORKERS_PBKDF2_LIMIT, hashSecret } from 'gatehouse-oidc'
 
 const given = process.argv[2]
 const value = given ?? Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')

@@ -9,7 +9,7 @@
  * DEMO_USER_PASSWORD, each the value or its PBKDF2 hash (`npm run secret` prints both): with the
  * hash, the Worker never holds the secret, and an isolate's start does not hash it.
  */
-import { createWorker, workerStore } from 'gatehouse/adapters/workers'
+import { createWorker, workerStore } from 'gatehouse-oidc/adapters/workers'
 
 export interface Env {
   /** The D1 database (wrangler.jsonc "d1_databases"). */

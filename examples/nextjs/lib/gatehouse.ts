@@ -4,7 +4,7 @@
  * Next.js bundles each route separately, so a module-level variable would give every route its
  * own service (its own keys, codes and sessions). The instance lives on `globalThis` instead.
  */
-import { Permissions, type TokenService, createMemoryStore, createTokenService } from 'gatehouse'
+import { Permissions, type TokenService, createMemoryStore, createTokenService } from 'gatehouse-oidc'
 import { findAccount } from './users'
 
 /** The issuer: this app's public base URL (Gatehouse is mounted at its root). */

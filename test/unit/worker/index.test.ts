@@ -1,5 +1,5 @@
 /**
- * #28 item 3: the Worker's handlers (src/worker/index.ts, behind gatehouse/adapters/workers) and the
+ * #28 item 3: the Worker's handlers (src/worker/index.ts, behind gatehouse-oidc/adapters/workers) and the
  * store a Worker's `env` chooses (src/worker/store.ts), in Node with a stand-in `ctx`; the same
  * handlers run on workerd in the runtime matrix (`workers` rows, through `npm run start:workers`).
  */
@@ -208,7 +208,7 @@ describe('#28 item 3 the store a Worker’s env chooses', () => {
     )
     // adapters/workers.ts brings no PostgreSQL driver (it needs nodejs_compat): the message names the module that does.
     await expect(openWorkerStore({ type: 'postgres', url: 'postgres://db/x', source: 'DATABASE_URL' })).rejects.toThrow(
-      'DATABASE_URL: PostgreSQL from a Worker needs createWorker and workerStore from gatehouse/adapters/workers-postgres',
+      'DATABASE_URL: PostgreSQL from a Worker needs createWorker and workerStore from gatehouse-oidc/adapters/workers-postgres',
     )
   })
 })
