@@ -288,8 +288,10 @@ export interface TokenServiceOptions {
    * metadata document, `jwks_uri`, `backchannel_logout_uri`): resolves the host name once, refuses
    * the request when `allowAddress` refuses any address, and connects to a checked address
    * (`nodeOutboundFetch` in adapters/node.ts, for Node, Bun and Deno; `nodeServiceOptions()`,
-   * `bunServiceOptions()` and `denoServiceOptions()` include it). Without it such host names are
-   * refused (IP-literal public addresses only) unless `allowUnpinnedHostNames` (#39 item 5).
+   * `bunServiceOptions()` and `denoServiceOptions()` include it). Default: `nodeOutboundFetch()`
+   * where `gatehouse` resolves under the "node" export condition (Node, Bun, Deno: adapters/node_entry.ts)
+   * unless `allowUnpinnedHostNames: true`; elsewhere none: such host names are refused (IP-literal
+   * public addresses only) unless `allowUnpinnedHostNames` (#39 item 5).
    */
   outboundFetch?: OutboundFetch
   /**

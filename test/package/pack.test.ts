@@ -4,7 +4,9 @@
  * - what it installed (jose, valibot, ipaddr.js and the Node server bridge; no driver, no
  *   TypeScript loader);
  * - every subpath imported and a discovery request answered on Node 20, 22 and 24, Bun and Deno
- *   (a subpath whose optional package is missing fails with an error naming it);
+ *   (a subpath whose optional package is missing fails with an error naming it), and there
+ *   `createTokenService` of 'gatehouse-oidc' pins self-registered clients' host names (#39 item 5: the
+ *   "node" export condition, which Bun and Deno honour too);
  * - `npx gatehouse serve` issues a client_credentials token, and SIGTERM to npx's PID stops it
  *   (#27 items 11 and 13);
  * - with the optional packages added: every subpath imports, a TypeScript consumer type-checks
@@ -48,6 +50,7 @@ interface Checked {
   imported: Record<string, string[]>
   failed: Record<string, string>
   discovery: { status: number; issuer: string }
+  outbound: { host: string; status: number; error?: string; error_description?: string }
 }
 
 let work: string
@@ -156,7 +159,7 @@ describe('#18 the packed package, installed with nothing else', () => {
   })
 
   describe.each(RUNTIMES)('#18 on $name', ({ name, command }) => {
-    it(`#18 imports every subpath on ${name}; a missing optional package is named; discovery answers`, async () => {
+    it(`#18 imports every subpath on ${name}; a missing optional package is named; discovery answers; #39 item 5 host names are pinned`, async () => {
       const checked = await checkImports(await command(), 'core')
       expect(checked.discovery).toEqual({ status: 200, issuer: 'https://auth.example.test' })
       for (const subpath of [
@@ -169,6 +172,14 @@ describe('#18 the packed package, installed with nothing else', () => {
         expect(checked.failed[subpath], subpath).toBeUndefined()
       }
       expect(checked.imported['gatehouse-oidc']).toContain('createTokenService')
+      // #39 item 5: 'gatehouse-oidc' resolves to the entry whose createTokenService pins outbound
+      // fetches (the "node" condition): the machine's own name is resolved and refused as private.
+      expect(checked.outbound, `a document on ${checked.outbound.host}`).toEqual({
+        host: checked.outbound.host,
+        status: 401,
+        error: 'invalid_client',
+        error_description: 'the client metadata document is on a private or local address',
+      })
       for (const [subpath, pkg] of Object.entries(OPTIONAL)) {
         expect(checked.failed[subpath], subpath).toContain(`${subpath} needs the package "${pkg}"`)
       }
