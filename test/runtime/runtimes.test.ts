@@ -33,6 +33,8 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
   let server: Running | undefined
   let issuer = ''
   let as: oauth.AuthorizationServer
+  /** The device sign-in's access token: the token exchange test exchanges it. */
+  let userToken: string | undefined
 
   beforeAll(async () => {
     config = writeConfig(CONFIG)
@@ -130,42 +132,6 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
     expect(garbage).toEqual({ active: false })
   })
 
-  it('#29 token exchange: an agent exchanges a token for one naming it as actor', async () => {
-    const issued = await oauth.processClientCredentialsResponse(
-      as,
-      service,
-      await oauth.clientCredentialsGrantRequest(as, service, oauth.ClientSecretBasic('rt-service-secret'), {}, options),
-    )
-    const agent: oauth.Client = { client_id: 'rt-agent' }
-    const response = await oauth.genericTokenEndpointRequest(
-      as,
-      agent,
-      oauth.ClientSecretBasic('rt-agent-secret'),
-      'urn:ietf:params:oauth:grant-type:token-exchange',
-      {
-        subject_token: issued.access_token,
-        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
-        audience: 'api1',
-      },
-      options,
-    )
-    const exchanged = await oauth.processGenericTokenEndpointResponse(as, agent, response)
-    expect(exchanged).toMatchObject({
-      issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
-      scope: 'api1',
-    })
-    expect(exchanged.refresh_token).toBeUndefined()
-    const jwks = createRemoteJWKSet(new URL(as.jwks_uri as string))
-    const { payload } = await jwtVerify(exchanged.access_token, jwks, { typ: 'at+jwt', issuer, audience: 'api1' })
-    expect(payload).toMatchObject({ sub: 'rt-service', client_id: 'rt-agent', act: { sub: 'rt-agent' } })
-    const introspected = await oauth.processIntrospectionResponse(
-      as,
-      resourceServer,
-      await oauth.introspectionRequest(as, resourceServer, resourceServerAuth, exchanged.access_token, options),
-    )
-    expect(introspected).toMatchObject({ active: true, sub: 'rt-service', act: { sub: 'rt-agent' } })
-  })
-
   it('#29 device sign-in: a CLI polls while the user enters the code, signs in and approves on the pages', async () => {
     const cli: oauth.Client = { client_id: 'rt-cli' }
     const device = await oauth.processDeviceAuthorizationResponse(
@@ -175,7 +141,7 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
         as,
         cli,
         oauth.None(),
-        { scope: 'openid profile offline_access' },
+        { scope: 'openid profile offline_access api1' },
         options,
       ),
     )
@@ -201,8 +167,9 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
     expect(device.interval).toBe(1)
     await new Promise((resolve) => setTimeout(resolve, 1_100))
     const tokens = await oauth.processDeviceCodeResponse(as, cli, await poll())
-    expect(tokens.scope).toBe('openid profile offline_access')
+    expect(tokens.scope).toBe('openid profile offline_access api1')
     expect(tokens.refresh_token).toBeTypeOf('string')
+    userToken = tokens.access_token
     expect(oauth.getValidatedIdTokenClaims(tokens)).toMatchObject({
       iss: issuer,
       sub: 'user-1',
@@ -212,6 +179,38 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
     await expect(oauth.processDeviceCodeResponse(as, cli, await poll())).rejects.toMatchObject({
       error: 'invalid_grant',
     })
+  })
+
+  it("#29 token exchange: an agent exchanges the CLI user's token for one naming it as actor (#39 item 3: a user's token, not another client's client credentials token)", async () => {
+    expect(userToken, 'the device sign-in above gives the user token').toBeTypeOf('string')
+    const agent: oauth.Client = { client_id: 'rt-agent' }
+    const response = await oauth.genericTokenEndpointRequest(
+      as,
+      agent,
+      oauth.ClientSecretBasic('rt-agent-secret'),
+      'urn:ietf:params:oauth:grant-type:token-exchange',
+      {
+        subject_token: userToken as string,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+        audience: 'api1',
+      },
+      options,
+    )
+    const exchanged = await oauth.processGenericTokenEndpointResponse(as, agent, response)
+    expect(exchanged).toMatchObject({
+      issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+      scope: 'api1',
+    })
+    expect(exchanged.refresh_token).toBeUndefined()
+    const jwks = createRemoteJWKSet(new URL(as.jwks_uri as string))
+    const { payload } = await jwtVerify(exchanged.access_token, jwks, { typ: 'at+jwt', issuer, audience: 'api1' })
+    expect(payload).toMatchObject({ sub: 'user-1', client_id: 'rt-agent', act: { sub: 'rt-agent' } })
+    const introspected = await oauth.processIntrospectionResponse(
+      as,
+      resourceServer,
+      await oauth.introspectionRequest(as, resourceServer, resourceServerAuth, exchanged.access_token, options),
+    )
+    expect(introspected).toMatchObject({ active: true, sub: 'user-1', act: { sub: 'rt-agent' } })
   })
 
   it('authorization code flow through the sign-in page, then refresh, userinfo, revocation and logout', async () => {

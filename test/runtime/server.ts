@@ -102,6 +102,7 @@ export const CONFIG = {
         'scp:openid',
         'scp:profile',
         'scp:offline_access',
+        'scp:api1',
       ],
     },
     /** Service clients restricted to source networks: loopback (the tests' own) and elsewhere. */
