@@ -33,8 +33,6 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
   let server: Running | undefined
   let issuer = ''
   let as: oauth.AuthorizationServer
-  /** The device sign-in's access token: the token exchange test exchanges it. */
-  let userToken: string | undefined
 
   beforeAll(async () => {
     config = writeConfig(CONFIG)
@@ -132,7 +130,7 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
     expect(garbage).toEqual({ active: false })
   })
 
-  it('#29 device sign-in: a CLI polls while the user enters the code, signs in and approves on the pages', async () => {
+  it('#29 device sign-in: a CLI polls while the user enters the code, signs in and approves on the pages; an agent exchanges its token (token exchange, naming the agent as actor)', async () => {
     const cli: oauth.Client = { client_id: 'rt-cli' }
     const device = await oauth.processDeviceAuthorizationResponse(
       as,
@@ -169,20 +167,13 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
     const tokens = await oauth.processDeviceCodeResponse(as, cli, await poll())
     expect(tokens.scope).toBe('openid profile offline_access api1')
     expect(tokens.refresh_token).toBeTypeOf('string')
-    userToken = tokens.access_token
     expect(oauth.getValidatedIdTokenClaims(tokens)).toMatchObject({
       iss: issuer,
       sub: 'user-1',
       aud: 'rt-cli',
     })
-    // Redeemed once: the next poll is refused.
-    await expect(oauth.processDeviceCodeResponse(as, cli, await poll())).rejects.toMatchObject({
-      error: 'invalid_grant',
-    })
-  })
-
-  it("#29 token exchange: an agent exchanges the CLI user's token for one naming it as actor (#39 item 3: a user's token, not another client's client credentials token)", async () => {
-    expect(userToken, 'the device sign-in above gives the user token').toBeTypeOf('string')
+    // #29 token exchange: an agent exchanges the user's token for one naming it as actor (#39 item 3:
+    // a user's token, not another client's client credentials token; before the replay below revokes it).
     const agent: oauth.Client = { client_id: 'rt-agent' }
     const response = await oauth.genericTokenEndpointRequest(
       as,
@@ -190,7 +181,7 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
       oauth.ClientSecretBasic('rt-agent-secret'),
       'urn:ietf:params:oauth:grant-type:token-exchange',
       {
-        subject_token: userToken as string,
+        subject_token: tokens.access_token,
         subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
         audience: 'api1',
       },
@@ -211,6 +202,10 @@ describe.each(RUNTIMES)('$name', ({ command }) => {
       await oauth.introspectionRequest(as, resourceServer, resourceServerAuth, exchanged.access_token, options),
     )
     expect(introspected).toMatchObject({ active: true, sub: 'user-1', act: { sub: 'rt-agent' } })
+    // Redeemed once: the next poll is refused.
+    await expect(oauth.processDeviceCodeResponse(as, cli, await poll())).rejects.toMatchObject({
+      error: 'invalid_grant',
+    })
   })
 
   it('authorization code flow through the sign-in page, then refresh, userinfo, revocation and logout', async () => {
