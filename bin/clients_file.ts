@@ -175,6 +175,7 @@ export function fileClientInfo(client: ConfigFile['clients'][number]) {
     ...(client.idTokenSignedResponseAlg ? { idTokenSignedResponseAlg: client.idTokenSignedResponseAlg } : {}),
     ...(client.backchannelLogoutUri ? { backchannelLogoutUri: client.backchannelLogoutUri } : {}),
     ...(client.backchannelLogoutSessionRequired ? { backchannelLogoutSessionRequired: true } : {}),
+    ...(client.authorizationDetailsTypes ? { authorizationDetailsTypes: client.authorizationDetailsTypes } : {}),
     secrets:
       secret === undefined
         ? []

@@ -39,6 +39,8 @@ export type OAuthErrorCode =
   // RFC 9449 §5, §7.1, §8, §9 (DPoP): 400 at the token endpoint; a resource answers 401 + DPoP challenge
   | 'invalid_dpop_proof'
   | 'use_dpop_nonce'
+  // RFC 9396 §5 (rich authorization requests): 400 at the token endpoint, a redirect at authorization
+  | 'invalid_authorization_details'
   | 'server_error'
   | 'temporarily_unavailable'
 

@@ -34,6 +34,9 @@ export type {
   TokenServiceOptions,
   UserCodeLimitOptions,
   BackchannelLogoutOptions,
+  AuthorizationDetailsOptions,
+  AuthorizationDetailsTypeOptions,
+  StandardSchemaLike,
 } from './config/index.ts'
 export type { ClientRegistration } from './clients/index.ts'
 export type { Logger } from './events/index.ts'
@@ -71,6 +74,7 @@ export { createMemoryStore, DEVICE_CODE_RETENTION } from './storage/index.ts'
 export type {
   AttemptCounter,
   AttemptTaken,
+  AuthorizationDetail,
   ClientMetadata,
   ClientRecord,
   CodeRecord,

@@ -12,6 +12,7 @@
  * descriptions name the field, never its value.
  */
 import { publicSignatureKeys } from './jwks.ts'
+import { parseDetailTypes } from './detail_types.ts'
 import { OAuthError } from '../errors.ts'
 import type { SigningAlgorithm } from '../crypto/index.ts'
 import { isLoopback, isPublicAddress } from '../security/index.ts'
@@ -84,6 +85,8 @@ export interface RegistrationPolicy {
   idTokenAlgorithms: readonly string[]
   /** Extra private-use redirect schemes the host allows (option `dynamicClientRegistration.redirectSchemes`). */
   redirectSchemes?: ReadonlySet<string>
+  /** The service's authorization details types (RFC 9396 §10): a client's list is cut to them. */
+  authorizationDetailsTypes?: readonly string[]
 }
 
 /** Most keys a registered `jwks` may hold. */
@@ -298,6 +301,8 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
   }
   if (input.client_uri !== undefined) metadata.client_uri = checkWebUrl('client_uri', input.client_uri)
   if (input.logo_uri !== undefined) metadata.logo_uri = checkWebUrl('logo_uri', input.logo_uri)
+  const detailTypes = parseDetailTypes(input.authorization_details_types, policy.authorizationDetailsTypes)
+  if (detailTypes !== undefined) metadata.authorization_details_types = detailTypes
   return metadata
 }
 
@@ -332,6 +337,7 @@ const METADATA_FIELDS = [
   'requireDpop',
   'backchannelLogoutUri',
   'backchannelLogoutSessionRequired',
+  'authorizationDetailsTypes',
 ] as const
 
 type MetadataFields = (typeof METADATA_FIELDS)[number]
@@ -382,5 +388,8 @@ export function clientFields(
     ...(metadata.dpop_bound_access_tokens === true ? { requireDpop: true } : {}),
     ...(metadata.backchannel_logout_uri !== undefined ? { backchannelLogoutUri: metadata.backchannel_logout_uri } : {}),
     ...(metadata.backchannel_logout_session_required === true ? { backchannelLogoutSessionRequired: true } : {}),
+    ...(metadata.authorization_details_types
+      ? { authorizationDetailsTypes: metadata.authorization_details_types }
+      : {}),
   }
 }

@@ -41,6 +41,7 @@ import { OAuthError } from '../errors.ts'
 import { mediaType, readCapped as readStreamCapped } from '../http.ts'
 import { fetchPublic, type Limiter, type OutboundFetch } from '../security/index.ts'
 import { Permissions, scopePermission } from './permissions.ts'
+import { parseDetailTypes } from './detail_types.ts'
 import type { ClientRecord } from '../storage/index.ts'
 
 /** Largest document read, bytes (the draft suggests 5 KB is plenty; 64 KiB leaves room for jwks). */
@@ -64,6 +65,8 @@ export type MetadataFetch = (url: string, init: RequestInit) => Promise<Response
 export interface MetadataDocumentResolverOptions {
   /** Scopes such clients may be granted (the option's `scopes`). */
   scopes: readonly string[]
+  /** The service's authorization details types (RFC 9396 §10): a document's list is cut to them. */
+  authorizationDetailsTypes?: readonly string[]
   allowPrivateNetworks: boolean
   /** Seconds a fetch (name resolution, response and body) may take. */
   timeout: number
@@ -290,6 +293,7 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
       ...(doc.post_logout_redirect_uris ? [Permissions.Endpoints.Logout] : []),
       ...scopes.map(scopePermission),
     ]
+    const detailTypes = parseDetailTypes(doc.authorization_details_types, options.authorizationDetailsTypes)
     const at = now()
     return {
       clientId,
@@ -305,6 +309,7 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
       lifetimes: {},
       ...(keyed ? { tokenEndpointAuthMethod: 'private_key_jwt' as const, jwksUri: doc.jwks_uri } : {}),
       ...backchannelFields(doc),
+      ...(detailTypes ? { authorizationDetailsTypes: detailTypes } : {}),
       registration: {
         kind: 'metadata_document',
         documentUrl: clientId,
@@ -316,6 +321,7 @@ export function createMetadataDocumentResolver(options: MetadataDocumentResolver
           response_types: ['code'],
           ...(doc.client_name !== undefined ? { client_name: doc.client_name } : {}),
           scope: scopes.join(' '),
+          ...(detailTypes ? { authorization_details_types: detailTypes } : {}),
           ...(doc.backchannel_logout_uri !== undefined
             ? {
                 backchannel_logout_uri: doc.backchannel_logout_uri,

@@ -62,6 +62,8 @@ export const documentSchema = (schemes: ReadonlySet<string>) =>
     grant_types: v.optional(v.pipe(v.array(v.picklist(['authorization_code', 'refresh_token'])), v.maxLength(2))),
     response_types: v.optional(v.array(v.literal('code'))),
     scope: v.optional(v.pipe(v.string(), v.maxLength(4096))),
+    // RFC 9396 §10: cut to the service's types.
+    authorization_details_types: v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(200))), v.maxLength(100))),
     // Draft §4.1: a document must not carry a secret (anyone can read it).
     client_secret: v.optional(v.never()),
     client_secret_expires_at: v.optional(v.never()),

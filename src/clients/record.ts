@@ -40,6 +40,8 @@ export interface ClientInfo {
   backchannelLogoutUri?: string
   /** Its logout tokens must carry `sid`. */
   backchannelLogoutSessionRequired?: boolean
+  /** The authorization details types (RFC 9396) it may request. */
+  authorizationDetailsTypes?: string[]
   /** Set when the client registered itself (RFC 7591, or a client id metadata document). */
   registration?: {
     kind: 'dynamic' | 'metadata_document'
@@ -134,6 +136,7 @@ export function toClientInfo(record: ClientRecord): ClientInfo {
     ...(record.idTokenSignedResponseAlg ? { idTokenSignedResponseAlg: record.idTokenSignedResponseAlg } : {}),
     ...(record.backchannelLogoutUri ? { backchannelLogoutUri: record.backchannelLogoutUri } : {}),
     ...(record.backchannelLogoutSessionRequired ? { backchannelLogoutSessionRequired: true } : {}),
+    ...(record.authorizationDetailsTypes ? { authorizationDetailsTypes: [...record.authorizationDetailsTypes] } : {}),
     ...(record.registration
       ? {
           registration: {

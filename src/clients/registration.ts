@@ -98,6 +98,14 @@ export const ClientRegistrationSchema = strictObject({
   backchannelLogoutUri: v.optional(v.pipe(redirectUri, v.maxLength(2048))),
   /** The logout token must carry `sid`. */
   backchannelLogoutSessionRequired: v.optional(v.boolean()),
+  /** The authorization details types (RFC 9396) the client may request, among the service's. */
+  authorizationDetailsTypes: v.optional(
+    v.pipe(
+      v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
+      v.maxLength(100),
+      v.transform((list) => [...new Set(list)]),
+    ),
+  ),
   /** Per-client lifetimes in seconds overriding the service defaults. */
   lifetimes: v.optional(
     strictObject({
@@ -213,4 +221,9 @@ export interface ClientRegistration {
   backchannelLogoutUri?: string
   /** The logout token must carry `sid` (it always does). Default false. */
   backchannelLogoutSessionRequired?: boolean
+  /**
+   * The authorization details types (RFC 9396 §10 `authorization_details_types`) the client may
+   * request; each must also be one of the service's `authorizationDetailsTypes`. Default none.
+   */
+  authorizationDetailsTypes?: string[]
 }

@@ -76,6 +76,7 @@ function securityFields(reg: ParsedClientRegistration): Partial<ClientRecord> {
   if (reg.idTokenSignedResponseAlg !== undefined) fields.idTokenSignedResponseAlg = reg.idTokenSignedResponseAlg
   if (reg.backchannelLogoutUri !== undefined) fields.backchannelLogoutUri = reg.backchannelLogoutUri
   if (reg.backchannelLogoutSessionRequired) fields.backchannelLogoutSessionRequired = true
+  if (reg.authorizationDetailsTypes?.length) fields.authorizationDetailsTypes = reg.authorizationDetailsTypes
   return fields
 }
 
@@ -135,6 +136,7 @@ async function merge(w: ClientWrites, existing: ClientRecord, changes: ClientCha
     idTokenSignedResponseAlg: existing.idTokenSignedResponseAlg,
     backchannelLogoutUri: existing.backchannelLogoutUri,
     backchannelLogoutSessionRequired: existing.backchannelLogoutSessionRequired,
+    authorizationDetailsTypes: existing.authorizationDetailsTypes,
   }
   for (const [name, value] of Object.entries(changes)) {
     // The id is the key: an untyped caller's `clientId` in changes must not retarget the update.

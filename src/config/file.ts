@@ -68,6 +68,8 @@ export const ConfigFileSchema = strictObject({
   parTtl: settings.parTtl,
   dpop: settings.dpop,
   profile: settings.profile,
+  // #41: rich authorization requests (RFC 9396)
+  authorizationDetailsTypes: settings.authorizationDetailsTypes,
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

@@ -4,6 +4,11 @@
  * scopes. This index is what the rest of the code imports; nothing outside the folder imports its
  * other files.
  */
+export type {
+  AuthorizationDetailsOptions,
+  AuthorizationDetailsTypeOptions,
+  StandardSchemaLike,
+} from './authorization_details.ts'
 export type { BackchannelLogoutOptions } from './backchannel_logout.ts'
 export { type ConfigFile, parseConfigFile, type StoreConfig } from './file.ts'
 export { HealthSchema } from './health.ts'

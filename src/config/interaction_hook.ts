@@ -84,6 +84,12 @@ export interface PendingInteraction {
    * return them for them to be released.
    */
   claims?: { userinfo: string[]; idToken: string[] }
+  /**
+   * The request's authorization details (RFC 9396), each `{ type, ...fields }`: a consent given
+   * (`consent`) approves all of them, so show every one. Without a consent, the built-in consent
+   * page asks unless the session approved the same details before.
+   */
+  authorizationDetails?: Array<{ type: string; [field: string]: unknown }>
   /** The current signed-in end-user, if any (e.g. when re-authentication is forced). */
   session?: { sub: string; authTime: number }
   /**

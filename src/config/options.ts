@@ -13,6 +13,7 @@ import type { AccountProvider, AccountRequest, AddressClaim, UserConfig } from '
 import type { Theme } from '../pages/index.ts'
 import type { TokenExchangeOptions } from './token_exchange.ts'
 import type { BackchannelLogoutOptions } from './backchannel_logout.ts'
+import type { AuthorizationDetailsOptions } from './authorization_details.ts'
 import type { ClientRegistration } from '../clients/index.ts'
 
 export type {
@@ -320,6 +321,13 @@ export interface TokenServiceOptions {
   tokenExchange?: TokenExchangeOptions
   /** Delivery of back-channel logout tokens (OpenID Connect Back-Channel Logout 1.0; docs/logout.md). */
   backchannelLogout?: BackchannelLogoutOptions
+  /**
+   * The authorization details types (RFC 9396) the service accepts, listed in discovery as
+   * `authorization_details_types_supported`; a client may use those of its `authorizationDetailsTypes`.
+   */
+  authorizationDetailsTypes?: string[]
+  /** The host's hooks per authorization details type: validate, describe (docs/protocol.md). */
+  authorizationDetails?: AuthorizationDetailsOptions
 }
 
 /** Settings of the `dpop` option. */

@@ -40,10 +40,22 @@ void [_optionsMatch, _registrationMatches, _userMatches, _dcrMatches, _scopeMatc
 /** Validates options; throws a TypeError naming every bad field. */
 export function parseOptions(input: unknown): Config {
   const result = v.safeParse(OptionsSchema, input)
-  if (result.success) return applyProfile(applyHashLimit(result.output))
+  if (result.success) return applyProfile(applyHashLimit(checkDetailTypes(result.output)))
   throw new TypeError(`invalid token service options\n${formatIssues(result.issues)}`, {
     cause: withoutInputs(result.issues),
   })
+}
+
+/** Every type with hooks in `authorizationDetails.types` is one of `authorizationDetailsTypes` (#41). */
+function checkDetailTypes(config: Config): Config {
+  for (const type of Object.keys(config.authorizationDetails?.types ?? {})) {
+    if (!config.authorizationDetailsTypes?.includes(type)) {
+      throw new TypeError(
+        `invalid token service options\nauthorizationDetails.types: ${JSON.stringify(type)} is not one of authorizationDetailsTypes`,
+      )
+    }
+  }
+  return config
 }
 
 /**

@@ -7,6 +7,7 @@
 import { type DpopVerifier, type JwsSigner, SIGNING_ALGS } from '../crypto/index.ts'
 import type { AccountProvider, Logger, SigningAlgorithm } from './options.ts'
 import { BackchannelLogoutSchema } from './backchannel_logout.ts'
+import { AuthorizationDetailsSchema, AuthorizationDetailsTypesSchema } from './authorization_details.ts'
 import * as v from 'valibot'
 import { OPTION_DEFAULTS } from '../defaults.ts'
 import type { EventHook, MetricsHook } from '../events/index.ts'
@@ -366,6 +367,9 @@ export const OptionsSchema = strictObject({
   tokenExchange: v.optional(TokenExchangeSchema),
   /** Delivery of back-channel logout tokens. */
   backchannelLogout: BackchannelLogoutSchema,
+  /** The authorization details types (RFC 9396) the service knows, and the host's hooks per type. */
+  authorizationDetailsTypes: AuthorizationDetailsTypesSchema,
+  authorizationDetails: AuthorizationDetailsSchema,
 })
 
 /** The options as parsed: every default filled in. */

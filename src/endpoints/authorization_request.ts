@@ -19,6 +19,7 @@
  * 11. claims (Core §5.5): JSON of the claims request, login_hint, ui_locales, claims_locales,
  *     display, acr_values (Core §3.1.2.1)             → invalid_request;
  *     a requested claim of a scope the client is not permitted (§5.4) is dropped, no error
+ * 12. authorization_details (RFC 9396 §2, src/protocol/authorization_details.ts) → invalid_authorization_details
  * Until client and redirect_uri are verified (1–2) errors are OAuthErrors, which the authorization
  * endpoint shows as a page (RFC 6749 §4.1.2.1); from 3 on they are {@link Refusal}s for the
  * verified redirect_uri, answered in the request's response_mode when it is a valid one (Form Post
@@ -27,6 +28,7 @@
 import {
   defaultScopesForResources,
   parseClaimsParameter,
+  parseAuthorizationDetails,
   parseDisplay,
   parseResources,
   permittedClaims,
@@ -175,6 +177,7 @@ export async function parseAuthorizationRequest(
   const { prompt, maxAge, hintSub } = await checkPromptAndHints(p, ctx)
   const dpopJkt = checkDpopJkt(p.get('dpop_jkt'), origin.dpopJkt)
   const extras = checkOpenIdParameters(p, client, ctx)
+  const details = await parseAuthorizationDetails(p.get('authorization_details'), client, ctx).catch(toRefusal)
   return {
     clientId,
     redirectUri,
@@ -189,7 +192,13 @@ export async function parseAuthorizationRequest(
     ...(hintSub !== undefined ? { idTokenHintSub: hintSub } : {}),
     ...(resources.length > 0 ? { resources } : {}),
     ...(dpopJkt !== undefined ? { dpopJkt } : {}),
+    ...(details ? { authorizationDetails: details } : {}),
   }
+}
+
+/** An OAuthError of a check as a {@link Refusal} (redirected to the client). */
+function toRefusal(err: unknown): never {
+  throw err instanceof OAuthError ? new Refusal(err.code, err.message) : err
 }
 
 /**

@@ -21,6 +21,7 @@ import { formPairs, mediaType, notAForm, readText } from '../http.ts'
 import {
   type AuthorizationRequest,
   claimsNeedingConsent,
+  detailsNeedConsent,
   issueCodeRedirect,
   loadSession,
   startInteraction,
@@ -138,9 +139,11 @@ async function continueWithSession(
     maxAge === 0 || // Core §3.1.2.1: max_age=0 is prompt=login
     (maxAge !== undefined && now - session.authTime > maxAge) ||
     (hintSub !== undefined && hintSub !== session.sub)
-  // A client that registered itself asks every time: no earlier consent stands in for it.
+  // A client that registered itself asks every time: no earlier consent stands in for it; nor
+  // do scopes for authorization details not approved before (RFC 9396, #41).
   const needsConsent =
     isSelfRegistered(client) ||
+    (await detailsNeedConsent(authRequest, session, ctx)) ||
     (client.consentType === 'explicit' &&
       (prompt.includes('consent') ||
         !granted.every((scope) => session?.consents[clientId]?.includes(scope)) ||

@@ -71,6 +71,10 @@ export function metadata(ctx: Context): Record<string, unknown> {
     authorization_response_iss_parameter_supported: true,
     // draft-ietf-oauth-client-id-metadata-document §5: URL client ids are fetched.
     ...(config.clientIdMetadataDocuments ? { client_id_metadata_document_supported: true } : {}),
+    // RFC 9396 §10: the authorization details types the service accepts.
+    ...(config.authorizationDetailsTypes?.length
+      ? { authorization_details_types_supported: config.authorizationDetailsTypes }
+      : {}),
   }
 }
 

@@ -15,10 +15,12 @@ import {
   checkPassword,
   claimsNeedingConsent,
   completeInteraction,
+  detailsNeedConsent,
   loadSession,
   readCookie,
 } from '../interaction/index.ts'
 import { OAuthError } from '../errors.ts'
+import { describeAuthorizationDetails } from '../protocol/index.ts'
 import { parseParams, readForm } from '../http.ts'
 import { consentPage, errorPage, loginPage } from '../pages/index.ts'
 import type { InteractionRecord } from '../storage/index.ts'
@@ -36,10 +38,12 @@ async function needsConsent(record: InteractionRecord, request: Request, ctx: Co
   const req = record.request as unknown as AuthorizationRequest
   const client = await ctx.clients.get(req.clientId)
   if (client && isSelfRegistered(client)) return true
-  if (client?.consentType !== 'explicit') return false
-  if (req.prompt.includes('consent')) return true
   const { session } = await loadSession(request, ctx)
   const same = session && record.login && session.sub === record.login.sub ? session : undefined
+  // Authorization details not approved before always ask (RFC 9396, #41), whatever the consent type.
+  if (await detailsNeedConsent(req, same, ctx)) return true
+  if (client?.consentType !== 'explicit') return false
+  if (req.prompt.includes('consent')) return true
   const given = same?.consents[req.clientId]
   const givenClaims = same?.claimConsents?.[req.clientId]
   return (
@@ -69,6 +73,9 @@ async function render(
       ...common,
       scopes: req.scopes,
       claims: claimsNeedingConsent(req, ctx),
+      ...(req.authorizationDetails
+        ? { authorizationDetails: describeAuthorizationDetails(req.authorizationDetails, ctx) }
+        : {}),
       ...(notice ? { selfRegistered: notice } : {}),
     })
   }

@@ -55,6 +55,8 @@ async function introspectAccessToken(token: string, caller: ClientRecord, ctx: C
       ...(claims.cnf ? { cnf: { jkt: claims.cnf.jkt } } : {}),
       // RFC 8693 §2.1: the actor (and prior actors) of an exchanged token.
       ...(claims.act !== undefined ? { act: claims.act } : {}),
+      // RFC 9396 §9.2: the authorization details the token is for.
+      ...(claims.authorization_details ? { authorization_details: claims.authorization_details } : {}),
     },
     jti: claims.jti,
     ...(claims.gid !== undefined ? { grantId: claims.gid } : {}),
@@ -77,6 +79,7 @@ async function introspectRefreshToken(token: string, caller: ClientRecord, ctx: 
       iat: record.issuedAt,
       iss: ctx.config.issuer,
       token_type: 'refresh_token',
+      ...(record.authorizationDetails ? { authorization_details: record.authorizationDetails } : {}),
     },
     grantId: record.familyId,
   }

@@ -52,6 +52,9 @@ export function createRegistration(ctx: Context): {
     grantTypes: settings.grantTypes,
     idTokenAlgorithms: signingAlgorithms(ctx.config),
     redirectSchemes: new Set(settings.redirectSchemes ?? []),
+    ...(ctx.config.authorizationDetailsTypes
+      ? { authorizationDetailsTypes: ctx.config.authorizationDetailsTypes }
+      : {}),
   }
   const caps: RegistrationCaps = {
     perAddress: settings.maxPerAddressPerHour ?? OPTION_DEFAULTS.dynamicClientRegistration.maxPerAddressPerHour,

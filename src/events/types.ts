@@ -46,6 +46,8 @@ export type GatehouseEvent = EventBase &
         type: 'token.issued'
         grantType: 'client_credentials' | 'authorization_code' | 'urn:ietf:params:oauth:grant-type:device_code'
         scope: string
+        /** RFC 9396: the types of the token's authorization details, when it has any (never their fields). */
+        authorizationDetailsTypes?: string[]
       } & Subjects)
     | ({
         /** RFC 8628: `clientId` started a device authorization (grant `grantId`) asking for `scope`. */
@@ -77,7 +79,12 @@ export type GatehouseEvent = EventBase &
         type: 'device.user_code_failed'
         reason: 'invalid_user_code' | 'throttled'
       }
-    | ({ type: 'token.refreshed'; scope: string } & Subjects)
+    | ({
+        type: 'token.refreshed'
+        scope: string
+        /** RFC 9396: the types of the token's authorization details, when it has any. */
+        authorizationDetailsTypes?: string[]
+      } & Subjects)
     | ({
         /** RFC 8693 token exchange: `clientId` exchanged a token of `sub` (grant `grantId`) for `jti`. */
         type: 'token.exchanged'

@@ -28,6 +28,8 @@ import { Permissions } from '../clients/index.ts'
 import { checkCodeVerifier } from '../tokens/index.ts'
 import { checkKeyBinding } from '../dpop/index.ts'
 import {
+  detailTypesOf,
+  grantDetails,
   grantRecordOf,
   issueUserTokens,
   permittedScopes,
@@ -38,8 +40,26 @@ import {
 import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
 import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
-import type { CodeRecord } from '../storage/index.ts'
+import type { ClientRecord, CodeRecord } from '../storage/index.ts'
 import type { Grant } from './types.ts'
+
+/** A code used before: RFC 6749 §4.1.2, revoke all tokens previously issued based on it. */
+async function replayedCode(
+  used: CodeRecord,
+  client: ClientRecord,
+  request: Request,
+  now: number,
+  ctx: Context,
+): Promise<never> {
+  await ctx.store.revocations.revokeFamily(used.familyId, now + ctx.config.refreshTokenFamilyTtl)
+  ctx.emit(metaOf(request), {
+    type: 'code.replay_detected',
+    clientId: client.clientId,
+    sub: used.sub,
+    grantId: used.familyId,
+  })
+  throw new OAuthError('invalid_grant', 'the code has already been used')
+}
 
 export const authorizationCode: Grant = {
   type: 'authorization_code',
@@ -64,17 +84,7 @@ export const authorizationCode: Grant = {
     await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod, ctx.sha256)
     // RFC 9449 §10: a code bound with dpop_jkt (or a pushed request's proof) needs that key's proof.
     checkKeyBinding(record.dpopJkt, proof, 'code')
-    const replayed = async (used: CodeRecord): Promise<never> => {
-      // RFC 6749 §4.1.2: SHOULD revoke all tokens previously issued based on that code.
-      await ctx.store.revocations.revokeFamily(used.familyId, now + ctx.config.refreshTokenFamilyTtl)
-      ctx.emit(metaOf(request), {
-        type: 'code.replay_detected',
-        clientId: client.clientId,
-        sub: used.sub,
-        grantId: used.familyId,
-      })
-      throw new OAuthError('invalid_grant', 'the code has already been used')
-    }
+    const replayed = (used: CodeRecord): Promise<never> => replayedCode(used, client, request, now, ctx)
     if (record.consumedAt !== undefined) return replayed(record)
     // RFC 8707 §2.2: a subset of the code's resources (none named: all of them).
     const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
@@ -96,6 +106,8 @@ export const authorizationCode: Grant = {
       scopes,
       tokenScopes,
       ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
+      // RFC 9396 §6.1: a subset of the code's authorization details (none named: all of them).
+      ...(await grantDetails(params, record.authorizationDetails, client, ctx)),
       authTime: record.authTime,
       familyExpiresAt: now + ctx.config.refreshTokenFamilyTtl,
       ...(record.sid !== undefined ? { sid: record.sid } : {}),
@@ -128,13 +140,8 @@ export const authorizationCode: Grant = {
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
     ctx.emit(meta, { type: 'code.redeemed', ...subjects })
-    ctx.emit(meta, {
-      type: 'token.issued',
-      grantType: 'authorization_code',
-      ...subjects,
-      jti,
-      scope: tokenScopes.join(' '),
-    })
+    const issued = { type: 'token.issued', grantType: 'authorization_code', jti, scope: tokenScopes.join(' ') } as const
+    ctx.emit(meta, { ...issued, ...subjects, ...detailTypesOf(response) })
     return response
   },
 }

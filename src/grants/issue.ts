@@ -10,11 +10,18 @@ import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { isConfidential, Permissions, scopePermission } from '../clients/index.ts'
 import type { DpopProof } from '../dpop/index.ts'
-import type { ClientRecord, GrantRecord, RefreshTokenRecord, RequestedClaims } from '../storage/index.ts'
+import type {
+  AuthorizationDetail,
+  ClientRecord,
+  GrantRecord,
+  RefreshTokenRecord,
+  RequestedClaims,
+} from '../storage/index.ts'
 import { issueAccessToken, type IssueAccessTokenInput, issueIdToken, type IssueIdTokenInput } from '../tokens/index.ts'
 import type { SigningKey } from '../keys/index.ts'
 import { randomToken, signingAlgorithms } from '../crypto/index.ts'
-import { markResourceBound } from '../protocol/index.ts'
+import { markResourceBound, narrowAuthorizationDetails } from '../protocol/index.ts'
+import type { Params } from '../http.ts'
 import type { TokenResponse } from './types.ts'
 
 /** What an end-user grant is about. */
@@ -29,6 +36,10 @@ export interface UserGrant {
   resources?: string[]
   /** Resources of this access token (⊆ resources): its `aud` exactly, when any. */
   tokenResources?: string[]
+  /** Authorization details of the grant (RFC 9396; the refresh token keeps these). */
+  authorizationDetails?: AuthorizationDetail[]
+  /** Authorization details of this access token (⊆ authorizationDetails, §6.1). */
+  tokenAuthorizationDetails?: AuthorizationDetail[]
   authTime: number
   sid?: string
   acr?: string
@@ -38,6 +49,27 @@ export interface UserGrant {
   claims?: RequestedClaims
   /** Absolute end of the refresh token family (epoch s). */
   familyExpiresAt: number
+}
+
+/**
+ * The authorization details (RFC 9396) of a grant and of the token a token request asks for: its
+ * `authorization_details`, each one of the grant's (§6.1, §7.2), or all of them when absent; a
+ * request naming details for a grant without any is invalid_authorization_details.
+ */
+export async function grantDetails(
+  params: Params,
+  granted: AuthorizationDetail[] | undefined,
+  client: ClientRecord,
+  ctx: Context,
+): Promise<Pick<UserGrant, 'authorizationDetails' | 'tokenAuthorizationDetails'>> {
+  const token = await narrowAuthorizationDetails(params.get('authorization_details'), granted, client, ctx)
+  return granted ? { authorizationDetails: granted, tokenAuthorizationDetails: token ?? [] } : {}
+}
+
+/** The audit event field of a token response's authorization details (RFC 9396): their types. */
+export function detailTypesOf(response: TokenResponse): { authorizationDetailsTypes?: string[] } {
+  const details = response.authorization_details
+  return details ? { authorizationDetailsTypes: [...new Set(details.map((detail) => detail.type))] } : {}
 }
 
 /** Whether this grant gets a refresh token (client permission, offline_access policy). */
@@ -170,6 +202,8 @@ export async function issueUserTokens(
     token_type: options.proof ? 'DPoP' : 'Bearer',
     expires_in: accessTtl,
     scope: grant.tokenScopes.join(' '),
+    // RFC 9396 §7: the details the access token is for.
+    ...(grant.tokenAuthorizationDetails ? { authorization_details: grant.tokenAuthorizationDetails } : {}),
   }
   let expiresAt = Number(claims.exp)
   if (grant.tokenScopes.includes('openid')) {
@@ -203,6 +237,7 @@ export function grantRecordOf(
     scope: grant.scopes.join(' '),
     ...(grant.resources?.length ? { resources: grant.resources } : {}),
     ...(grant.claims ? { claims: grant.claims } : {}),
+    ...(grant.authorizationDetails ? { authorizationDetails: grant.authorizationDetails } : {}),
     ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
     ...(made.sessionId !== undefined ? { sessionId: made.sessionId } : {}),
     kind: made.kind,
@@ -235,6 +270,7 @@ function accessTokenInput(
     authTime: grant.authTime,
     ...(grant.sid !== undefined ? { sid: grant.sid } : {}),
     ...(grant.claims?.userinfo ? { userinfoClaims: grant.claims.userinfo } : {}),
+    ...(grant.tokenAuthorizationDetails ? { authorizationDetails: grant.tokenAuthorizationDetails } : {}),
     // RFC 9449 §6.1: bound to the proof's key.
     ...(proof ? { jkt: proof.jkt } : {}),
   }
@@ -297,6 +333,7 @@ function nextRefreshRecord(
     ...(grant.amr !== undefined ? { amr: grant.amr } : {}),
     ...(grant.resources?.length ? { resources: grant.resources } : {}),
     ...(grant.claims ? { claims: grant.claims } : {}),
+    ...(grant.authorizationDetails ? { authorizationDetails: grant.authorizationDetails } : {}),
     // RFC 9449 §5: a public client's refresh token is bound to the proof's key; a confidential
     // client's is not (client authentication already constrains it).
     ...(proof && !isConfidential(client) ? { dpopJkt: proof.jkt } : {}),

@@ -26,7 +26,7 @@ import type { ClientRecord, RefreshTokenRecord } from '../storage/index.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../clients/index.ts'
 import { parseScope } from '../config/index.ts'
-import { issueUserTokens, permittedScopes, requireAccount } from './issue.ts'
+import { detailTypesOf, grantDetails, issueUserTokens, permittedScopes, requireAccount } from './issue.ts'
 import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
 import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
@@ -82,7 +82,13 @@ export const refreshToken: Grant = {
     if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
     // Tokens issued in the family's last moments outlive it: so does the grant's record, then (#39).
     if (expiresAt > record.familyExpiresAt) await extendGrant(record.familyId, expiresAt, now, ctx)
-    ctx.emit(metaOf(request), { type: 'token.refreshed', ...subjects, jti, scope: response.scope ?? '' })
+    ctx.emit(metaOf(request), {
+      type: 'token.refreshed',
+      ...subjects,
+      jti,
+      scope: response.scope ?? '',
+      ...detailTypesOf(response),
+    })
     return response
   },
 }
@@ -123,6 +129,8 @@ async function issueNext(
   }
   const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
   const tokenScopes = scopesForResources(requested.length > 0 ? requested : granted, resources, ctx)
+  // RFC 9396 §7.2: a subset of the grant's authorization details (none named: all of them).
+  const details = await grantDetails(params, record.authorizationDetails, client, ctx)
   // Core §5.4: the claims request holds only claims of scopes the client is still permitted (#39 item 4).
   const claims = permittedClaims(record.claims, client, ctx)
   const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims })
@@ -133,6 +141,7 @@ async function issueNext(
       scopes: granted,
       tokenScopes,
       ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
+      ...details,
       authTime: record.authTime,
       familyExpiresAt: record.familyExpiresAt,
       ...(record.sid !== undefined ? { sid: record.sid } : {}),

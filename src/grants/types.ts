@@ -7,6 +7,7 @@ import type { AuthenticatedClient } from '../client_auth/index.ts'
 import type { Context } from '../context.ts'
 import type { DpopProof } from '../dpop/index.ts'
 import type { Params } from '../http.ts'
+import type { AuthorizationDetail } from '../storage/index.ts'
 
 export type GrantType =
   | 'authorization_code'
@@ -39,4 +40,6 @@ export interface TokenResponse {
   scope?: string
   /** RFC 8693 §2.2.1: the type of the issued token (token exchange only). */
   issued_token_type?: string
+  /** RFC 9396 §7: the authorization details the access token is for. */
+  authorization_details?: AuthorizationDetail[]
 }

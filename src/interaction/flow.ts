@@ -22,6 +22,7 @@ import { randomToken } from '../crypto/index.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { startBackchannelLogout } from '../logout/index.ts'
 import type { Authentication, AuthorizationRequest } from './request.ts'
+import { detailsNeedConsent, recordDetailConsent } from './detail_consent.ts'
 
 /** The most grants without offline_access one session tracks (the oldest is revoked beyond it). */
 export const SESSION_GRANTS_MAX = 200
@@ -83,6 +84,7 @@ export function toPending(
   if (req.claimsLocales !== undefined) pending.claimsLocales = req.claimsLocales
   if (req.display !== undefined) pending.display = req.display
   if (req.acrValues !== undefined) pending.acrValues = req.acrValues.split(' ').filter((value) => value !== '')
+  if (req.authorizationDetails) pending.authorizationDetails = structuredClone(req.authorizationDetails)
   if (req.claims)
     pending.claims = { userinfo: [...(req.claims.userinfo ?? [])], idToken: [...(req.claims.id_token ?? [])] }
   if (session) pending.session = { sub: session.sub, authTime: session.authTime }
@@ -189,10 +191,13 @@ export async function completeInteraction(
     return authorizationError(authRequest, client, result.consent !== undefined, 'login_required', description, ctx)
   }
   if (result.consent === undefined) {
-    // A self-registered client is never approved implicitly: a host that signed the end-user in
-    // without asking consent hands over to the built-in consent page.
+    // A self-registered client is never approved implicitly, nor are authorization details not
+    // approved before (#41): a host that signed the end-user in without asking consent hands
+    // over to the built-in consent page.
     const client = await ctx.clients.get(authRequest.clientId)
-    if (client && isSelfRegistered(client)) {
+    const { session: current } = request ? await loadSession(request, ctx) : {}
+    const sameUser = current?.sub === auth.sub ? current : undefined
+    if ((client && isSelfRegistered(client)) || (await detailsNeedConsent(authRequest, sameUser, ctx))) {
       await ctx.store.interactions.put({ ...record, login: auth })
       return redirect(`${ctx.urls.interaction}?uid=${encodeURIComponent(record.id)}`, new Headers(extraHeaders))
     }
@@ -321,6 +326,8 @@ export async function issueCodeRedirect(
     const merged = [...new Set([...previous, ...options.consentedClaims])]
     session.claimConsents = { ...session.claimConsents, [client.clientId]: merged }
   }
+  if (options.consented && authRequest.authorizationDetails)
+    await recordDetailConsent(session, client.clientId, authRequest.authorizationDetails, ctx)
   const claims = releasedClaims(authRequest, options.consentedClaims, ctx)
   const familyId = randomToken(16)
   // A grant without offline_access lives as long as the session (ended by logout).
@@ -356,6 +363,7 @@ export async function issueCodeRedirect(
     ...(authRequest.maxAge !== undefined ? { requireAuthTime: true } : {}),
     ...(authRequest.resources?.length ? { resources: authRequest.resources } : {}),
     ...(claims ? { claims } : {}),
+    ...(authRequest.authorizationDetails ? { authorizationDetails: authRequest.authorizationDetails } : {}),
     ...(authRequest.dpopJkt !== undefined ? { dpopJkt: authRequest.dpopJkt } : {}),
   }
   await ctx.store.codes.insert(record)

@@ -18,5 +18,6 @@ export {
   startInteraction,
 } from './flow.ts'
 export { completeHostInteraction, pendingInteraction } from './host.ts'
+export { detailsNeedConsent } from './detail_consent.ts'
 export { checkPassword } from './password.ts'
 export type { AuthorizationRequest } from './request.ts'

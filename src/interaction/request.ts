@@ -3,7 +3,7 @@
  * A validated authorization request, as the sign-in flow carries it, and the authentication it ends in.
  */
 import type { Display, ResponseMode } from '../protocol/index.ts'
-import type { RequestedClaims } from '../storage/index.ts'
+import type { AuthorizationDetail, RequestedClaims } from '../storage/index.ts'
 
 /** A validated authorization request. */
 export interface AuthorizationRequest {
@@ -37,6 +37,8 @@ export interface AuthorizationRequest {
    * request's proof. Kept in the interaction, so a resumed request still binds it.
    */
   dpopJkt?: string
+  /** The checked `authorization_details` (RFC 9396): the consent page shows them, the code keeps them. */
+  authorizationDetails?: AuthorizationDetail[]
 }
 
 /** The authenticated end-user of a completed sign-in or a live session. */

@@ -7,6 +7,7 @@
  */
 import type { Theme } from './theme.ts'
 import { escapeHtml as e } from '../http.ts'
+import { authorizationDetailItems, type DetailView } from './authorization_details.ts'
 import { ALERT_ICON, CHECK_ICON, type PageTexts, hidden, isolated, page, textsOf, withClient } from './layout.ts'
 
 export interface ConsentPageInput {
@@ -17,6 +18,8 @@ export interface ConsentPageInput {
   scopes: string[]
   /** Claims requested on their own (OpenID Connect Core §5.5) that Allow releases too. */
   claims?: string[]
+  /** Authorization details (RFC 9396) that Allow approves, each shown with every field. */
+  authorizationDetails?: DetailView[]
   /** Set for a client that registered itself (see `selfRegistrationNotice` in src/clients/record.ts). */
   selfRegistered?: SelfRegisteredNotice
 }
@@ -67,12 +70,12 @@ export function scopeItems(scopes: readonly string[]): string {
 }
 
 /**
- * The consent form: it lists every scope and claim that Allow grants, and Allow grants exactly
+ * The consent form: it lists every scope, authorization detail and claim that Allow grants, and Allow grants exactly
  * those. The approving button comes first.
  */
 export function consentPage(theme: Theme, input: ConsentPageInput): Response {
   const t = textsOf(theme)
-  const items = scopeItems(input.scopes)
+  const items = scopeItems(input.scopes) + authorizationDetailItems(input.authorizationDetails ?? [])
   const claims = (input.claims ?? [])
     .map(
       (claim) =>

@@ -3,6 +3,7 @@
  * The HTML pages: layout, texts, theme and the consent page. This index is what the rest of the
  * code imports; nothing outside the folder imports its other files.
  */
+export { authorizationDetailItems, type DetailView } from './authorization_details.ts'
 export { consentPage, logoutConfirmPage, noticeParagraph, scopeItems, type SelfRegisteredNotice } from './consent.ts'
 export {
   ALERT_ICON,

@@ -228,6 +228,8 @@ ul.scopes li{display:flex;gap:.6rem;align-items:flex-start;padding:.7rem .85rem;
 ul.scopes li+li{border-top:1px solid color-mix(in srgb,var(--border) 50%,transparent)}
 ul.scopes svg{flex:none;width:1.1rem;height:1.1rem;margin-top:.2rem;color:var(--primary)}
 ul.scopes code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85em;color:var(--muted)}
+li.detail dl{margin:.35rem 0 0;display:grid;grid-template-columns:auto 1fr;gap:.2rem .75rem;font-size:.9rem}li.detail dt{color:var(--muted)}li.detail dd{margin:0;overflow-wrap:anywhere}
+li.detail dd ul{margin:0;padding-inline-start:1rem}li.detail .empty{color:var(--muted)}
 .center{text-align:center}
 @media (max-width:30rem){body{justify-content:flex-start;padding:0}main{max-width:none;min-height:100vh;min-height:100dvh;border:0;border-radius:0;box-shadow:none;padding:2.5rem 1.25rem 2rem}}
 @media (forced-colors:active){button.primary{border:2px solid ButtonText}:focus-visible{outline:3px solid Highlight}}

@@ -34,3 +34,11 @@ export {
   RESOURCE_PARAMETERS,
   scopesForResources,
 } from './resource_indicators.ts'
+export {
+  canonicalDetail,
+  describeAuthorizationDetails,
+  MAX_AUTHORIZATION_DETAILS,
+  MAX_DETAIL_DEPTH,
+  narrowAuthorizationDetails,
+  parseAuthorizationDetails,
+} from './authorization_details.ts'

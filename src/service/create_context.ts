@@ -178,6 +178,7 @@ function metadataDocuments(
   }
   return createMetadataDocumentResolver({
     scopes: settings.scopes,
+    ...(config.authorizationDetailsTypes ? { authorizationDetailsTypes: config.authorizationDetailsTypes } : {}),
     allowPrivateNetworks: settings.allowPrivateNetworks,
     timeout: settings.timeout,
     limits: settings.fetchLimits,

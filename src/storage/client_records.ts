@@ -73,6 +73,11 @@ export interface ClientRecord {
   backchannelLogoutUri?: string
   /** The logout token must carry `sid` (Back-Channel Logout §2.2 `backchannel_logout_session_required`). */
   backchannelLogoutSessionRequired?: boolean
+  /**
+   * The authorization details types (RFC 9396 §10 `authorization_details_types`) the client may
+   * request, among the service's `authorizationDetailsTypes`; absent: none.
+   */
+  authorizationDetailsTypes?: string[]
   /** Per-client lifetimes (seconds) overriding the service defaults. */
   lifetimes: {
     accessToken?: number
@@ -124,4 +129,6 @@ export interface ClientMetadata {
   backchannel_logout_uri?: string
   /** Back-Channel Logout 1.0 §2.2: logout tokens must carry `sid` (default false). */
   backchannel_logout_session_required?: boolean
+  /** RFC 9396 §10: the authorization details types the client may use (cut to the service's list). */
+  authorization_details_types?: string[]
 }

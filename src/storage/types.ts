@@ -14,6 +14,15 @@ export interface RequestedClaims {
   id_token?: string[]
 }
 
+/**
+ * One element of RFC 9396 `authorization_details`: an object with a string `type` and the
+ * type's fields (JSON values), as the end-user approved it.
+ */
+export interface AuthorizationDetail {
+  type: string
+  [field: string]: unknown
+}
+
 export {
   DEVICE_CODE_RETENTION,
   type DeviceCodeRecord,
@@ -65,6 +74,8 @@ export interface CodeRecord {
   resources?: string[]
   /** The claims requested with the `claims` parameter (Core §5.5) that the end-user agreed to. */
   claims?: RequestedClaims
+  /** The authorization details (RFC 9396) the end-user approved; the token request may name a subset. */
+  authorizationDetails?: AuthorizationDetail[]
   /**
    * The DPoP key the code is bound to (RFC 9449 §10: `dpop_jkt` at authorization, or the proof
    * of the pushed request): redemption needs a proof made with that key.
@@ -101,6 +112,8 @@ export interface RefreshTokenRecord {
   resources?: string[]
   /** The approved claims request of the grant (Core §5.5): refreshed tokens keep releasing them. */
   claims?: RequestedClaims
+  /** The authorization details (RFC 9396) of the grant; a refresh may name a subset. */
+  authorizationDetails?: AuthorizationDetail[]
   /** A public client's refresh token is bound to its DPoP key (RFC 9449 §5): refreshing needs a proof with it. */
   dpopJkt?: string
   /** Set once by `rotate`. */
@@ -127,6 +140,11 @@ export interface SessionRecord {
    * OpenID Connect Core §5.5, beyond those of the granted scopes), by client id.
    */
   claimConsents?: Record<string, string[]>
+  /**
+   * Authorization details (RFC 9396) the end-user approved, by client id: the base64url SHA-256
+   * of each detail's canonical JSON (the newest `DETAIL_CONSENTS_MAX` per client).
+   */
+  detailConsents?: Record<string, string[]>
   /**
    * Families (grants) started in this session without `offline_access`: logout revokes them, so
    * their refresh tokens end with the session. The newest `SESSION_GRANTS_MAX` are kept.
@@ -185,6 +203,8 @@ export interface GrantRecord {
   resources?: string[]
   /** The approved claims request (Core §5.5). */
   claims?: RequestedClaims
+  /** The approved authorization details (RFC 9396). */
+  authorizationDetails?: AuthorizationDetail[]
   /** The public session id (`sid`) the grant was made in, if any. */
   sid?: string
   /** The session's store id (SessionRecord.id): lets the service check the session is still alive. */

@@ -8,6 +8,7 @@ import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
 import type { Keyring, SigningKey } from '../keys/index.ts'
 import { randomToken, signJwt } from '../crypto/index.ts'
 import type { TokenExchangeActor } from '../config/index.ts'
+import type { AuthorizationDetail } from '../storage/index.ts'
 
 /** Claims of an access token we issue. */
 export interface AccessTokenClaims extends JWTPayload {
@@ -47,6 +48,8 @@ export interface AccessTokenClaims extends JWTPayload {
    * those of `scope` (private to this service: its userinfo endpoint reads them).
    */
   uic?: string[]
+  /** RFC 9396 §9.1: the authorization details the token is for. */
+  authorization_details?: AuthorizationDetail[]
 }
 
 /** RFC 8693 §4.1 `act`: who acts (`sub`), and in `act` who acted before. */
@@ -73,6 +76,8 @@ export interface IssueAccessTokenInput {
   act?: TokenActor
   /** Claims requested for userinfo with the claims parameter: adds `uic`. */
   userinfoClaims?: string[]
+  /** The authorization details of the token (RFC 9396 §9.1): adds `authorization_details`. */
+  authorizationDetails?: AuthorizationDetail[]
 }
 
 /** An access token and its claims. */
@@ -107,6 +112,7 @@ export function issueAccessToken(
   if (input.jkt !== undefined) claims.cnf = { jkt: input.jkt }
   if (input.act !== undefined) claims.act = input.act
   if (input.userinfoClaims?.length) claims.uic = input.userinfoClaims
+  if (input.authorizationDetails) claims.authorization_details = input.authorizationDetails
   const token = signJwt(claims, 'at+jwt', key)
   return typeof token === 'string' ? { token, claims } : token.then((signed) => ({ token: signed, claims }))
 }
