@@ -67,10 +67,13 @@ export type {
   TokenExchangeParty,
   TokenExchangeRequest,
 } from './config/index.ts'
-export { createMemoryStore, DEVICE_CODE_RETENTION } from './storage/index.ts'
+export { CIBA_REQUEST_RETENTION, createMemoryStore, DEVICE_CODE_RETENTION } from './storage/index.ts'
 export type {
   AttemptCounter,
   AttemptTaken,
+  CibaDecision,
+  CibaPoll,
+  CibaRequestRecord,
   ClientMetadata,
   ClientRecord,
   CodeRecord,
