@@ -39,6 +39,9 @@ export type OAuthErrorCode =
   // RFC 9449 §5, §7.1, §8, §9 (DPoP): 400 at the token endpoint; a resource answers 401 + DPoP challenge
   | 'invalid_dpop_proof'
   | 'use_dpop_nonce'
+  // OpenID CIBA Core 1.0 §13 (backchannel authentication endpoint)
+  | 'unknown_user_id'
+  | 'invalid_binding_message'
   | 'server_error'
   | 'temporarily_unavailable'
 

@@ -40,6 +40,10 @@ export interface ClientInfo {
   backchannelLogoutUri?: string
   /** Its logout tokens must carry `sid`. */
   backchannelLogoutSessionRequired?: boolean
+  /** How CIBA results reach it (OpenID CIBA §4). */
+  backchannelTokenDeliveryMode?: 'poll' | 'ping'
+  /** Where its CIBA pings go. */
+  backchannelClientNotificationEndpoint?: string
   /** Set when the client registered itself (RFC 7591, or a client id metadata document). */
   registration?: {
     kind: 'dynamic' | 'metadata_document'
@@ -134,6 +138,12 @@ export function toClientInfo(record: ClientRecord): ClientInfo {
     ...(record.idTokenSignedResponseAlg ? { idTokenSignedResponseAlg: record.idTokenSignedResponseAlg } : {}),
     ...(record.backchannelLogoutUri ? { backchannelLogoutUri: record.backchannelLogoutUri } : {}),
     ...(record.backchannelLogoutSessionRequired ? { backchannelLogoutSessionRequired: true } : {}),
+    ...(record.backchannelTokenDeliveryMode
+      ? { backchannelTokenDeliveryMode: record.backchannelTokenDeliveryMode }
+      : {}),
+    ...(record.backchannelClientNotificationEndpoint
+      ? { backchannelClientNotificationEndpoint: record.backchannelClientNotificationEndpoint }
+      : {}),
     ...(record.registration
       ? {
           registration: {

@@ -76,6 +76,10 @@ function securityFields(reg: ParsedClientRegistration): Partial<ClientRecord> {
   if (reg.idTokenSignedResponseAlg !== undefined) fields.idTokenSignedResponseAlg = reg.idTokenSignedResponseAlg
   if (reg.backchannelLogoutUri !== undefined) fields.backchannelLogoutUri = reg.backchannelLogoutUri
   if (reg.backchannelLogoutSessionRequired) fields.backchannelLogoutSessionRequired = true
+  if (reg.backchannelTokenDeliveryMode !== undefined)
+    fields.backchannelTokenDeliveryMode = reg.backchannelTokenDeliveryMode
+  if (reg.backchannelClientNotificationEndpoint !== undefined)
+    fields.backchannelClientNotificationEndpoint = reg.backchannelClientNotificationEndpoint
   return fields
 }
 
@@ -135,6 +139,8 @@ async function merge(w: ClientWrites, existing: ClientRecord, changes: ClientCha
     idTokenSignedResponseAlg: existing.idTokenSignedResponseAlg,
     backchannelLogoutUri: existing.backchannelLogoutUri,
     backchannelLogoutSessionRequired: existing.backchannelLogoutSessionRequired,
+    backchannelTokenDeliveryMode: existing.backchannelTokenDeliveryMode,
+    backchannelClientNotificationEndpoint: existing.backchannelClientNotificationEndpoint,
   }
   for (const [name, value] of Object.entries(changes)) {
     // The id is the key: an untyped caller's `clientId` in changes must not retarget the update.

@@ -49,6 +49,8 @@ export const ConfigFileSchema = strictObject({
   interactionTtl: settings.interactionTtl,
   deviceCodeTtl: settings.deviceCodeTtl,
   deviceCodeInterval: settings.deviceCodeInterval,
+  cibaTtl: settings.cibaTtl,
+  cibaInterval: settings.cibaInterval,
   accessTokenSigningAlg: settings.accessTokenSigningAlg,
   idTokenSigningAlg: settings.idTokenSigningAlg,
   keyRotationInterval: settings.keyRotationInterval,

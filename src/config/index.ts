@@ -5,6 +5,7 @@
  * other files.
  */
 export type { BackchannelLogoutOptions } from './backchannel_logout.ts'
+export type { CibaNotification, CibaOptions } from './ciba.ts'
 export { type ConfigFile, parseConfigFile, type StoreConfig } from './file.ts'
 export { HealthSchema } from './health.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction_hook.ts'

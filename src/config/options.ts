@@ -13,6 +13,7 @@ import type { AccountProvider, AccountRequest, AddressClaim, UserConfig } from '
 import type { Theme } from '../pages/index.ts'
 import type { TokenExchangeOptions } from './token_exchange.ts'
 import type { BackchannelLogoutOptions } from './backchannel_logout.ts'
+import type { CibaOptions } from './ciba.ts'
 import type { ClientRegistration } from '../clients/index.ts'
 
 export type {
@@ -146,6 +147,10 @@ export interface TokenServiceOptions {
   deviceCodeTtl?: number
   /** Seconds a device must wait between polls (RFC 8628 §3.2 `interval`). Default 5. */
   deviceCodeInterval?: number
+  /** CIBA request lifetime (OpenID CIBA §7.3 `expires_in`), seconds; a shorter `requested_expiry` wins. Default 300. */
+  cibaTtl?: number
+  /** Seconds a CIBA client must wait between polls (CIBA §7.3 `interval`). Default 5. */
+  cibaInterval?: number
   /** Access token signing algorithm. Default ES256. */
   accessTokenSigningAlg?: SigningAlgorithm
   /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */
@@ -318,6 +323,8 @@ export interface TokenServiceOptions {
   tokenExchange?: TokenExchangeOptions
   /** Delivery of back-channel logout tokens (OpenID Connect Back-Channel Logout 1.0; docs/logout.md). */
   backchannelLogout?: BackchannelLogoutOptions
+  /** Client-Initiated Backchannel Authentication (OpenID CIBA): how the end-user is reached (docs/agents.md). */
+  ciba?: CibaOptions
 }
 
 /** Settings of the `dpop` option. */

@@ -7,6 +7,7 @@
 import { type DpopVerifier, type JwsSigner, SIGNING_ALGS } from '../crypto/index.ts'
 import type { AccountProvider, Logger, SigningAlgorithm } from './options.ts'
 import { BackchannelLogoutSchema } from './backchannel_logout.ts'
+import { CibaSchema } from './ciba.ts'
 import * as v from 'valibot'
 import { OPTION_DEFAULTS } from '../defaults.ts'
 import type { EventHook, MetricsHook } from '../events/index.ts'
@@ -167,6 +168,10 @@ export const OptionsSchema = strictObject({
   deviceCodeTtl: ttl(OPTION_DEFAULTS.deviceCodeTtl),
   /** Seconds between device polls (RFC 8628 §3.2). Default 5. */
   deviceCodeInterval: ttl(OPTION_DEFAULTS.deviceCodeInterval),
+  /** CIBA request lifetime (OpenID CIBA §7.3), seconds. Default 300. */
+  cibaTtl: ttl(OPTION_DEFAULTS.cibaTtl),
+  /** Seconds between CIBA polls (CIBA §7.3). Default 5. */
+  cibaInterval: ttl(OPTION_DEFAULTS.cibaInterval),
   /** Access token signing algorithm. Default ES256. */
   accessTokenSigningAlg: v.optional(v.picklist(SIGNING_ALGS), OPTION_DEFAULTS.accessTokenSigningAlg),
   /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */
@@ -366,6 +371,8 @@ export const OptionsSchema = strictObject({
   tokenExchange: v.optional(TokenExchangeSchema),
   /** Delivery of back-channel logout tokens. */
   backchannelLogout: BackchannelLogoutSchema,
+  /** Client-Initiated Backchannel Authentication (OpenID CIBA). */
+  ciba: CibaSchema,
 })
 
 /** The options as parsed: every default filled in. */

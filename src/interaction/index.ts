@@ -20,3 +20,12 @@ export {
 export { completeHostInteraction, pendingInteraction } from './host.ts'
 export { checkPassword } from './password.ts'
 export type { AuthorizationRequest } from './request.ts'
+export {
+  type CibaDecisionInput,
+  type CibaDecisionOutcome,
+  cibaApprovalUrl,
+  cibaRequestOfReference,
+  decideCiba,
+  notifyUser,
+} from './ciba.ts'
+export { cibaApprovalStep, startCibaApproval, submitCibaApproval } from './ciba_approval.ts'

@@ -38,6 +38,11 @@ export interface CibaRequestRecord {
   deliveryMode: 'poll' | 'ping'
   /** The bearer token of the client's notification endpoint (ping mode, CIBA §7.1). */
   clientNotificationToken?: string
+  /**
+   * Ping mode only: the `auth_req_id` itself, which the ping carries (CIBA §10.2). Redeeming it
+   * still takes the client's own authentication at the token endpoint.
+   */
+  authReqId?: string
   /** Seconds the client must wait between polls; each `slow_down` adds 5. */
   interval: number
   /** When the client last polled (epoch s). */

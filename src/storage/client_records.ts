@@ -73,6 +73,10 @@ export interface ClientRecord {
   backchannelLogoutUri?: string
   /** The logout token must carry `sid` (Back-Channel Logout §2.2 `backchannel_logout_session_required`). */
   backchannelLogoutSessionRequired?: boolean
+  /** How CIBA results reach the client (OpenID CIBA §4 `backchannel_token_delivery_mode`); absent: poll. */
+  backchannelTokenDeliveryMode?: 'poll' | 'ping'
+  /** Where a ping-mode client is notified (CIBA §4 `backchannel_client_notification_endpoint`). */
+  backchannelClientNotificationEndpoint?: string
   /** Per-client lifetimes (seconds) overriding the service defaults. */
   lifetimes: {
     accessToken?: number

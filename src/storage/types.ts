@@ -147,7 +147,7 @@ export interface SessionRecord {
 export interface InteractionRecord {
   /** Random interaction id (it travels in forms and the host's login URL). */
   id: string
-  kind: 'authorization' | 'logout' | 'device'
+  kind: 'authorization' | 'logout' | 'device' | 'ciba'
   /** base64url SHA-256 of the browser-binding cookie: only that browser may complete it. */
   browserId: string
   /** Anti-CSRF token of the forms of this interaction. */
