@@ -4,6 +4,7 @@
  * authentication request names. The written-out type of the public API and its valibot schema.
  */
 import * as v from 'valibot'
+import { isLoopback } from '../security/index.ts'
 
 /** What the end-user is asked (the `ciba.notify` hook's argument). */
 export interface CibaNotification {
@@ -31,6 +32,20 @@ export interface CibaOptions {
    * (the request stands; a `ciba.notification_failed` event says so).
    */
   notify?: (notification: CibaNotification) => unknown
+  /**
+   * Without `notify` (the standalone server's configuration file): a URL of the host's own (https,
+   * or http on a loopback host) the service POSTs each request to as JSON: `sub`, `client_id`,
+   * `client_name`, `scope`, `binding_message`, `authorization_details`, `approval_uri`,
+   * `expires_in`. Sent after the answer, with the `backchannelLogout` time-out and fetch; a failure
+   * is a `ciba.notification_failed` event.
+   */
+  notifyUrl?: string
+}
+
+/** https, or http on a loopback host (the host's own service). */
+function isHostUrl(value: string): boolean {
+  const url = new URL(value)
+  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url.hostname))
 }
 
 /** The `ciba` option's schema. */
@@ -40,6 +55,14 @@ export const CibaSchema = v.optional(
       v.custom<NonNullable<CibaOptions['notify']>>(
         (value) => typeof value === 'function',
         'must be a function (notification) => unknown (false refuses)',
+      ),
+    ),
+    notifyUrl: v.optional(
+      v.pipe(
+        v.string(),
+        v.url('must be an absolute URL'),
+        v.maxLength(2048),
+        v.check(isHostUrl, 'must use https (http only for a loopback host)'),
       ),
     ),
   }),

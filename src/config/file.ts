@@ -70,6 +70,8 @@ export const ConfigFileSchema = strictObject({
   parTtl: settings.parTtl,
   dpop: settings.dpop,
   profile: settings.profile,
+  // #41: where CIBA requests are POSTed for the host to reach the end-user (no hook in a file).
+  ciba: v.optional(strictObject({ notifyUrl: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))) })),
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

@@ -95,10 +95,17 @@ export interface DynamicClientRegistrationOptions {
    * The grant types a registered client may get. Default `authorization_code` and `refresh_token`.
    * With `urn:ietf:params:oauth:grant-type:device_code` (RFC 8628, #29) a client that registers it
    * (a CLI, public or not) gets the device authorization endpoint too; its approvals are always
-   * confirmed on a page naming it as self-registered.
+   * confirmed on a page naming it as self-registered. With `urn:openid:params:grant-type:ciba`
+   * (OpenID CIBA, #41) a confidential client that registers it gets the backchannel authentication
+   * endpoint; `backchannel_token_delivery_mode` and `backchannel_client_notification_endpoint`
+   * (https on a public host) are taken from its metadata.
    */
   grantTypes?: Array<
-    'authorization_code' | 'refresh_token' | 'client_credentials' | 'urn:ietf:params:oauth:grant-type:device_code'
+    | 'authorization_code'
+    | 'refresh_token'
+    | 'client_credentials'
+    | 'urn:ietf:params:oauth:grant-type:device_code'
+    | 'urn:openid:params:grant-type:ciba'
   >
   /**
    * Registration requests one source address may make per hour. Default 20. Applies only when the

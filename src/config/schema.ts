@@ -105,6 +105,7 @@ export const DYNAMIC_GRANT_TYPES = [
   'refresh_token',
   'client_credentials',
   'urn:ietf:params:oauth:grant-type:device_code',
+  'urn:openid:params:grant-type:ciba',
 ] as const
 
 /** The `dynamicClientRegistration` option (see `DynamicClientRegistrationOptions` in src/config/options.ts). */

@@ -79,14 +79,17 @@ export const ciba: Grant = {
     const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
     const scopes = permittedScopes(client, record.scope.split(' '), ctx)
     const target: Target = { scopes, tokenScopes: scopesForResources(scopes, resources, ctx), resources }
-    // Approved already: the account and the family are checked before the poll consumes anything.
+    // Approved already: the account and the family are checked before the poll consumes anything
+    // (after it, a concurrent replay may already have revoked the family this call redeems: what
+    // is issued then carries the family id and is dead on arrival, as for codes).
+    let account: Record<string, unknown> | undefined
     if (record.status === 'approved' && record.consumedAt === undefined && record.expiresAt > now) {
-      await checkApproved(record, loginOf(record), target, ctx)
+      account = await checkApproved(record, loginOf(record), target, ctx)
     }
     const polled = await ctx.store.cibaRequests.poll(id, now)
     if (polled.status !== 'ok') return refuse(polled, ctx, request, client.clientId)
     const login = loginOf(polled.record)
-    const account = await checkApproved(polled.record, login, target, ctx)
+    account ??= await checkApproved(polled.record, login, target, ctx)
     const signing = sign(userGrant(polled.record, login, target, ctx), account, client, ctx, proof)
     const { response, refreshRecord, jti, expiresAt } = await signing.issuing
     const made = { kind: 'ciba', createdAt: now, expiresAt } as const

@@ -32,7 +32,10 @@ export async function notifyUser(
   ctx: Context,
 ): Promise<boolean> {
   const notify = ctx.config.ciba.notify
-  if (!notify) return true
+  if (!notify) {
+    if (ctx.config.ciba.notifyUrl !== undefined) startNotifyPost(record, asked, ctx)
+    return true
+  }
   try {
     const answer = await notify({
       user: { sub: asked.user.sub, claims: asked.user.claims },
@@ -60,6 +63,46 @@ export async function notifyUser(
     })
     return true
   }
+}
+
+/** POSTs the request as JSON to `ciba.notifyUrl` after the answer (`waitUntil` when set); a failure is an event. */
+function startNotifyPost(
+  record: CibaRequestRecord,
+  asked: { client: ClientRecord; approval: string; meta: RequestMeta },
+  ctx: Context,
+): void {
+  const body = JSON.stringify({
+    sub: record.sub,
+    client_id: record.clientId,
+    client_name: asked.client.displayName ?? record.clientId,
+    scope: record.scope,
+    ...(record.bindingMessage !== undefined ? { binding_message: record.bindingMessage } : {}),
+    ...(record.authorizationDetails ? { authorization_details: record.authorizationDetails } : {}),
+    approval_uri: cibaApprovalUrl(ctx, asked.approval),
+    expires_in: record.expiresAt - ctx.now(),
+  })
+  const settings = ctx.config.backchannelLogout
+  const send = settings.fetch ?? ((url: string, init: RequestInit) => fetch(url, init))
+  const work = (async () => {
+    let error: string | undefined
+    try {
+      const response = await send(ctx.config.ciba.notifyUrl as string, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/json' },
+        body,
+        signal: AbortSignal.timeout(settings.timeout * 1000),
+      })
+      await response.body?.cancel().catch(() => {})
+      if (response.status < 200 || response.status >= 300) error = String(response.status)
+    } catch (err) {
+      error = err instanceof Error ? err.name : 'network'
+    }
+    if (error === undefined) return
+    const subjects = { clientId: record.clientId, sub: record.sub, grantId: record.familyId }
+    ctx.emit(asked.meta, { type: 'ciba.notification_failed', target: 'user', ...subjects, attempts: 1, error })
+  })()
+  ctx.config.waitUntil?.(work)
 }
 
 /** A decision on a CIBA request, by the end-user who signed in (the approval page or the host's app). */

@@ -128,4 +128,8 @@ export interface ClientMetadata {
   backchannel_logout_uri?: string
   /** Back-Channel Logout 1.0 §2.2: logout tokens must carry `sid` (default false). */
   backchannel_logout_session_required?: boolean
+  /** OpenID CIBA §4: `poll` or `ping` (clients with the CIBA grant). */
+  backchannel_token_delivery_mode?: 'poll' | 'ping'
+  /** OpenID CIBA §4: where pings go (https on a public host). */
+  backchannel_client_notification_endpoint?: string
 }

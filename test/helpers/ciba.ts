@@ -14,6 +14,7 @@ export const PING_ENDPOINT = 'https://agent.example.test/ciba-notify'
 const PERMISSIONS = [
   'ept:backchannel_authentication',
   'ept:token',
+  'ept:introspection',
   'gt:urn:openid:params:grant-type:ciba',
   'gt:refresh_token',
   'scp:openid',

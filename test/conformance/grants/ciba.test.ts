@@ -11,7 +11,9 @@ import type { AddressInfo } from 'node:net'
 import { decodeJwt } from 'jose'
 import * as client from 'openid-client'
 import { describe, expect, it } from 'vitest'
+import { parseConfigFile } from '../../../src/config/index.ts'
 import type { GatehouseEvent } from '../../../src/events/index.ts'
+import { createTokenService } from '../../../src/index.ts'
 import {
   CIBA_GRANT,
   type CibaCtx,
@@ -272,5 +274,120 @@ describe('#41 CIBA', () => {
     } finally {
       server.close()
     }
+  })
+})
+
+describe('#41 CIBA client metadata', () => {
+  it('#41 dynamic registration takes backchannel_token_delivery_mode and backchannel_client_notification_endpoint for the CIBA grant; a public client does not get it', async () => {
+    const ctx = await start({ dynamicClientRegistration: { scopes: ['openid'], grantTypes: [CIBA_GRANT] } })
+    const register = (body: Record<string, unknown>) =>
+      ctx.service.fetch(
+        new Request(`${ISSUER}/connect/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      )
+    const response = await register({
+      grant_types: [CIBA_GRANT],
+      backchannel_token_delivery_mode: 'ping',
+      backchannel_client_notification_endpoint: 'https://agent.example.com/ping',
+      client_name: 'Self Agent',
+    })
+    expect(response.status).toBe(201)
+    const body = (await response.json()) as Record<string, unknown>
+    expect(body).toMatchObject({
+      grant_types: [CIBA_GRANT],
+      backchannel_token_delivery_mode: 'ping',
+      backchannel_client_notification_endpoint: 'https://agent.example.com/ping',
+    })
+    const record = await ctx.service.clients.find(String(body.client_id))
+    expect(record).toMatchObject({
+      backchannelTokenDeliveryMode: 'ping',
+      backchannelClientNotificationEndpoint: 'https://agent.example.com/ping',
+    })
+    expect(record?.permissions).toEqual(expect.arrayContaining(['ept:backchannel_authentication', `gt:${CIBA_GRANT}`]))
+    const noEndpoint = await register({ grant_types: [CIBA_GRANT], backchannel_token_delivery_mode: 'ping' })
+    expect(noEndpoint.status).toBe(400)
+    const privateHost = await register({
+      grant_types: [CIBA_GRANT],
+      backchannel_token_delivery_mode: 'ping',
+      backchannel_client_notification_endpoint: 'https://10.0.0.1/ping',
+    })
+    expect(privateHost.status).toBe(400)
+    const publicClient = await register({ grant_types: [CIBA_GRANT], token_endpoint_auth_method: 'none' })
+    expect(publicClient.status).toBe(400)
+  })
+
+  it('#41 the host API: a ping client needs a notification endpoint (https or loopback http); a public client cannot have the CIBA grant', async () => {
+    const ctx = await start()
+    const base = { clientId: 'x', clientSecret: 'x-secret', permissions: [`gt:${CIBA_GRANT}`] }
+    await expect(ctx.service.clients.ensure({ ...base, backchannelTokenDeliveryMode: 'ping' })).rejects.toThrow(
+      /backchannelClientNotificationEndpoint/,
+    )
+    await expect(
+      ctx.service.clients.ensure({
+        ...base,
+        backchannelTokenDeliveryMode: 'ping',
+        backchannelClientNotificationEndpoint: 'http://agent.example.com/ping',
+      }),
+    ).rejects.toThrow(/https/)
+    await expect(ctx.service.clients.ensure({ clientId: 'y', permissions: [`gt:${CIBA_GRANT}`] })).rejects.toThrow(
+      /public client/,
+    )
+    await ctx.service.clients.ensure({
+      ...base,
+      backchannelTokenDeliveryMode: 'ping',
+      backchannelClientNotificationEndpoint: 'http://127.0.0.1:9/ping',
+    })
+    expect(await ctx.service.clients.find('x')).toMatchObject({ backchannelTokenDeliveryMode: 'ping' })
+  })
+})
+
+describe('#41 ciba.notifyUrl (the standalone server)', () => {
+  it('#41 without a hook the request is POSTed as JSON to ciba.notifyUrl; the configuration file takes the key; a failure is an event', async () => {
+    const posts: Array<{ url: string; body: Record<string, unknown> }> = []
+    const work: Promise<unknown>[] = []
+    let status = 204
+    const ctx = await start({
+      ciba: { notifyUrl: 'https://host.example.test/ciba' },
+      waitUntil: (promise) => void work.push(promise),
+      backchannelLogout: {
+        fetch: async (url, init) => {
+          posts.push({ url, body: JSON.parse(String(init.body)) as Record<string, unknown> })
+          return new Response(null, { status })
+        },
+      },
+    })
+    const response = await cibaRequest(ctx, { scope: 'openid', login_hint: 'alice', binding_message: 'Deploy v2' })
+    expect(response.status).toBe(200)
+    await Promise.all(work)
+    expect(posts).toHaveLength(1)
+    expect(posts[0]?.url).toBe('https://host.example.test/ciba')
+    expect(posts[0]?.body).toMatchObject({
+      sub: 'user-1',
+      client_id: 'agent',
+      client_name: 'Travel Agent',
+      scope: 'openid',
+      binding_message: 'Deploy v2',
+      expires_in: 300,
+    })
+    const approval = String(posts[0]?.body.approval_uri)
+    expect(approval.startsWith(`${ISSUER}/connect/ciba/approve?ref=`)).toBe(true)
+    expect(await decide(ctx, approval)).toBe('approved')
+    status = 500
+    expect((await cibaRequest(ctx, { scope: 'openid', login_hint: 'alice' })).status).toBe(200)
+    await Promise.all(work)
+    expect(ctx.events.find((event) => event.type === 'ciba.notification_failed')).toMatchObject({
+      target: 'user',
+      error: '500',
+    })
+    const file = parseConfigFile(
+      JSON.stringify({ ciba: { notifyUrl: 'https://host.example.test/ciba' }, cibaTtl: 120 }),
+    )
+    expect(file).toMatchObject({ ciba: { notifyUrl: 'https://host.example.test/ciba' }, cibaTtl: 120 })
+    expect(() => createTokenService({ issuer: ISSUER, ciba: { notifyUrl: 'http://host.example.test/ciba' } })).toThrow(
+      /notifyUrl/,
+    )
   })
 })
