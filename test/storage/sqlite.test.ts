@@ -228,7 +228,7 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
   })
 
   it.runIf(node22)(
-    '#28 item 1 #29 the conformance tests that run on every store (double redemption, DPoP replays, registration caps, device code races, …) pass on SQLite under Node 22',
+    '#28 item 1 #29 the conformance tests that run on every store (double redemption, DPoP replays, registration caps, device code and CIBA races, …) pass on SQLite under Node 22',
     () => {
       const files = [
         'test/conformance/grants/code_double_redemption.test.ts',
@@ -238,6 +238,7 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
         'test/conformance/endpoints/request_hygiene.test.ts',
         'test/conformance/grants/token_exchange_stores.test.ts',
         'test/conformance/grants/device_stores.test.ts',
+        'test/conformance/grants/ciba_stores.test.ts',
         'test/conformance/grants/grant_records.test.ts',
       ]
       // Memory and SQLite only: PostgreSQL and Redis ran them already under this Node.
