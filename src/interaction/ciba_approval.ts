@@ -10,20 +10,22 @@
  *   no decision is recorded
  * - POST (`uid`, `csrf`, same browser): a sign-in (the built-in form's checks and throttling), or
  *   the decision, once: the interaction is taken first, then the store decides a pending request
- * With the host's `interaction` hook and no session here, the host decides through
- * `service.ciba.decide` (its own app or page): the built-in form is not shown.
+ * With the host's `interaction` hook and no session here, the hook signs the end-user in
+ * (`kind: 'ciba'`), then the built-in confirmation follows; a host may also decide through
+ * `service.ciba.decide` (its own app).
  */
 import type { Context } from '../context.ts'
 import { redirect } from '../protocol/index.ts'
 import { errorPage, loginPage, textsOf } from '../pages/index.ts'
 import { metaOf } from '../security/index.ts'
-import type { CibaRequestRecord, InteractionRecord } from '../storage/index.ts'
+import type { CibaRequestRecord, ClientRecord, InteractionRecord } from '../storage/index.ts'
+import type { InteractionResult, PendingInteraction } from '../config/index.ts'
 import { randomToken, timingSafeEqual } from '../crypto/index.ts'
 import { cibaRequestOfReference, recordCibaDecision } from './ciba.ts'
 import { cibaConfirmPage, cibaDonePage } from './ciba_pages.ts'
 import { browserCookieName, readCookie } from './cookies.ts'
 import { keepSession } from './device.ts'
-import { authenticationOf, browserBinding, loadSession } from './flow.ts'
+import { authenticationOf, browserBinding, checkLogin, loadSession } from './flow.ts'
 import { checkPassword } from './password.ts'
 import type { Authentication } from './request.ts'
 
@@ -65,6 +67,59 @@ export async function startCibaApproval(request: Request, reference: string, ctx
   await ctx.store.interactions.put(record)
   const headers = new Headers()
   if (binding.setCookie) headers.append('set-cookie', binding.setCookie)
+  const hook = ctx.config.interaction
+  if (session || !hook) return redirect(stepUrl(ctx, record.id), headers)
+  const outcome = await hook(request, cibaPending(record, ciba, await ctx.clients.get(ciba.clientId)))
+  if (!(outcome instanceof Response)) return completeCibaInteraction(record, outcome, request, ctx, headers)
+  if (!binding.setCookie) return outcome
+  // Response.redirect() and fetch() responses have immutable headers: copy before adding.
+  const response = new Response(outcome.body, outcome)
+  response.headers.append('set-cookie', binding.setCookie)
+  return response
+}
+
+/** The host's view of a CIBA interaction: always a sign-in (the confirmation is built in). */
+export function cibaPending(
+  record: InteractionRecord,
+  ciba: CibaRequestRecord,
+  client: ClientRecord | undefined,
+): PendingInteraction {
+  return {
+    uid: record.id,
+    kind: 'ciba',
+    ciba: { sub: ciba.sub, ...(ciba.bindingMessage !== undefined ? { bindingMessage: ciba.bindingMessage } : {}) },
+    prompt: 'login',
+    clientId: ciba.clientId,
+    clientName: client?.displayName ?? ciba.clientId,
+    scopes: ciba.scope.split(' '),
+    requestedPrompt: [],
+    loginHint: ciba.sub,
+    expiresAt: record.expiresAt,
+  }
+}
+
+/**
+ * The host's result for a CIBA interaction (its hook's, or `service.interactions.complete`): a
+ * login goes on to the confirmation page (where only the named end-user may decide); an error
+ * denies the request.
+ */
+export async function completeCibaInteraction(
+  record: InteractionRecord,
+  result: InteractionResult,
+  request: Request | undefined,
+  ctx: Context,
+  headers = new Headers(),
+): Promise<Response> {
+  const { theme } = ctx.config
+  if ('error' in result) {
+    const ciba = await pendingOf(record, ctx)
+    const taken = ciba && (await ctx.store.interactions.take(record.id))
+    if (!ciba || !taken) return errorPage(theme, 'invalid_request', EXPIRED)
+    const outcome = await recordCibaDecision(ciba, undefined, ctx, request ? metaOf(request) : undefined)
+    return outcome === 'invalid' ? errorPage(theme, 'invalid_request', EXPIRED) : cibaDonePage(theme, false)
+  }
+  const auth = checkLogin(result.login, ctx)
+  await ctx.store.interactions.put({ ...record, login: auth })
   return redirect(stepUrl(ctx, record.id), headers)
 }
 

@@ -5,6 +5,7 @@
  * recorded); the form is CSRF-protected and decides once.
  */
 import { describe, expect, it } from 'vitest'
+import type { PendingInteraction } from '../../../src/index.ts'
 import { Browser, type Page } from '../../helpers/browser.ts'
 import { type CibaCtx, cibaSetup, pollCiba, startCiba } from '../../helpers/ciba.ts'
 
@@ -89,5 +90,39 @@ describe('#41 CIBA approval page', () => {
     const done = (await browser.submit(page, { decision: 'deny' })).page as Page
     expect(done.html).toContain('Request denied')
     expect(await pollError(ctx, started.auth_req_id)).toBe('access_denied')
+  })
+})
+
+describe('#41 CIBA approval with the host interaction hook', () => {
+  it('#41 the hook signs the end-user in (kind ciba, the hinted sub), the built-in confirmation follows; an error result denies', async () => {
+    const seen: PendingInteraction[] = []
+    const ctx = await cibaSetup({
+      interaction: async (_request, pending) => {
+        seen.push(pending)
+        return Response.redirect(`https://host.example.test/login?uid=${pending.uid}`, 303)
+      },
+    })
+    const started = await startCiba(ctx, { binding_message: 'Deploy v2' })
+    const browser = new Browser(ctx.service.fetch, ['https://host.example.test'])
+    const first = await browser.navigate(started.notification.approvalUrl)
+    const uid = first.callback?.searchParams.get('uid') ?? ''
+    expect(seen[0]).toMatchObject({
+      kind: 'ciba',
+      ciba: { sub: 'user-1', bindingMessage: 'Deploy v2' },
+      clientName: 'Travel Agent',
+    })
+    expect(await ctx.service.interactions.get(uid)).toMatchObject({ kind: 'ciba', loginHint: 'user-1' })
+    const completed = await ctx.service.interactions.complete(uid, { login: { sub: 'user-1' } })
+    const confirm = (await browser.navigate(completed.headers.get('location') ?? '')).page as Page
+    expect(confirm.html).toContain('value="approve"')
+    expect((await browser.submit(confirm, { decision: 'approve' })).page?.html).toContain('Request approved')
+    expect(await pollError(ctx, started.auth_req_id)).toBe('tokens')
+
+    const refused = await startCiba(ctx)
+    const second = await browser.navigate(refused.notification.approvalUrl)
+    const uid2 = second.callback?.searchParams.get('uid') ?? ''
+    const denied = await ctx.service.interactions.complete(uid2, { error: 'access_denied' })
+    expect(await denied.text()).toContain('Request denied')
+    expect(await pollError(ctx, refused.auth_req_id)).toBe('access_denied')
   })
 })
