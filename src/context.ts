@@ -26,6 +26,8 @@ export const PATHS = {
   interaction: '/connect/interaction',
   deviceAuthorization: '/connect/device',
   verification: '/connect/verify',
+  backchannelAuthentication: '/connect/ciba',
+  cibaApproval: '/connect/ciba/approve',
   jwks: '/.well-known/jwks.json',
   openidConfiguration: '/.well-known/openid-configuration',
   oauthMetadata: '/.well-known/oauth-authorization-server',

@@ -27,6 +27,10 @@ export const OPTION_DEFAULTS = {
   deviceCodeTtl: 600,
   /** Seconds a device waits between polls (RFC 8628 §3.5: 5 when the server says nothing). */
   deviceCodeInterval: 5,
+  /** CIBA request lifetime (`expires_in`), seconds: 5 minutes for the end-user to answer on their device. */
+  cibaTtl: 300,
+  /** Seconds a CIBA client waits between polls (CIBA §7.3 `interval`). */
+  cibaInterval: 5,
   /** Access token signing algorithm: small keys and signatures. */
   accessTokenSigningAlg: 'ES256',
   /** ID token signing algorithm: RS256, which every relying party supports (OpenID Connect Core §15.1). */

@@ -41,6 +41,9 @@ export type OAuthErrorCode =
   | 'use_dpop_nonce'
   // RFC 9396 §5 (rich authorization requests): 400 at the token endpoint, a redirect at authorization
   | 'invalid_authorization_details'
+  // OpenID CIBA Core 1.0 §13 (backchannel authentication endpoint)
+  | 'unknown_user_id'
+  | 'invalid_binding_message'
   | 'server_error'
   | 'temporarily_unavailable'
 

@@ -10,7 +10,14 @@ import {
   type TokenServiceOptions,
 } from './config/index.ts'
 import { createHandler } from './handler.ts'
-import { completeHostInteraction, pendingInteraction } from './interaction/index.ts'
+import {
+  type CibaDecisionInput,
+  type CibaDecisionOutcome,
+  completeHostInteraction,
+  decideCiba,
+  pendingInteraction,
+} from './interaction/index.ts'
+export type { CibaDecisionInput, CibaDecisionOutcome } from './interaction/index.ts'
 import { endRequestSession, endSubjectSessions } from './endpoints/index.ts'
 import type { KeyRecord, Store } from './storage/index.ts'
 import type { SigningAlgorithm } from './crypto/index.ts'
@@ -37,6 +44,8 @@ export type {
   AuthorizationDetailsOptions,
   AuthorizationDetailsTypeOptions,
   StandardSchemaLike,
+  CibaNotification,
+  CibaOptions,
 } from './config/index.ts'
 export type { ClientRegistration } from './clients/index.ts'
 export type { Logger } from './events/index.ts'
@@ -70,11 +79,14 @@ export type {
   TokenExchangeParty,
   TokenExchangeRequest,
 } from './config/index.ts'
-export { createMemoryStore, DEVICE_CODE_RETENTION } from './storage/index.ts'
+export { CIBA_REQUEST_RETENTION, createMemoryStore, DEVICE_CODE_RETENTION } from './storage/index.ts'
 export type {
   AttemptCounter,
   AttemptTaken,
   AuthorizationDetail,
+  CibaDecision,
+  CibaPoll,
+  CibaRequestRecord,
   ClientMetadata,
   ClientRecord,
   CodeRecord,
@@ -173,6 +185,9 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
       complete: (uid: string, result: InteractionResult, request?: Request): Promise<Response> =>
         completeHostInteraction(uid, result, request, ctx),
     },
+    ciba: {
+      decide: (input: CibaDecisionInput): Promise<CibaDecisionOutcome> => decideCiba(input, ctx),
+    },
     sessions: {
       end: (request: Request) => endRequestSession(request, ctx),
       endAll: (sub: string) => endSubjectSessions(sub, ctx),
@@ -213,6 +228,8 @@ export type EndpointUrlName =
   | 'par'
   | 'deviceAuthorization'
   | 'verification'
+  | 'backchannelAuthentication'
+  | 'cibaApproval'
   | 'jwks'
   | 'openidConfiguration'
   | 'oauthMetadata'
@@ -239,6 +256,18 @@ export interface TokenService {
      * device authorization (`kind: 'device'`): the redirect to its confirmation page.
      */
     complete(uid: string, result: InteractionResult, request?: Request): Promise<Response>
+  }
+  /** Client-Initiated Backchannel Authentication (OpenID CIBA): decisions from the host's own app. */
+  readonly ciba: {
+    /**
+     * Records the end-user's decision on a pending CIBA request, as the approval page does: the
+     * host's authenticator app, having signed `sub` in, passes the approval URL `ciba.notify` gave
+     * it. Only the end-user the request names may decide (`wrong_user`), once (`invalid` after);
+     * a ping-mode client is then notified.
+     * @example
+     * await service.ciba.decide({ approval: notification.approvalUrl, sub: 'user-1', approve: true })
+     */
+    decide(input: CibaDecisionInput): Promise<CibaDecisionOutcome>
   }
   /** Browser sessions (single sign-on). */
   readonly sessions: {

@@ -10,6 +10,8 @@ import { type CorsRoute, appendVary } from './cors.ts'
 import {
   createRegistration,
   handleAuthorize,
+  handleBackchannelAuthentication,
+  handleCibaApproval,
   handleDeviceAuthorization,
   handleDiscovery,
   handleInteraction,
@@ -138,6 +140,13 @@ export const ROUTES: readonly RouteEntry[] = [
     handler: (ctx) => (r) => handleDeviceAuthorization(r, ctx),
   },
   {
+    paths: [PATHS.backchannelAuthentication],
+    name: 'backchannel_authentication',
+    kind: 'api',
+    methods: ['POST'],
+    handler: (ctx) => (r) => handleBackchannelAuthentication(r, ctx),
+  },
+  {
     paths: [PATHS.par],
     name: 'par',
     kind: 'api',
@@ -189,6 +198,13 @@ export const ROUTES: readonly RouteEntry[] = [
     kind: 'browser',
     methods: ['GET', 'POST'],
     handler: (ctx) => (r) => handleVerification(r, ctx),
+  },
+  {
+    paths: [PATHS.cibaApproval],
+    name: 'ciba_approval',
+    kind: 'browser',
+    methods: ['GET', 'POST'],
+    handler: (ctx) => (r) => handleCibaApproval(r, ctx),
   },
   {
     paths: [PATHS.logout],

@@ -66,6 +66,10 @@ export function createUserDirectory(
     exists(username: string): boolean {
       return byUsername.has(username.toLowerCase())
     },
+    /** The `sub` of the built-in user with this username (case-insensitive), or undefined. */
+    subOf(username: string): string | undefined {
+      return byUsername.get(username.toLowerCase())?.sub
+    },
     async authenticate(username: string, password: string): Promise<Record<string, unknown> | undefined> {
       await ready
       const user = byUsername.get(username.toLowerCase())

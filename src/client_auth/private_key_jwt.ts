@@ -28,7 +28,7 @@ import { type FailureReason, documentFailure, failure, recordFailure, refuseIfTh
 /** The endpoints that authenticate clients, whose URL an assertion may name as its audience. */
 export type AuthenticatingEndpoint = Extract<
   Endpoint,
-  'token' | 'introspection' | 'revocation' | 'par' | 'deviceAuthorization'
+  'token' | 'introspection' | 'revocation' | 'par' | 'deviceAuthorization' | 'backchannelAuthentication'
 >
 const AUTHENTICATING: readonly AuthenticatingEndpoint[] = [
   'token',
@@ -36,6 +36,7 @@ const AUTHENTICATING: readonly AuthenticatingEndpoint[] = [
   'revocation',
   'par',
   'deviceAuthorization',
+  'backchannelAuthentication',
 ]
 
 /** The audit reason of an assertion failure (several verifier reasons share one). */

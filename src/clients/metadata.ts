@@ -17,6 +17,7 @@ import { OAuthError } from '../errors.ts'
 import type { SigningAlgorithm } from '../crypto/index.ts'
 import { isLoopback, isPublicAddress } from '../security/index.ts'
 import { Permissions, scopePermission } from './permissions.ts'
+import { cibaFields, parseCibaMetadata } from './ciba_metadata.ts'
 import { MAX_URI, UNSAFE_TEXT, checkRedirectUri } from './self_registered_redirects.ts'
 import type { ClientMetadata, ClientRecord, PublicJwkSet } from '../storage/index.ts'
 
@@ -225,7 +226,7 @@ function parseGrants(
     (grant) =>
       policy.grantTypes.includes(grant) &&
       // A public client holds no secret: client_credentials would be anyone's token.
-      !(grant === 'client_credentials' && method === 'none'),
+      !((grant === 'client_credentials' || grant === CIBA_GRANT) && method === 'none'),
   )
   if (grantTypes.length === 0) throw badMetadata('grant_types contains no grant type this service allows')
   const code = grantTypes.includes('authorization_code')
@@ -289,6 +290,7 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
     ...parseKeys(input, method),
     ...parseSecurityMetadata(input, policy),
     ...parseBackchannelLogout(input),
+    ...parseCibaMetadata(input, grantTypes, (value, field) => parsePublicHttpsUri(value, field)),
   }
   const postLogout = parsePostLogoutRedirectUris(input, policy)
   if (postLogout !== undefined) metadata.post_logout_redirect_uris = postLogout
@@ -307,6 +309,7 @@ export function parseClientMetadata(body: unknown, policy: RegistrationPolicy): 
 }
 
 const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
+const CIBA_GRANT = 'urn:openid:params:grant-type:ciba'
 
 /**
  * The permissions of a self-registered client: the authorization and token endpoints, revocation,
@@ -322,6 +325,7 @@ export function permissionsOf(metadata: ClientMetadata): string[] {
   if (metadata.post_logout_redirect_uris?.length) permissions.push(Permissions.Endpoints.Logout)
   // RFC 8628: the device_code grant starts at the device authorization endpoint.
   if (metadata.grant_types.includes(DEVICE_CODE_GRANT)) permissions.push(Permissions.Endpoints.DeviceAuthorization)
+  if (metadata.grant_types.includes(CIBA_GRANT)) permissions.push(Permissions.Endpoints.BackchannelAuthentication)
   for (const grant of metadata.grant_types) permissions.push(`gt:${grant}`)
   for (const scope of (metadata.scope ?? '').split(' ')) if (scope !== '') permissions.push(scopePermission(scope))
   return permissions
@@ -338,6 +342,8 @@ const METADATA_FIELDS = [
   'backchannelLogoutUri',
   'backchannelLogoutSessionRequired',
   'authorizationDetailsTypes',
+  'backchannelTokenDeliveryMode',
+  'backchannelClientNotificationEndpoint',
 ] as const
 
 type MetadataFields = (typeof METADATA_FIELDS)[number]
@@ -391,5 +397,6 @@ export function clientFields(
     ...(metadata.authorization_details_types
       ? { authorizationDetailsTypes: metadata.authorization_details_types }
       : {}),
+    ...cibaFields(metadata),
   }
 }

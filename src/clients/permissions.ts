@@ -15,6 +15,8 @@ export const Permissions = {
     Logout: 'ept:logout',
     /** RFC 8628 device authorization endpoint (OpenIddict's name). */
     DeviceAuthorization: 'ept:device_authorization',
+    /** OpenID CIBA backchannel authentication endpoint; confidential clients only. */
+    BackchannelAuthentication: 'ept:backchannel_authentication',
   },
   GrantTypes: {
     AuthorizationCode: 'gt:authorization_code',
@@ -24,6 +26,8 @@ export const Permissions = {
     TokenExchange: 'gt:urn:ietf:params:oauth:grant-type:token-exchange',
     /** RFC 8628 device authorization grant (OpenIddict's name); public clients may use it. */
     DeviceCode: 'gt:urn:ietf:params:oauth:grant-type:device_code',
+    /** OpenID CIBA grant; confidential clients only. */
+    Ciba: 'gt:urn:openid:params:grant-type:ciba',
   },
   ResponseTypes: {
     Code: 'rst:code',

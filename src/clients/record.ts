@@ -42,6 +42,10 @@ export interface ClientInfo {
   backchannelLogoutSessionRequired?: boolean
   /** The authorization details types (RFC 9396) it may request. */
   authorizationDetailsTypes?: string[]
+  /** How CIBA results reach it (OpenID CIBA §4). */
+  backchannelTokenDeliveryMode?: 'poll' | 'ping'
+  /** Where its CIBA pings go. */
+  backchannelClientNotificationEndpoint?: string
   /** Set when the client registered itself (RFC 7591, or a client id metadata document). */
   registration?: {
     kind: 'dynamic' | 'metadata_document'
@@ -137,6 +141,12 @@ export function toClientInfo(record: ClientRecord): ClientInfo {
     ...(record.backchannelLogoutUri ? { backchannelLogoutUri: record.backchannelLogoutUri } : {}),
     ...(record.backchannelLogoutSessionRequired ? { backchannelLogoutSessionRequired: true } : {}),
     ...(record.authorizationDetailsTypes ? { authorizationDetailsTypes: [...record.authorizationDetailsTypes] } : {}),
+    ...(record.backchannelTokenDeliveryMode
+      ? { backchannelTokenDeliveryMode: record.backchannelTokenDeliveryMode }
+      : {}),
+    ...(record.backchannelClientNotificationEndpoint
+      ? { backchannelClientNotificationEndpoint: record.backchannelClientNotificationEndpoint }
+      : {}),
     ...(record.registration
       ? {
           registration: {

@@ -106,6 +106,10 @@ export const ClientRegistrationSchema = strictObject({
       v.transform((list) => [...new Set(list)]),
     ),
   ),
+  /** OpenID CIBA §4: poll or ping. */
+  backchannelTokenDeliveryMode: v.optional(v.picklist(['poll', 'ping'])),
+  /** OpenID CIBA §4: where pings go (https, or http on a loopback host; no fragment). */
+  backchannelClientNotificationEndpoint: v.optional(v.pipe(redirectUri, v.maxLength(2048))),
   /** Per-client lifetimes in seconds overriding the service defaults. */
   lifetimes: v.optional(
     strictObject({
@@ -159,6 +163,7 @@ function checkAuthentication(reg: ParsedClientRegistration): void {
   for (const [field, uri] of [
     ['jwksUri', reg.jwksUri],
     ['backchannelLogoutUri', reg.backchannelLogoutUri],
+    ['backchannelClientNotificationEndpoint', reg.backchannelClientNotificationEndpoint],
   ] as const) {
     if (uri === undefined) continue
     const url = new URL(uri)
@@ -171,6 +176,13 @@ function checkAuthentication(reg: ParsedClientRegistration): void {
   }
   if (reg.permissions.includes(Permissions.GrantTypes.TokenExchange) && !confidential) {
     bad('clientSecret: a public client cannot use token exchange')
+  }
+  // OpenID CIBA §4: confidential clients only; a ping client names where the pings go.
+  if (reg.permissions.includes(Permissions.GrantTypes.Ciba) && !confidential) {
+    bad('clientSecret: a public client cannot use CIBA')
+  }
+  if (reg.backchannelTokenDeliveryMode === 'ping' && reg.backchannelClientNotificationEndpoint === undefined) {
+    bad('backchannelClientNotificationEndpoint: ping mode needs a notification endpoint')
   }
 }
 
@@ -226,4 +238,8 @@ export interface ClientRegistration {
    * request; each must also be one of the service's `authorizationDetailsTypes`. Default none.
    */
   authorizationDetailsTypes?: string[]
+  /** How CIBA results reach the client (OpenID CIBA §4): `poll` (the default) or `ping`. */
+  backchannelTokenDeliveryMode?: 'poll' | 'ping'
+  /** Where a ping-mode CIBA client is notified: https, or http on a loopback host. Required with `ping`. */
+  backchannelClientNotificationEndpoint?: string
 }

@@ -77,6 +77,10 @@ function securityFields(reg: ParsedClientRegistration): Partial<ClientRecord> {
   if (reg.backchannelLogoutUri !== undefined) fields.backchannelLogoutUri = reg.backchannelLogoutUri
   if (reg.backchannelLogoutSessionRequired) fields.backchannelLogoutSessionRequired = true
   if (reg.authorizationDetailsTypes?.length) fields.authorizationDetailsTypes = reg.authorizationDetailsTypes
+  if (reg.backchannelTokenDeliveryMode !== undefined)
+    fields.backchannelTokenDeliveryMode = reg.backchannelTokenDeliveryMode
+  if (reg.backchannelClientNotificationEndpoint !== undefined)
+    fields.backchannelClientNotificationEndpoint = reg.backchannelClientNotificationEndpoint
   return fields
 }
 
@@ -137,6 +141,8 @@ async function merge(w: ClientWrites, existing: ClientRecord, changes: ClientCha
     backchannelLogoutUri: existing.backchannelLogoutUri,
     backchannelLogoutSessionRequired: existing.backchannelLogoutSessionRequired,
     authorizationDetailsTypes: existing.authorizationDetailsTypes,
+    backchannelTokenDeliveryMode: existing.backchannelTokenDeliveryMode,
+    backchannelClientNotificationEndpoint: existing.backchannelClientNotificationEndpoint,
   }
   for (const [name, value] of Object.entries(changes)) {
     // The id is the key: an untyped caller's `clientId` in changes must not retarget the update.

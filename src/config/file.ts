@@ -49,6 +49,8 @@ export const ConfigFileSchema = strictObject({
   interactionTtl: settings.interactionTtl,
   deviceCodeTtl: settings.deviceCodeTtl,
   deviceCodeInterval: settings.deviceCodeInterval,
+  cibaTtl: settings.cibaTtl,
+  cibaInterval: settings.cibaInterval,
   accessTokenSigningAlg: settings.accessTokenSigningAlg,
   idTokenSigningAlg: settings.idTokenSigningAlg,
   keyRotationInterval: settings.keyRotationInterval,
@@ -70,6 +72,8 @@ export const ConfigFileSchema = strictObject({
   profile: settings.profile,
   // #41: rich authorization requests (RFC 9396)
   authorizationDetailsTypes: settings.authorizationDetailsTypes,
+  // #41: where CIBA requests are POSTed for the host to reach the end-user (no hook in a file).
+  ciba: v.optional(strictObject({ notifyUrl: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))) })),
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

@@ -10,6 +10,7 @@ export type {
   StandardSchemaLike,
 } from './authorization_details.ts'
 export type { BackchannelLogoutOptions } from './backchannel_logout.ts'
+export type { CibaNotification, CibaOptions } from './ciba.ts'
 export { type ConfigFile, parseConfigFile, type StoreConfig } from './file.ts'
 export { HealthSchema } from './health.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction_hook.ts'

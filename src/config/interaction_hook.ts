@@ -56,9 +56,15 @@ export interface PendingInteraction {
    * built-in confirmation page always follows (naming the client and scopes, with Approve and
    * Deny), so a `consent` in the result is ignored; an `error` denies the device.
    */
-  kind: 'authorization' | 'device'
+  kind: 'authorization' | 'device' | 'ciba'
   /** Set for `kind: 'device'`: the user code the end-user entered, as shown (`BCDF-GHJK`). */
   device?: { userCode: string }
+  /**
+   * Set for `kind: 'ciba'` (OpenID CIBA, the approval page): the end-user the request names (only
+   * they may decide; `loginHint` is their `sub`) and its binding message. As for a device, the hook
+   * only signs the end-user in: the built-in confirmation follows; an `error` denies the request.
+   */
+  ciba?: { sub: string; bindingMessage?: string }
   /** Why the user is needed: to sign in, or (signed in) to consent. Always `login` for a device. */
   prompt: 'login' | 'consent'
   clientId: string

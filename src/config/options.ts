@@ -14,6 +14,7 @@ import type { Theme } from '../pages/index.ts'
 import type { TokenExchangeOptions } from './token_exchange.ts'
 import type { BackchannelLogoutOptions } from './backchannel_logout.ts'
 import type { AuthorizationDetailsOptions } from './authorization_details.ts'
+import type { CibaOptions } from './ciba.ts'
 import type { ClientRegistration } from '../clients/index.ts'
 
 export type {
@@ -95,10 +96,17 @@ export interface DynamicClientRegistrationOptions {
    * The grant types a registered client may get. Default `authorization_code` and `refresh_token`.
    * With `urn:ietf:params:oauth:grant-type:device_code` (RFC 8628, #29) a client that registers it
    * (a CLI, public or not) gets the device authorization endpoint too; its approvals are always
-   * confirmed on a page naming it as self-registered.
+   * confirmed on a page naming it as self-registered. With `urn:openid:params:grant-type:ciba`
+   * (OpenID CIBA, #41) a confidential client that registers it gets the backchannel authentication
+   * endpoint; `backchannel_token_delivery_mode` and `backchannel_client_notification_endpoint`
+   * (https on a public host) are taken from its metadata.
    */
   grantTypes?: Array<
-    'authorization_code' | 'refresh_token' | 'client_credentials' | 'urn:ietf:params:oauth:grant-type:device_code'
+    | 'authorization_code'
+    | 'refresh_token'
+    | 'client_credentials'
+    | 'urn:ietf:params:oauth:grant-type:device_code'
+    | 'urn:openid:params:grant-type:ciba'
   >
   /**
    * Registration requests one source address may make per hour. Default 20. Applies only when the
@@ -147,6 +155,10 @@ export interface TokenServiceOptions {
   deviceCodeTtl?: number
   /** Seconds a device must wait between polls (RFC 8628 §3.2 `interval`). Default 5. */
   deviceCodeInterval?: number
+  /** CIBA request lifetime (OpenID CIBA §7.3 `expires_in`), seconds; a shorter `requested_expiry` wins. Default 300. */
+  cibaTtl?: number
+  /** Seconds a CIBA client must wait between polls (CIBA §7.3 `interval`). Default 5. */
+  cibaInterval?: number
   /** Access token signing algorithm. Default ES256. */
   accessTokenSigningAlg?: SigningAlgorithm
   /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */
@@ -328,6 +340,8 @@ export interface TokenServiceOptions {
   authorizationDetailsTypes?: string[]
   /** The host's hooks per authorization details type: validate, describe (docs/protocol.md). */
   authorizationDetails?: AuthorizationDetailsOptions
+  /** Client-Initiated Backchannel Authentication (OpenID CIBA): how the end-user is reached (docs/agents.md). */
+  ciba?: CibaOptions
 }
 
 /** Settings of the `dpop` option. */

@@ -8,6 +8,7 @@ import { type DpopVerifier, type JwsSigner, SIGNING_ALGS } from '../crypto/index
 import type { AccountProvider, Logger, SigningAlgorithm } from './options.ts'
 import { BackchannelLogoutSchema } from './backchannel_logout.ts'
 import { AuthorizationDetailsSchema, AuthorizationDetailsTypesSchema } from './authorization_details.ts'
+import { CibaSchema } from './ciba.ts'
 import * as v from 'valibot'
 import { OPTION_DEFAULTS } from '../defaults.ts'
 import type { EventHook, MetricsHook } from '../events/index.ts'
@@ -105,6 +106,7 @@ export const DYNAMIC_GRANT_TYPES = [
   'refresh_token',
   'client_credentials',
   'urn:ietf:params:oauth:grant-type:device_code',
+  'urn:openid:params:grant-type:ciba',
 ] as const
 
 /** The `dynamicClientRegistration` option (see `DynamicClientRegistrationOptions` in src/config/options.ts). */
@@ -168,6 +170,10 @@ export const OptionsSchema = strictObject({
   deviceCodeTtl: ttl(OPTION_DEFAULTS.deviceCodeTtl),
   /** Seconds between device polls (RFC 8628 §3.2). Default 5. */
   deviceCodeInterval: ttl(OPTION_DEFAULTS.deviceCodeInterval),
+  /** CIBA request lifetime (OpenID CIBA §7.3), seconds. Default 300. */
+  cibaTtl: ttl(OPTION_DEFAULTS.cibaTtl),
+  /** Seconds between CIBA polls (CIBA §7.3). Default 5. */
+  cibaInterval: ttl(OPTION_DEFAULTS.cibaInterval),
   /** Access token signing algorithm. Default ES256. */
   accessTokenSigningAlg: v.optional(v.picklist(SIGNING_ALGS), OPTION_DEFAULTS.accessTokenSigningAlg),
   /** ID token signing algorithm. Default RS256 (OpenID Connect Core §15.1). */
@@ -370,6 +376,8 @@ export const OptionsSchema = strictObject({
   /** The authorization details types (RFC 9396) the service knows, and the host's hooks per type. */
   authorizationDetailsTypes: AuthorizationDetailsTypesSchema,
   authorizationDetails: AuthorizationDetailsSchema,
+  /** Client-Initiated Backchannel Authentication (OpenID CIBA). */
+  ciba: CibaSchema,
 })
 
 /** The options as parsed: every default filled in. */

@@ -34,6 +34,10 @@ export function metadata(ctx: Context): Record<string, unknown> {
     ...(config.dynamicClientRegistration ? { registration_endpoint: urls.registration } : {}),
     // RFC 8628 §4: the device authorization endpoint.
     device_authorization_endpoint: urls.deviceAuthorization,
+    // OpenID CIBA Core 1.0 §4: poll and ping, no user code.
+    backchannel_authentication_endpoint: urls.backchannelAuthentication,
+    backchannel_token_delivery_modes_supported: ['poll', 'ping'],
+    backchannel_user_code_parameter_supported: false,
     scopes_supported: ctx.scopes.names(),
     response_types_supported: ['code'],
     // Form Post Response Mode §2 (not under a profile that refuses it).
@@ -44,6 +48,7 @@ export function metadata(ctx: Context): Record<string, unknown> {
       'client_credentials',
       'urn:ietf:params:oauth:grant-type:token-exchange',
       'urn:ietf:params:oauth:grant-type:device_code',
+      'urn:openid:params:grant-type:ciba',
     ],
     subject_types_supported: ['public'],
     // Every alg a client may register as its idTokenSignedResponseAlg (the service's default first).

@@ -4,6 +4,8 @@
  * nothing outside the folder imports its other files.
  */
 export { handleAuthorize } from './authorize.ts'
+export { handleBackchannelAuthentication } from './ciba.ts'
+export { handleCibaApproval } from './ciba_approval.ts'
 export { handleDeviceAuthorization } from './device_authorization.ts'
 export { handleDiscovery, handleJwks, metadata } from './discovery.ts'
 export { handleInteraction } from './interaction.ts'

@@ -12,6 +12,7 @@ import { checkProofRequired, nextNonce, tokenRequestProof } from '../dpop/index.
 import { OAuthError } from '../errors.ts'
 import {
   authorizationCode,
+  ciba,
   clientCredentials,
   deviceCode,
   type Grant,
@@ -27,7 +28,10 @@ const MULTI_VALUED: ReadonlySet<string> = new Set([...RESOURCE_PARAMETERS, 'audi
 
 /** The grants the token endpoint dispatches to. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
-  [authorizationCode, refreshToken, clientCredentials, tokenExchange, deviceCode].map((grant) => [grant.type, grant]),
+  [authorizationCode, refreshToken, clientCredentials, tokenExchange, deviceCode, ciba].map((grant) => [
+    grant.type,
+    grant,
+  ]),
 )
 
 export async function handleToken(request: Request, ctx: Context): Promise<Response> {

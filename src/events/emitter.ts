@@ -59,13 +59,20 @@ export function createEmitter(
 }
 
 const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
+const CIBA_GRANT = 'urn:openid:params:grant-type:ciba'
 
 /** Feeds the metrics from the audit events: tokens issued, failed client authentications, throttling. */
 export function metricsObserver(metrics: MetricsHook): (input: EventInput) => void {
   return (input) => {
     switch (input.type) {
       case 'token.issued':
-        metrics.tokenIssued(input.grantType === DEVICE_CODE_GRANT ? 'device_code' : input.grantType)
+        metrics.tokenIssued(
+          input.grantType === DEVICE_CODE_GRANT
+            ? 'device_code'
+            : input.grantType === CIBA_GRANT
+              ? 'ciba'
+              : input.grantType,
+        )
         return
       case 'token.refreshed':
         metrics.tokenIssued('refresh_token')

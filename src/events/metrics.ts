@@ -18,6 +18,8 @@ export type EndpointName =
   | 'token'
   | 'par'
   | 'device_authorization'
+  | 'backchannel_authentication'
+  | 'ciba_approval'
   | 'introspection'
   | 'revocation'
   | 'userinfo'
@@ -38,6 +40,7 @@ export type IssuingGrantType =
   | 'refresh_token'
   | 'token_exchange'
   | 'device_code'
+  | 'ciba'
 
 /**
  * What the service reports, synchronously and on the request path: keep each call cheap (a

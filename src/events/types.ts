@@ -44,7 +44,11 @@ export type GatehouseEvent = EventBase &
   (
     | ({
         type: 'token.issued'
-        grantType: 'client_credentials' | 'authorization_code' | 'urn:ietf:params:oauth:grant-type:device_code'
+        grantType:
+          | 'client_credentials'
+          | 'authorization_code'
+          | 'urn:ietf:params:oauth:grant-type:device_code'
+          | 'urn:openid:params:grant-type:ciba'
         scope: string
         /** RFC 9396: the types of the token's authorization details, when it has any (never their fields). */
         authorizationDetailsTypes?: string[]
@@ -84,6 +88,27 @@ export type GatehouseEvent = EventBase &
         scope: string
         /** RFC 9396: the types of the token's authorization details, when it has any. */
         authorizationDetailsTypes?: string[]
+      } & Subjects)
+    | ({
+        /** OpenID CIBA: `clientId` asked the end-user `sub` (grant `grantId`) for `scope`. */
+        type: 'ciba.requested'
+        scope: string
+        deliveryMode: 'poll' | 'ping'
+      } & Subjects)
+    | ({ /** The end-user `sub` approved the CIBA request. */ type: 'ciba.approved'; scope: string } & Subjects)
+    | ({ /** The end-user `sub` denied the CIBA request. */ type: 'ciba.denied' } & Subjects)
+    | ({ /** The approved CIBA request was redeemed at the token endpoint (once). */ type: 'ciba.redeemed' } & Subjects)
+    | ({
+        /**
+         * The end-user could not be reached (the `ciba.notify` hook or `ciba.notifyUrl` failed), or
+         * a ping (CIBA §10.2) did not reach the client's notification endpoint after every attempt.
+         */
+        type: 'ciba.notification_failed'
+        target: 'user' | 'client'
+        /** POSTs made (pings: 1 + retries). */
+        attempts: number
+        /** The last failure: an HTTP status, or a network failure's description. */
+        error: string
       } & Subjects)
     | ({
         /** RFC 8693 token exchange: `clientId` exchanged a token of `sub` (grant `grantId`) for `jti`. */

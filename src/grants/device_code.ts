@@ -41,7 +41,7 @@ import type { Grant } from './types.ts'
 export const DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code'
 
 /** What the tokens of an approved authorization are: its scopes and resources, narrowed by the request. */
-interface Target {
+export interface Target {
   scopes: string[]
   tokenScopes: string[]
   resources: string[]
@@ -51,8 +51,8 @@ interface Target {
  * What must hold before an approved authorization is redeemed: the account still exists and the
  * family has not been revoked. Returns the account's claims.
  */
-async function checkApproved(
-  record: DeviceCodeRecord,
+export async function checkApproved(
+  record: Approved,
   login: NonNullable<DeviceCodeRecord['login']>,
   target: Target,
   ctx: Context,
@@ -60,13 +60,16 @@ async function checkApproved(
   const revoked = ctx.store.revocations.isFamilyRevoked(record.familyId)
   revoked.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
   const account = await requireAccount(login.sub, ctx, { scopes: target.tokenScopes })
-  if (await revoked) throw new OAuthError('invalid_grant', 'the device authorization has been revoked')
+  if (await revoked) throw new OAuthError('invalid_grant', 'the authorization has been revoked')
   return account
 }
 
+/** What the helpers below read of an approved authorization (a device code's or a CIBA request's). */
+type Approved = Pick<DeviceCodeRecord, 'familyId' | 'resources'>
+
 /** The grant an approved authorization makes. */
-function userGrant(
-  record: DeviceCodeRecord,
+export function userGrant(
+  record: Approved,
   login: NonNullable<DeviceCodeRecord['login']>,
   target: Target,
   ctx: Context,
@@ -85,13 +88,13 @@ function userGrant(
 }
 
 /** The grant and the signing of its tokens (nothing is stored yet). */
-interface Signing {
+export interface Signing {
   grant: UserGrant
   issuing: ReturnType<typeof issueUserTokens>
 }
 
 /** Signs the tokens of a grant (nothing is stored yet). */
-function sign(
+export function sign(
   grant: UserGrant,
   account: Record<string, unknown>,
   client: ClientRecord,

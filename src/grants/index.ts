@@ -5,6 +5,7 @@
  */
 export { authorizationCode } from './authorization_code.ts'
 export { clientCredentials } from './client_credentials.ts'
+export { CIBA, ciba } from './ciba.ts'
 export { deviceCode } from './device_code.ts'
 export { scopedClaims } from './issue.ts'
 export { refreshToken } from './refresh_token.ts'

@@ -15,6 +15,7 @@ export type GrantType =
   | 'client_credentials'
   | 'urn:ietf:params:oauth:grant-type:token-exchange'
   | 'urn:ietf:params:oauth:grant-type:device_code'
+  | 'urn:openid:params:grant-type:ciba'
 
 export interface Grant {
   type: GrantType

@@ -5,6 +5,7 @@
  * end-user in.
  */
 import type { Context } from '../context.ts'
+import { cibaPending, completeCibaInteraction } from './ciba_approval.ts'
 import { completeDeviceInteraction, devicePending } from './device.ts'
 import { completeInteraction, toPending } from './flow.ts'
 import type { InteractionResult, PendingInteraction } from '../config/index.ts'
@@ -12,6 +13,10 @@ import type { InteractionResult, PendingInteraction } from '../config/index.ts'
 /** The host's view of a pending interaction, or undefined (unknown, expired, done, or a logout's). */
 export async function pendingInteraction(uid: string, ctx: Context): Promise<PendingInteraction | undefined> {
   const record = await ctx.store.interactions.get(uid)
+  if (record?.kind === 'ciba' && record.expiresAt > ctx.now()) {
+    const ciba = await ctx.store.cibaRequests.get(String(record.request.cibaId))
+    return ciba && cibaPending(record, ciba, await ctx.clients.get(ciba.clientId))
+  }
   if (record?.kind !== 'authorization' && record?.kind !== 'device') return undefined
   const client = await ctx.clients.get(String(record.request.clientId))
   return record.kind === 'device' ? devicePending(record, client) : toPending(record, client)
@@ -30,6 +35,9 @@ export async function completeHostInteraction(
   const record = await ctx.store.interactions.get(uid)
   if (record?.kind === 'device' && record.expiresAt > ctx.now()) {
     return completeDeviceInteraction(record, result, request, ctx)
+  }
+  if (record?.kind === 'ciba' && record.expiresAt > ctx.now()) {
+    return completeCibaInteraction(record, result, request, ctx)
   }
   return completeInteraction(uid, result, request, ctx)
 }

@@ -21,3 +21,12 @@ export { completeHostInteraction, pendingInteraction } from './host.ts'
 export { detailsNeedConsent } from './detail_consent.ts'
 export { checkPassword } from './password.ts'
 export type { AuthorizationRequest } from './request.ts'
+export {
+  type CibaDecisionInput,
+  type CibaDecisionOutcome,
+  cibaApprovalUrl,
+  cibaRequestOfReference,
+  decideCiba,
+  notifyUser,
+} from './ciba.ts'
+export { cibaApprovalStep, startCibaApproval, submitCibaApproval } from './ciba_approval.ts'

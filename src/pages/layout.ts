@@ -83,6 +83,15 @@ export const DEFAULT_TEXTS = {
   deviceApprovedMessage: 'You may continue on your device. You can close this window.',
   deviceDeniedTitle: 'Access denied',
   deviceDeniedMessage: 'The device was not given access. You can close this window.',
+  cibaTitle: 'Approve this request?',
+  cibaIntro: '{client} asks for your approval. Approving lets it:',
+  cibaBindingCheck: 'Approve only if the application shows this message:',
+  cibaWrongUser:
+    'This request is for another account. Sign out, then open the link again as the person it was sent to.',
+  cibaApprovedTitle: 'Request approved',
+  cibaApprovedMessage: 'The application may continue. You can close this window.',
+  cibaDeniedTitle: 'Request denied',
+  cibaDeniedMessage: 'The application was not given access. You can close this window.',
 } as const
 
 export type PageTexts = { -readonly [K in keyof typeof DEFAULT_TEXTS]: string }

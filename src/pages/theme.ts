@@ -58,6 +58,15 @@ export interface Theme {
     deviceIntro?: string
     deviceCodeCheck?: string
     deviceSelfRegisteredNotice?: string
+    /** The CIBA approval page (OpenID CIBA); `{client}` in the intro. */
+    cibaTitle?: string
+    cibaIntro?: string
+    cibaBindingCheck?: string
+    cibaWrongUser?: string
+    cibaApprovedTitle?: string
+    cibaApprovedMessage?: string
+    cibaDeniedTitle?: string
+    cibaDeniedMessage?: string
     deviceMetadataDocumentNotice?: string
     approveButton?: string
     deviceApprovedTitle?: string

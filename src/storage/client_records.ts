@@ -78,6 +78,10 @@ export interface ClientRecord {
    * request, among the service's `authorizationDetailsTypes`; absent: none.
    */
   authorizationDetailsTypes?: string[]
+  /** How CIBA results reach the client (OpenID CIBA §4 `backchannel_token_delivery_mode`); absent: poll. */
+  backchannelTokenDeliveryMode?: 'poll' | 'ping'
+  /** Where a ping-mode client is notified (CIBA §4 `backchannel_client_notification_endpoint`). */
+  backchannelClientNotificationEndpoint?: string
   /** Per-client lifetimes (seconds) overriding the service defaults. */
   lifetimes: {
     accessToken?: number
@@ -131,4 +135,8 @@ export interface ClientMetadata {
   backchannel_logout_session_required?: boolean
   /** RFC 9396 §10: the authorization details types the client may use (cut to the service's list). */
   authorization_details_types?: string[]
+  /** OpenID CIBA §4: `poll` or `ping` (clients with the CIBA grant). */
+  backchannel_token_delivery_mode?: 'poll' | 'ping'
+  /** OpenID CIBA §4: where pings go (https on a public host). */
+  backchannel_client_notification_endpoint?: string
 }

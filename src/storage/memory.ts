@@ -10,6 +10,7 @@
  * tokens then cost the garbage collector nothing (see packed_map.ts for the measurements).
  * Every read returns a fresh copy, so callers never share the store's records.
  */
+import { type CibaMaps, memoryCibaRequests } from './memory_ciba.ts'
 import { PackedRecordMap } from './packed_map.ts'
 import {
   type ClientRecord,
@@ -77,6 +78,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   // user-code index holds a code only during its lifetime.
   const deviceCodes = new PackedRecordMap<{ record: DeviceCodeRecord; expiresAt: number }>(packed)
   const userCodes = new PackedRecordMap<{ id: string; expiresAt: number }>(packed)
+  const ciba: CibaMaps = { requests: new PackedRecordMap(packed), approvals: new PackedRecordMap(packed) }
 
   return {
     clients: {
@@ -303,6 +305,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         return { status: tooSoon ? 'slow_down' : 'pending', record }
       },
     },
+    cibaRequests: memoryCibaRequests(ciba),
     replays: {
       async use(key, expiresAt, at) {
         const existing = replays.get(key)
@@ -325,6 +328,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         replays,
         deviceCodes,
         userCodes,
+        ciba.requests,
+        ciba.approvals,
       ]
       for (const map of maps) map.sweep()
     },

@@ -1,6 +1,6 @@
 /**
  * @module storage/redis
- * The Redis store on ioredis (attempts, device codes, grants: redis_*.ts). One-time operations are
+ * The Redis store on ioredis (attempts, device codes, CIBA, grants: redis_*.ts). One-time operations are
  * Lua scripts (atomic on the server); records carry their absolute `expiresAt`, which decides, while
  * native expiry (relative to the store's clock) removes what is dead. Keys live under a prefix.
  */
@@ -11,17 +11,9 @@ import { membershipBatch } from './membership_batch.ts'
 import { type AttemptScripts, defineAttemptScripts, redisAttempts } from './redis_attempts.ts'
 import { redisDeviceCodes } from './redis_device_codes.ts'
 import { redisGrants } from './redis_grants.ts'
-import type {
-  ClientRecord,
-  CodeRecord,
-  Consumed,
-  InteractionRecord,
-  KeyRecord,
-  PushedRequestRecord,
-  RefreshTokenRecord,
-  SessionRecord,
-  Store,
-} from './types.ts'
+import { redisCibaRequests } from './redis_ciba.ts'
+import type { ClientRecord, CodeRecord, Consumed, InteractionRecord, KeyRecord } from './types.ts'
+import type { PushedRequestRecord, RefreshTokenRecord, SessionRecord, Store } from './types.ts'
 
 const driver = await importOptional(() => import('ioredis'), 'ioredis', 'gatehouse-oidc/storage/redis')
 
@@ -357,6 +349,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         }),
     },
     deviceCodes: redisDeviceCodes(redis, k, now, run),
+    cibaRequests: redisCibaRequests(redis, k, now, run),
     replays: {
       use: (key, expiresAt, at) =>
         run(

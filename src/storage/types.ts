@@ -4,6 +4,7 @@
  * service goes through it; one-time use and rotation are atomic here, not in the callers.
  */
 import type { ClientRecord } from './client_records.ts'
+import type { CibaDecision, CibaPoll, CibaRequestRecord } from './ciba_records.ts'
 import type { DeviceCodeRecord, DeviceDecision, DevicePoll } from './device_records.ts'
 
 /** The claim names a claims request asks for, by where they go (Core §5.5). */
@@ -29,6 +30,12 @@ export {
   type DeviceDecision,
   type DevicePoll,
 } from './device_records.ts'
+export {
+  CIBA_REQUEST_RETENTION,
+  type CibaDecision,
+  type CibaPoll,
+  type CibaRequestRecord,
+} from './ciba_records.ts'
 export type {
   ClientMetadata,
   ClientRecord,
@@ -158,7 +165,7 @@ export interface SessionRecord {
 export interface InteractionRecord {
   /** Random interaction id (it travels in forms and the host's login URL). */
   id: string
-  kind: 'authorization' | 'logout' | 'device'
+  kind: 'authorization' | 'logout' | 'device' | 'ciba'
   /** base64url SHA-256 of the browser-binding cookie: only that browser may complete it. */
   browserId: string
   /** Anti-CSRF token of the forms of this interaction. */
@@ -210,7 +217,7 @@ export interface GrantRecord {
   /** The session's store id (SessionRecord.id): lets the service check the session is still alive. */
   sessionId?: string
   /** How it was made. */
-  kind: 'authorization_code' | 'device_code'
+  kind: 'authorization_code' | 'device_code' | 'ciba'
   /** When the end-user authenticated (epoch s). */
   authTime: number
   /** Creation time (epoch s). */
@@ -337,6 +344,22 @@ export interface Store {
      * `interval` grows by 5); `polledAt` becomes `now` on every pending or slow_down answer.
      */
     poll(id: string, now: number): Promise<DevicePoll>
+  }
+  /** Backchannel authentication requests (OpenID CIBA): decided once, redeemed once, across every instance. */
+  cibaRequests: {
+    /** Inserts the record (its id and approvalId are random: no collision to handle). */
+    insert(record: CibaRequestRecord): Promise<void>
+    /** The record (expired too, within its retention), or undefined when unknown. */
+    get(id: string): Promise<CibaRequestRecord | undefined>
+    /** The unexpired record with this approval reference hash, whatever its status. */
+    findByApproval(approvalId: string, now: number): Promise<CibaRequestRecord | undefined>
+    /**
+     * Records the end-user's decision, only on a pending, unexpired record. Returns whether this
+     * call decided it: of concurrent calls, at most one returns true.
+     */
+    decide(id: string, decision: CibaDecision, now: number): Promise<boolean>
+    /** One poll of the token endpoint, atomically, with the answers of `deviceCodes.poll`. */
+    poll(id: string, now: number): Promise<CibaPoll>
   }
   /** Grants by family id, and an index of an end-user's grants. */
   grants: {

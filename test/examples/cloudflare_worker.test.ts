@@ -61,7 +61,12 @@ describe('#28 item 7 the Cloudflare Worker example’s D1 migrations', () => {
     })
 
   it('#28 item 7 #29 each migration file is what `gatehouse migrate --print sqlite --from N` printed when it was the newest, the last one what it prints now', async () => {
-    expect(files.map((file) => file.name)).toEqual(['0001_gatehouse.sql', '0002_gatehouse.sql', '0003_gatehouse.sql'])
+    expect(files.map((file) => file.name)).toEqual([
+      '0001_gatehouse.sql',
+      '0002_gatehouse.sql',
+      '0003_gatehouse.sql',
+      '0004_gatehouse.sql',
+    ])
     for (const [i, file] of files.entries()) {
       const args = [
         'bin/cli.ts',
@@ -189,6 +194,7 @@ describe.skipIf(!enabled)(title, () => {
     expect(applied).toMatch(/0001_gatehouse\.sql/)
     expect(applied).toMatch(/0002_gatehouse\.sql/)
     expect(applied).toMatch(/0003_gatehouse\.sql/)
+    expect(applied).toMatch(/0004_gatehouse\.sql/)
     await start()
     as = await oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), opts))
   }, 150_000)

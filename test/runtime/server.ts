@@ -76,7 +76,21 @@ export const CONFIG = {
   secretHashIterations: 1000,
   /** #29: the device flow's polling interval (default 5 s), short so the runtime matrix waits little. */
   deviceCodeInterval: 1,
+  /** #41: the CIBA polling interval (default 5 s), short for the same reason. */
+  cibaInterval: 1,
   clients: [
+    /** An agent that asks the user first (OpenID CIBA, #41): a confidential poll client. */
+    {
+      clientId: 'rt-ciba',
+      clientSecret: 'rt-ciba-secret',
+      displayName: 'Runtime CIBA agent',
+      permissions: [
+        'ept:backchannel_authentication',
+        'ept:token',
+        'gt:urn:openid:params:grant-type:ciba',
+        'scp:openid',
+      ],
+    },
     {
       clientId: 'rt-service',
       clientSecret: 'rt-service-secret',

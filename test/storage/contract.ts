@@ -29,6 +29,7 @@ import {
   type Store,
 } from '../../src/storage/types.ts'
 import { generateUserCode } from '../../src/tokens/user_code.ts'
+import { describeCibaContract } from './contract_ciba.ts'
 
 export interface StorageContractOptions {
   /** Shown in the describe block. */
@@ -1184,6 +1185,8 @@ export function describeStorageContract(options: StorageContractOptions): void {
         for (const result of results) expect(result).toEqual({ status: result.status, record: redeemed })
       })
     })
+
+    describeCibaContract({ store: () => store, now: clock, advance, test })
 
     describe('replays', () => {
       test('#21 use records a new key (true); using it again is a replay (false) until it expires, then true again', async () => {

@@ -12,6 +12,7 @@ export const TABLES = [
   'replays',
   'device_codes',
   'grants',
+  'ciba_requests',
 ].map((name) => `gatehouse_${name}`)
 
 /** A schema name unique to this test run. */

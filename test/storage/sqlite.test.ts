@@ -52,8 +52,8 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
 
   beforeAll(async () => {
     const store = createSqliteStore({ path })
-    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5])
-    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5])
+    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6])
+    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6])
     expect(await store.migrate()).toEqual([]) // idempotent
     expect(await store.pendingMigrations()).toEqual([])
     await store.close()
@@ -83,7 +83,7 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
     const other = join(dir, 'migrate.db')
     const stores = Array.from({ length: 4 }, () => createSqliteStore({ path: other }))
     const applied = await Promise.all(stores.map((store) => store.migrate()))
-    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5])
+    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6])
     await Promise.all(stores.map((store) => store.close()))
   })
 
@@ -228,7 +228,7 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
   })
 
   it.runIf(node22)(
-    '#28 item 1 #29 the conformance tests that run on every store (double redemption, DPoP replays, registration caps, device code races, …) pass on SQLite under Node 22',
+    '#28 item 1 #29 the conformance tests that run on every store (double redemption, DPoP replays, registration caps, device code and CIBA races, …) pass on SQLite under Node 22',
     () => {
       const files = [
         'test/conformance/grants/code_double_redemption.test.ts',
@@ -238,6 +238,7 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
         'test/conformance/endpoints/request_hygiene.test.ts',
         'test/conformance/grants/token_exchange_stores.test.ts',
         'test/conformance/grants/device_stores.test.ts',
+        'test/conformance/grants/ciba_stores.test.ts',
         'test/conformance/grants/grant_records.test.ts',
       ]
       // Memory and SQLite only: PostgreSQL and Redis ran them already under this Node.

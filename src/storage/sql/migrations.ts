@@ -139,4 +139,28 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS gatehouse_grants_expires_at ON {schema}.gatehouse_grants (expires_at)',
     ],
   },
+  {
+    version: 6,
+    name: 'ciba requests',
+    statements: [
+      // As the device codes (version 4): the record as inserted, what changes later in columns.
+      // `approval_id` finds a request from the approval page; `expires_at` is the end of the
+      // retention (pruning), `request_expires_at` the request's own end.
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_ciba_requests (
+        id text PRIMARY KEY,
+        approval_id text NOT NULL,
+        record {json} NOT NULL,
+        status text NOT NULL,
+        login {json},
+        poll_interval integer NOT NULL,
+        polled_at bigint,
+        poll_answer text,
+        request_expires_at bigint NOT NULL,
+        expires_at bigint NOT NULL,
+        consumed_at bigint
+      )`,
+      'CREATE UNIQUE INDEX IF NOT EXISTS gatehouse_ciba_requests_approval_id ON {schema}.gatehouse_ciba_requests (approval_id)',
+      'CREATE INDEX IF NOT EXISTS gatehouse_ciba_requests_expires_at ON {schema}.gatehouse_ciba_requests (expires_at)',
+    ],
+  },
 ]

@@ -16,4 +16,5 @@ export const PRUNED_TABLES: readonly string[] = [
   'pushed_requests',
   'replays',
   'device_codes',
+  'ciba_requests',
 ]

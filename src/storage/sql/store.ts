@@ -23,6 +23,7 @@ import type {
 } from '../types.ts'
 import { membershipBatch } from '../membership_batch.ts'
 import { sqlAttempts } from './attempts.ts'
+import { sqlCibaRequests } from './ciba_requests.ts'
 import { sqlDeviceCodes } from './device_codes.ts'
 import { type SqlDialect, postgresDialect } from './dialect.ts'
 import { sqlGrants } from './grants.ts'
@@ -355,6 +356,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         }),
     },
     deviceCodes: sqlDeviceCodes({ client, dialect, now, run, wrote }),
+    cibaRequests: sqlCibaRequests({ client, dialect, now, run, wrote }),
     replays: {
       use: (key, expiresAt, at) =>
         run('replays.use', async () => {

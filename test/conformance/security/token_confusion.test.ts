@@ -63,6 +63,8 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
   'id_token_hint@authorize': ['id_token(same)', 'id_token(other)'],
   // At logout the hint's audience must be the client_id sent.
   'id_token_hint@logout': ['id_token(same)'],
+  // At the CIBA endpoint the hint must have been issued to the requesting client.
+  'id_token_hint@ciba': ['id_token(same)'],
   // Access tokens with `openid`, whoever holds them; DPoP-bound ones only with a proof of their key.
   'userinfo(Bearer)': ['access_token(same)', 'access_token(other)', 'exchanged_token(same)', 'exchanged_token(other)'],
   'userinfo(DPoP)': ['access_token_dpop(same)'],
@@ -91,6 +93,7 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
   refresh_token: ['refresh_token(same)'],
   code: ['authorization_code(same)'],
   device_code: ['device_code(same)'],
+  auth_req_id: ['auth_req_id(same)'],
   registration_management: ['registration_access_token(same)'],
 }
 

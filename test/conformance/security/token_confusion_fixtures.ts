@@ -33,6 +33,7 @@ import {
 
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
 export const DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code'
+export const CIBA = 'urn:openid:params:grant-type:ciba'
 const AT_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
 const IDT_TYPE = 'urn:ietf:params:oauth:token-type:id_token'
 const ADDRESS = '203.0.113.39'
@@ -49,6 +50,7 @@ export const KINDS = [
   'authorization_code',
   'device_code',
   'user_code',
+  'auth_req_id',
   'request_uri',
   'client_assertion',
   'dpop_proof',
@@ -67,6 +69,7 @@ export const PLACES = [
   'actor_token(id_token)',
   'id_token_hint@authorize',
   'id_token_hint@logout',
+  'id_token_hint@ciba',
   'userinfo(Bearer)',
   'userinfo(DPoP)',
   'introspection',
@@ -78,6 +81,7 @@ export const PLACES = [
   'refresh_token',
   'code',
   'device_code',
+  'auth_req_id',
   'registration_management',
 ] as const
 export type Place = (typeof PLACES)[number]
@@ -90,6 +94,7 @@ export const SINGLE_USE: ReadonlySet<Kind> = new Set([
   'refresh_token',
   'authorization_code',
   'device_code',
+  'auth_req_id',
   'request_uri',
   'client_assertion',
   'dpop_proof',
@@ -110,6 +115,7 @@ export const HOME: Partial<Record<Kind, Place>> = {
   id_token: 'id_token_hint@logout',
   authorization_code: 'code',
   device_code: 'device_code',
+  auth_req_id: 'auth_req_id',
   request_uri: 'request_uri',
   client_assertion: 'client_assertion',
   registration_access_token: 'registration_management',
@@ -170,6 +176,8 @@ const PERMISSIONS = [
   'ept:revocation',
   'ept:introspection',
   'ept:device_authorization',
+  'ept:backchannel_authentication',
+  `gt:${CIBA}`,
   'gt:authorization_code',
   'gt:refresh_token',
   'gt:client_credentials',
@@ -383,6 +391,30 @@ async function deviceCodes(ctx: MatrixCtx, p: Party, approve: boolean) {
   return body
 }
 
+/** A CIBA request of `p` naming alice, approved by her (through the store): its `auth_req_id`. */
+async function cibaRequest(ctx: MatrixCtx, p: Party): Promise<string> {
+  const endpoint = ctx.as.backchannel_authentication_endpoint as string
+  const response = await clientPost(ctx, p, endpoint, { scope: 'openid profile', login_hint: 'alice' })
+  const authReqId = (await tokens(response, `CIBA request of ${p.name}`)).auth_req_id as string
+  const id = Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(authReqId))).toString(
+    'base64url',
+  )
+  const login = { sub: 'user-1', authTime: ctx.clock.now() }
+  if (!(await ctx.store.cibaRequests.decide(id, { status: 'approved', login }, ctx.clock.now()))) {
+    throw new Error(`the CIBA request of ${p.name} could not be approved`)
+  }
+  return authReqId
+}
+
+/** The outcome of a CIBA request with an id_token_hint: accepted when it answers an auth_req_id. */
+async function cibaHint(ctx: MatrixCtx, token: Minted, actor: Party): Promise<Outcome> {
+  const endpoint = ctx.as.backchannel_authentication_endpoint as string
+  const response = await clientPost(ctx, actor, endpoint, { scope: 'openid', id_token_hint: token.value })
+  const body = await json(response).catch(() => ({}) as Record<string, unknown>)
+  if (response.status === 200 && typeof body.auth_req_id === 'string') return { accepted: true, detail: '200' }
+  return { accepted: false, error: String(body.error), detail: `${response.status} ${String(body.error)}` }
+}
+
 /** A pushed authorization request of `p` (RFC 9126): its `request_uri`. */
 async function pushed(ctx: MatrixCtx, p: Party): Promise<string> {
   const { params } = await requestParams({ clientId: p.clientId, redirectUri: p.redirectUri, scope: 'openid profile' })
@@ -495,6 +527,8 @@ export async function mint(ctx: MatrixCtx, kind: Kind, owner: Party): Promise<Mi
       return of((await deviceCodes(ctx, owner, true)).device_code as string)
     case 'user_code':
       return of((await deviceCodes(ctx, owner, false)).user_code as string)
+    case 'auth_req_id':
+      return of(await cibaRequest(ctx, owner))
     case 'request_uri':
       return of(await pushed(ctx, owner))
     case 'client_assertion':
@@ -686,6 +720,8 @@ export function runPlace(ctx: MatrixCtx, place: Place, token: Minted, actor: Par
       return authorizeHint(ctx, token, actor)
     case 'id_token_hint@logout':
       return logoutHint(ctx, token, actor)
+    case 'id_token_hint@ciba':
+      return cibaHint(ctx, token, actor)
     case 'userinfo(Bearer)':
       return userinfo(ctx, token, actor, 'Bearer')
     case 'userinfo(DPoP)':
@@ -731,6 +767,8 @@ export function runPlace(ctx: MatrixCtx, place: Place, token: Minted, actor: Par
       })
     case 'device_code':
       return grant({ grant_type: DEVICE_CODE, device_code: token.value })
+    case 'auth_req_id':
+      return grant({ grant_type: CIBA, auth_req_id: token.value })
     case 'registration_management':
       return management(ctx, token, actor)
   }
@@ -746,6 +784,8 @@ export const REFUSALS: Record<Place, readonly string[]> = {
   // Core §3.1.2.6 (redirected), RP-Initiated Logout §2 (an error page).
   'id_token_hint@authorize': ['invalid_request'],
   'id_token_hint@logout': ['invalid_request'],
+  // OpenID CIBA §13: a hint that is not an ID token of this issuer for the client.
+  'id_token_hint@ciba': ['invalid_request'],
   // RFC 6750 §3.1, RFC 9449 §7.1.
   'userinfo(Bearer)': ['invalid_token', 'insufficient_scope'],
   'userinfo(DPoP)': ['invalid_token', 'invalid_dpop_proof', 'insufficient_scope'],
@@ -765,6 +805,8 @@ export const REFUSALS: Record<Place, readonly string[]> = {
   refresh_token: ['invalid_grant'],
   code: ['invalid_grant'],
   device_code: ['invalid_grant'],
+  // OpenID CIBA §11: RFC 6749 §5.2.
+  auth_req_id: ['invalid_grant'],
   // RFC 7592 §2 / RFC 6750 §3.1.
   registration_management: ['invalid_token'],
 }

@@ -40,6 +40,7 @@ function faultyStore(now: () => number) {
     keys: wrap('keys', inner.keys),
     pushedRequests: wrap('pushedRequests', inner.pushedRequests),
     deviceCodes: wrap('deviceCodes', inner.deviceCodes),
+    cibaRequests: wrap('cibaRequests', inner.cibaRequests),
     replays: wrap('replays', inner.replays),
   }
   return { store, failing }

@@ -213,6 +213,20 @@ describe('#21 the fapi2-security profile in the options', () => {
     expect(() => parseConfigFile(JSON.stringify({ deviceCodeInterval: -1 }))).toThrow(/deviceCodeInterval/)
   })
 
+  it('#41 cibaTtl (300) and cibaInterval (5): defaults, positive integers, configuration file keys', () => {
+    expect(parseOptions({ issuer: 'https://auth.example.com' })).toMatchObject({ cibaTtl: 300, cibaInterval: 5 })
+    expect(parseOptions({ issuer: 'https://auth.example.com', cibaTtl: 60, cibaInterval: 2 })).toMatchObject({
+      cibaTtl: 60,
+      cibaInterval: 2,
+    })
+    expect(() => parseOptions({ issuer: 'https://auth.example.com', cibaTtl: 0 })).toThrow(/cibaTtl/)
+    expect(parseConfigFile(JSON.stringify({ cibaTtl: 120, cibaInterval: 3 }))).toMatchObject({
+      cibaTtl: 120,
+      cibaInterval: 3,
+    })
+    expect(() => parseConfigFile(JSON.stringify({ cibaInterval: -1 }))).toThrow(/cibaInterval/)
+  })
+
   it('#39 item 7 throttle.userCode and throttle.deviceAuthorization: defaults, positive integers, configuration file keys', () => {
     expect(parseOptions({ issuer: 'https://auth.example.com' }).throttle).toMatchObject({
       userCode: { perAddress: 20, perNetwork: 100, overall: 1000 },

@@ -1,0 +1,126 @@
+/**
+ * @module storage/redis_ciba
+ * The backchannel authentication requests of the Redis store (`Store.cibaRequests`, OpenID CIBA).
+ * As for device codes (redis_device_codes.ts): a hash under `ciba:<id>` with the record as inserted
+ * (`r`) and what changes later in fields of their own (`s` status, `l` login, `i` interval, `p`
+ * polledAt, `c` consumedAt) beside its end (`e`). It lives `CIBA_REQUEST_RETENTION` seconds past
+ * its end (a late poll learns `expired_token`); `ciba-approval:<approval id>` holds the id during
+ * its lifetime only. Decide and poll are each one Lua script: atomic on the server, across every
+ * instance.
+ */
+import type { Redis } from 'ioredis'
+import { CIBA_REQUEST_RETENTION, type CibaPoll, type CibaRequestRecord, type Store } from './types.ts'
+
+// KEYS record key; ARGV now, status, login JSON ('' for none). Only a pending, unexpired record.
+const DECIDE = `
+if redis.call('HGET', KEYS[1], 's') ~= 'pending' then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'e')) <= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'l', ARGV[3]) end
+return 1`
+
+// KEYS record key; ARGV now, retention. Returns {answer, r, s, l, i, p, c, e} as the record now is.
+const POLL = `
+local f = redis.call('HMGET', KEYS[1], 'r', 's', 'i', 'p', 'c', 'e')
+if not f[1] then return {'missing'} end
+local at = tonumber(ARGV[1])
+local e = tonumber(f[6])
+if e + tonumber(ARGV[2]) <= at then return {'missing'} end
+local answer = 'pending'
+if f[5] then answer = 'replayed'
+elseif e <= at then answer = 'expired'
+elseif f[2] == 'denied' then answer = 'denied'
+elseif f[2] == 'approved' then
+  answer = 'ok'
+  redis.call('HSET', KEYS[1], 'c', ARGV[1])
+else
+  local i = tonumber(f[3])
+  if f[4] and at - tonumber(f[4]) < i then
+    answer = 'slow_down'
+    i = i + 5
+  end
+  redis.call('HSET', KEYS[1], 'i', i, 'p', ARGV[1])
+end
+local now = redis.call('HMGET', KEYS[1], 'r', 's', 'l', 'i', 'p', 'c', 'e')
+return {answer, now[1], now[2], now[3], now[4], now[5], now[6], now[7]}`
+
+type Fields = Array<string | null>
+
+interface CibaScripts {
+  gatehouseCibaDecide(key: string, at: number, status: string, login: string): Promise<number>
+  gatehouseCibaPoll(key: string, at: number, retention: number): Promise<[string, ...Fields]>
+}
+
+/** The record from its fields `r, s, l, i, p, c, e`, or undefined when there is none. */
+function toRecord([r, s, l, i, p, c]: Fields): CibaRequestRecord | undefined {
+  if (r == null) return undefined
+  const { login: _login, polledAt: _polledAt, consumedAt: _consumedAt, ...base } = JSON.parse(r) as CibaRequestRecord
+  return {
+    ...base,
+    status: s as CibaRequestRecord['status'],
+    interval: Number(i),
+    ...(l == null ? {} : { login: JSON.parse(l) as NonNullable<CibaRequestRecord['login']> }),
+    ...(p == null ? {} : { polledAt: Number(p) }),
+    ...(c == null ? {} : { consumedAt: Number(c) }),
+  }
+}
+
+/**
+ * `Store.cibaRequests` over Redis. Defines its scripts on the client; `key` prefixes a key, `now`
+ * is the store's clock (native expiry), `run` maps failures to 503.
+ */
+export function redisCibaRequests(
+  client: Redis,
+  key: (kind: string, id: string) => string,
+  now: () => number,
+  run: <R>(operation: string, fn: () => Promise<R>) => Promise<R>,
+): Store['cibaRequests'] {
+  client.defineCommand('gatehouseCibaDecide', { numberOfKeys: 1, lua: DECIDE })
+  client.defineCommand('gatehouseCibaPoll', { numberOfKeys: 1, lua: POLL })
+  const redis = client as Redis & CibaScripts
+  const ttl = (end: number) => Math.max(1, end - now())
+
+  /** The record's fields within its retention (the store's clock), or undefined. */
+  async function read(id: string): Promise<CibaRequestRecord | undefined> {
+    const fields = await redis.hmget(key('ciba', id), 'r', 's', 'l', 'i', 'p', 'c', 'e')
+    if (Number(fields[6]) + CIBA_REQUEST_RETENTION <= now()) return undefined
+    return toRecord(fields)
+  }
+
+  return {
+    insert: (record) =>
+      run('cibaRequests.insert', async () => {
+        const fields: Array<string | number> = ['r', JSON.stringify(record), 's', record.status]
+        fields.push('i', record.interval, 'e', record.expiresAt)
+        if (record.login) fields.push('l', JSON.stringify(record.login))
+        if (record.polledAt !== undefined) fields.push('p', record.polledAt)
+        if (record.consumedAt !== undefined) fields.push('c', record.consumedAt)
+        await redis
+          .multi()
+          .hset(key('ciba', record.id), ...fields)
+          .expire(key('ciba', record.id), ttl(record.expiresAt + CIBA_REQUEST_RETENTION))
+          .set(key('ciba-approval', record.approvalId), record.id, 'EX', ttl(record.expiresAt))
+          .exec()
+      }),
+    get: (id) => run('cibaRequests.get', () => read(id)),
+    findByApproval: (approvalId, at) =>
+      run('cibaRequests.findByApproval', async () => {
+        const id = await redis.get(key('ciba-approval', approvalId))
+        if (id === null) return undefined
+        const record = await read(id)
+        return record && record.approvalId === approvalId && record.expiresAt > at ? record : undefined
+      }),
+    decide: (id, decision, at) =>
+      run('cibaRequests.decide', async () => {
+        const login = decision.status === 'approved' ? JSON.stringify(decision.login) : ''
+        return (await redis.gatehouseCibaDecide(key('ciba', id), at, decision.status, login)) === 1
+      }),
+    poll: (id, at) =>
+      run('cibaRequests.poll', async (): Promise<CibaPoll> => {
+        const [answer, ...fields] = await redis.gatehouseCibaPoll(key('ciba', id), at, CIBA_REQUEST_RETENTION)
+        const record = toRecord(fields)
+        if (answer === 'missing' || !record) return { status: 'missing' }
+        return { status: answer as Exclude<CibaPoll['status'], 'missing'>, record }
+      }),
+  }
+}
