@@ -18,7 +18,7 @@ import { OAuthError } from '../errors.ts'
 import { allValues, noStoreJson, type Params, readForm } from '../http.ts'
 import { Permissions } from '../clients/index.ts'
 import { metaOf } from '../security/index.ts'
-import { RESOURCE_PARAMETERS, verifyIdTokenHint } from '../protocol/index.ts'
+import { parseAuthorizationDetails, RESOURCE_PARAMETERS, verifyIdTokenHint } from '../protocol/index.ts'
 import type { CibaRequestRecord, ClientRecord } from '../storage/index.ts'
 import { randomToken } from '../crypto/index.ts'
 import { notifyUser } from '../interaction/index.ts'
@@ -135,6 +135,8 @@ export async function handleBackchannelAuthentication(request: Request, ctx: Con
   const ttl = lifetimeOf(params, ctx)
   const clientNotificationToken = notificationTokenOf(params, client)
   const acrValues = params.get('acr_values')?.split(' ').filter(Boolean)
+  // RFC 9396: checked as at the authorization endpoint (400 invalid_authorization_details here).
+  const authorizationDetails = await parseAuthorizationDetails(params.get('authorization_details'), client, ctx)
   const user = await userOf(params, client, ctx)
 
   const authReqId = randomToken()
@@ -150,6 +152,7 @@ export async function handleBackchannelAuthentication(request: Request, ctx: Con
     ...(bindingMessage !== undefined ? { bindingMessage } : {}),
     ...(acrValues?.length ? { acrValues } : {}),
     ...(resources.length > 0 ? { resources } : {}),
+    ...(authorizationDetails ? { authorizationDetails } : {}),
     deliveryMode: client.backchannelTokenDeliveryMode ?? 'poll',
     ...(clientNotificationToken !== undefined ? { clientNotificationToken, authReqId } : {}),
     interval: ctx.config.cibaInterval,

@@ -15,7 +15,7 @@
  *
  * @see https://openid.net/specs/openid-client-initiated-backchannel-authentication-core-1_0.html#rfc.section.11
  */
-import type { CibaRequestRecord } from '../storage/index.ts'
+import type { AuthorizationDetail, CibaRequestRecord } from '../storage/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { allValues } from '../http.ts'
@@ -23,7 +23,7 @@ import { Permissions } from '../clients/index.ts'
 import { metaOf } from '../security/index.ts'
 import { grantResources, scopesForResources } from '../protocol/index.ts'
 import { checkApproved, sign, type Target, userGrant } from './device_code.ts'
-import { grantRecordOf, permittedScopes } from './issue.ts'
+import { grantDetails, grantRecordOf, permittedScopes } from './issue.ts'
 import type { Grant } from './types.ts'
 
 /** The grant type (CIBA §10.1). */
@@ -79,6 +79,13 @@ export const ciba: Grant = {
     const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
     const scopes = permittedScopes(client, record.scope.split(' '), ctx)
     const target: Target = { scopes, tokenScopes: scopesForResources(scopes, resources, ctx), resources }
+    // RFC 9396 §6.1: the token request may narrow the approved authorization details, never widen them.
+    const details = await grantDetails(
+      params,
+      record.authorizationDetails as AuthorizationDetail[] | undefined,
+      client,
+      ctx,
+    )
     // Approved already: the account and the family are checked before the poll consumes anything
     // (after it, a concurrent replay may already have revoked the family this call redeems: what
     // is issued then carries the family id and is dead on arrival, as for codes).
@@ -90,7 +97,7 @@ export const ciba: Grant = {
     if (polled.status !== 'ok') return refuse(polled, ctx, request, client.clientId)
     const login = loginOf(polled.record)
     account ??= await checkApproved(polled.record, login, target, ctx)
-    const signing = sign(userGrant(polled.record, login, target, ctx), account, client, ctx, proof)
+    const signing = sign({ ...userGrant(polled.record, login, target, ctx), ...details }, account, client, ctx, proof)
     const { response, refreshRecord, jti, expiresAt } = await signing.issuing
     const made = { kind: 'ciba', createdAt: now, expiresAt } as const
     await Promise.all([

@@ -15,10 +15,10 @@
  * `service.ciba.decide` (its own app).
  */
 import type { Context } from '../context.ts'
-import { redirect } from '../protocol/index.ts'
+import { describeAuthorizationDetails, redirect } from '../protocol/index.ts'
 import { errorPage, loginPage, textsOf } from '../pages/index.ts'
 import { metaOf } from '../security/index.ts'
-import type { CibaRequestRecord, ClientRecord, InteractionRecord } from '../storage/index.ts'
+import type { AuthorizationDetail, CibaRequestRecord, ClientRecord, InteractionRecord } from '../storage/index.ts'
 import type { InteractionResult, PendingInteraction } from '../config/index.ts'
 import { randomToken, timingSafeEqual } from '../crypto/index.ts'
 import { cibaRequestOfReference, recordCibaDecision } from './ciba.ts'
@@ -147,9 +147,11 @@ export async function cibaApprovalStep(
   if (record.login) {
     if (record.login.sub !== ciba.sub) return errorPage(theme, 'access_denied', wrongUser(ctx), 403)
     const scopes = ciba.scope.split(' ')
+    const details = (ciba.authorizationDetails ?? []) as AuthorizationDetail[]
     return cibaConfirmPage(theme, {
       ...common,
       scopes,
+      authorizationDetails: describeAuthorizationDetails(details, ctx),
       ...(ciba.bindingMessage !== undefined ? { bindingMessage: ciba.bindingMessage } : {}),
     })
   }

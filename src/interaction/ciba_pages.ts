@@ -2,10 +2,19 @@
  * @module interaction/ciba_pages
  * The built-in pages of the CIBA approval (OpenID CIBA Core 1.0 §7.2): the confirmation naming the
  * client (bidi-isolated), the binding message to compare with what the application shows, the
- * scopes (and, once Rich Authorization Requests land, every authorization detail), and the page
+ * scopes and every authorization detail (RFC 9396: type, description, every field), and the page
  * after the decision. Every value is escaped.
  */
-import { hidden, page, scopeItems, textsOf, type Theme, withClient } from '../pages/index.ts'
+import {
+  authorizationDetailItems,
+  type DetailView,
+  hidden,
+  page,
+  scopeItems,
+  textsOf,
+  type Theme,
+  withClient,
+} from '../pages/index.ts'
 import { escapeHtml as e } from '../http.ts'
 
 export interface CibaConfirmPageInput {
@@ -14,6 +23,8 @@ export interface CibaConfirmPageInput {
   csrf: string
   clientName: string
   scopes: string[]
+  /** The authorization details (RFC 9396) asked for, each shown with every field. */
+  authorizationDetails?: readonly DetailView[]
   bindingMessage?: string
 }
 
@@ -27,7 +38,7 @@ export function cibaConfirmPage(theme: Theme, input: CibaConfirmPageInput): Resp
   return page(
     theme,
     t.cibaTitle,
-    `<p id="ciba-intro">${withClient(t.cibaIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="ciba-intro">${scopeItems(input.scopes)}</ul>
+    `<p id="ciba-intro">${withClient(t.cibaIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="ciba-intro">${scopeItems(input.scopes)}${authorizationDetailItems(input.authorizationDetails ?? [])}</ul>
 ${binding}
 <form method="post" action="${e(input.action)}">${hidden({ uid: input.uid, csrf: input.csrf, action: 'confirm' })}
 <div class="actions"><button class="primary" type="submit" name="decision" value="approve" autofocus>${e(t.approveButton)}</button>

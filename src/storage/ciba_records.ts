@@ -30,8 +30,8 @@ export interface CibaRequestRecord {
   /** The resources (RFC 8707) of the request. */
   resources?: string[]
   /**
-   * The authorization details (RFC 9396) the end-user is asked to approve. Not filled yet: the
-   * Rich Authorization Requests work passes them through here.
+   * The authorization details (RFC 9396) the end-user is asked to approve, as the CIBA endpoint
+   * checked them (`AuthorizationDetail[]`); the approval page shows each, the tokens carry them.
    */
   authorizationDetails?: unknown[]
   /** How the client learns of the decision (CIBA §5). */
