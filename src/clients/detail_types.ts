@@ -24,3 +24,8 @@ export function parseDetailTypes(value: unknown, service: readonly string[] | un
   const types = [...new Set(value as string[])].filter((type) => service?.includes(type))
   return types.length > 0 ? types : undefined
 }
+
+/** The registration field of a self-registered client's detail types: `authorizationDetailsTypes` when any. */
+export function detailTypesField(types: string[] | undefined): { authorizationDetailsTypes?: string[] } {
+  return types ? { authorizationDetailsTypes: types } : {}
+}

@@ -12,7 +12,7 @@
  * descriptions name the field, never its value.
  */
 import { publicSignatureKeys } from './jwks.ts'
-import { parseDetailTypes } from './detail_types.ts'
+import { detailTypesField, parseDetailTypes } from './detail_types.ts'
 import { OAuthError } from '../errors.ts'
 import type { SigningAlgorithm } from '../crypto/index.ts'
 import { isLoopback, isPublicAddress } from '../security/index.ts'
@@ -394,9 +394,7 @@ export function clientFields(
     ...(metadata.dpop_bound_access_tokens === true ? { requireDpop: true } : {}),
     ...(metadata.backchannel_logout_uri !== undefined ? { backchannelLogoutUri: metadata.backchannel_logout_uri } : {}),
     ...(metadata.backchannel_logout_session_required === true ? { backchannelLogoutSessionRequired: true } : {}),
-    ...(metadata.authorization_details_types
-      ? { authorizationDetailsTypes: metadata.authorization_details_types }
-      : {}),
+    ...detailTypesField(metadata.authorization_details_types),
     ...cibaFields(metadata),
   }
 }

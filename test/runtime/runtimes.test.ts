@@ -30,7 +30,7 @@ const resourceServerAuth = oauth.ClientSecretBasic('api1-secret')
 const web: oauth.Client = { client_id: 'rt-web' }
 const webAuth = oauth.ClientSecretBasic('rt-web-secret')
 
-describe.each(RUNTIMES)('$name', ({ name, command }) => {
+describe.each(RUNTIMES)('$name', ({ command }) => {
   let config: ReturnType<typeof writeConfig> | undefined
   // #41: the host's receiver of CIBA requests (`ciba.notifyUrl`), on loopback.
   const notified: Array<Record<string, unknown>> = []
@@ -77,37 +77,34 @@ describe.each(RUNTIMES)('$name', ({ name, command }) => {
   // On every runtime, workerd included: there global_fetch_strictly_public (as a deployment must
   // set) refuses the IP literal 127.0.0.1, while Miniflare still resolves `localhost` locally (in
   // production the flag refuses that too: docs/workers.md), so the receiver is named `localhost`.
-  it(
-    '#41 CIBA: the agent asks, the user gets the link, signs in and approves on the page, the agent polls',
-    async () => {
-      const url = new URL(issuer)
-      const as = await oauth.processDiscoveryResponse(url, await oauth.discoveryRequest(url, options))
-      const agent: oauth.Client = { client_id: 'rt-ciba' }
-      const auth = oauth.ClientSecretBasic('rt-ciba-secret')
-      const response = await oauth.backchannelAuthenticationRequest(
-        as,
-        agent,
-        auth,
-        { scope: 'openid', login_hint: 'alice', binding_message: 'Runtime check' },
-        options,
-      )
-      const started = await oauth.processBackchannelAuthenticationResponse(as, agent, response)
-      expect(started.interval).toBe(1)
-      for (let i = 0; i < 50 && notified.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100))
-      const link = notified.at(-1)
-      expect(link).toMatchObject({ sub: 'user-1', client_id: 'rt-ciba', binding_message: 'Runtime check' })
-      const browser = new Browser((request) => fetch(request))
-      const signIn = (await browser.navigate(String(link?.approval_uri))).page as Page
-      expect(signIn.html, signIn.html).toContain('name="password"')
-      const confirm = (await browser.signIn(signIn, 'alice', 'alice-password')).page as Page
-      expect(confirm.html, confirm.html).toContain('Runtime check')
-      expect((await browser.submit(confirm, { decision: 'approve' })).page?.status).toBe(200)
-      await new Promise((resolve) => setTimeout(resolve, 1_100))
-      const polled = await oauth.backchannelAuthenticationGrantRequest(as, agent, auth, started.auth_req_id, options)
-      const tokens = await oauth.processBackchannelAuthenticationGrantResponse(as, agent, polled)
-      expect(oauth.getValidatedIdTokenClaims(tokens)).toMatchObject({ iss: issuer, sub: 'user-1', aud: 'rt-ciba' })
-    },
-  )
+  it('#41 CIBA: the agent asks, the user gets the link, signs in and approves on the page, the agent polls', async () => {
+    const url = new URL(issuer)
+    const as = await oauth.processDiscoveryResponse(url, await oauth.discoveryRequest(url, options))
+    const agent: oauth.Client = { client_id: 'rt-ciba' }
+    const auth = oauth.ClientSecretBasic('rt-ciba-secret')
+    const response = await oauth.backchannelAuthenticationRequest(
+      as,
+      agent,
+      auth,
+      { scope: 'openid', login_hint: 'alice', binding_message: 'Runtime check' },
+      options,
+    )
+    const started = await oauth.processBackchannelAuthenticationResponse(as, agent, response)
+    expect(started.interval).toBe(1)
+    for (let i = 0; i < 50 && notified.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+    const link = notified.at(-1)
+    expect(link).toMatchObject({ sub: 'user-1', client_id: 'rt-ciba', binding_message: 'Runtime check' })
+    const browser = new Browser((request) => fetch(request))
+    const signIn = (await browser.navigate(String(link?.approval_uri))).page as Page
+    expect(signIn.html, signIn.html).toContain('name="password"')
+    const confirm = (await browser.signIn(signIn, 'alice', 'alice-password')).page as Page
+    expect(confirm.html, confirm.html).toContain('Runtime check')
+    expect((await browser.submit(confirm, { decision: 'approve' })).page?.status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    const polled = await oauth.backchannelAuthenticationGrantRequest(as, agent, auth, started.auth_req_id, options)
+    const tokens = await oauth.processBackchannelAuthenticationGrantResponse(as, agent, polled)
+    expect(oauth.getValidatedIdTokenClaims(tokens)).toMatchObject({ iss: issuer, sub: 'user-1', aud: 'rt-ciba' })
+  })
 
   it('serves discovery for the configured issuer', async () => {
     const url = new URL(issuer)

@@ -110,6 +110,8 @@ const BOOLEAN_MEMBERS = [
   'frontchannel_logout_session_supported',
   'backchannel_logout_supported',
   'backchannel_logout_session_supported',
+  // OpenID CIBA Core §4: a boolean.
+  'backchannel_user_code_parameter_supported',
   'tls_client_certificate_bound_access_tokens',
   'client_id_metadata_document_supported',
 ]
