@@ -14,66 +14,29 @@
  */
 import type { Context } from '../context.ts'
 import type { RequestMeta } from '../events/index.ts'
-import { fetchPublic, isLoopback, type OutboundResult } from '../security/index.ts'
+import { callbackUrl, postCallback, sleep } from '../security/index.ts'
+import { callbackOutbound } from '../logout/index.ts'
 import type { CibaRequestRecord, ClientRecord } from '../storage/index.ts'
 
 type Attempt = { ok: true } | { ok: false; retry: boolean; error: string }
 
-/** The URL pings go to, or undefined when the client's endpoint may not be used. */
-function pingUrl(client: ClientRecord): URL | undefined {
-  try {
-    const url = new URL(client.backchannelClientNotificationEndpoint ?? '')
-    if (url.username !== '' || url.password !== '' || url.hash !== '') return undefined
-    if (url.protocol === 'https:') return url
-    if (url.protocol === 'http:' && client.registration === undefined && isLoopback(url.hostname)) return url
-  } catch {}
-  return undefined
-}
-
-const sleep = (seconds: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, seconds * 1000))
-
 /** One POST, bounded by the time-out (the address check included). */
 async function post(url: URL, body: string, token: string, guarded: boolean, ctx: Context): Promise<Attempt> {
   const settings = ctx.config.backchannelLogout
-  const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(), settings.timeout * 1000)
-  const timedOut = new Promise<'timeout'>((resolve) =>
-    controller.signal.addEventListener('abort', () => resolve('timeout')),
-  )
-  try {
-    const init: RequestInit = {
-      method: 'POST',
-      redirect: 'manual',
-      credentials: 'omit',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body,
-      signal: controller.signal,
-    }
-    const send = settings.fetch ?? ((input: string, request: RequestInit) => fetch(input, request))
-    const sent: Promise<OutboundResult> = guarded
-      ? fetchPublic(url, init, {
-          fetch: settings.fetch,
-          outboundFetch: ctx.config.outboundFetch,
-          resolveHost: ctx.config.resolveHost,
-          allowUnpinnedHostNames: ctx.config.allowUnpinnedHostNames,
-        })
-      : send(url.href, init).then((response) => ({ response }))
-    const outcome = await Promise.race([
-      sent.catch(() => (controller.signal.aborted ? ('timeout' as const) : ('network' as const))),
-      timedOut,
-    ])
-    if (typeof outcome === 'string') return { ok: false, retry: true, error: outcome }
-    if ('refused' in outcome) return { ok: false, retry: false, error: 'address_refused' }
-    const { response } = outcome
-    await response.body?.cancel().catch(() => {})
-    const status = response.status
-    if (status >= 200 && status < 300) return { ok: true }
-    const retry = status >= 500 || status === 429 || status === 408
-    return { ok: false, retry, error: String(status) }
-  } finally {
-    clearTimeout(timer)
-    controller.abort()
-  }
+  const outcome = await postCallback({
+    url,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body,
+    timeout: settings.timeout,
+    guarded,
+    outbound: callbackOutbound(settings.fetch, ctx),
+  })
+  if (outcome === 'timeout' || outcome === 'network') return { ok: false, retry: true, error: outcome }
+  if (outcome === 'refused') return { ok: false, retry: false, error: 'address_refused' }
+  const { status } = outcome
+  if (status >= 200 && status < 300) return { ok: true }
+  const retry = status >= 500 || status === 429 || status === 408
+  return { ok: false, retry, error: String(status) }
 }
 
 /** Pings the client with retries; the failure's description, or undefined when it was delivered. */
@@ -82,7 +45,7 @@ async function ping(
   client: ClientRecord,
   ctx: Context,
 ): Promise<{ attempts: number; error?: string }> {
-  const url = pingUrl(client)
+  const url = callbackUrl(client.backchannelClientNotificationEndpoint, client.registration !== undefined)
   if (!url || record.authReqId === undefined || record.clientNotificationToken === undefined) {
     return { attempts: 0, error: 'address_refused' }
   }

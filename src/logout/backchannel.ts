@@ -22,7 +22,7 @@
 import type { Context } from '../context.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { randomToken, signingAlgorithms, signJwt } from '../crypto/index.ts'
-import { fetchPublic, isLoopback, type OutboundResult } from '../security/index.ts'
+import { callbackUrl, type OutboundOptions, type PlainFetch, postCallback, sleep } from '../security/index.ts'
 import type { ClientRecord } from '../storage/index.ts'
 
 /** The `events` member of a back-channel logout token (Back-Channel Logout 1.0 §2.4). */
@@ -78,66 +78,37 @@ export async function issueLogoutToken(
   return { token: await signJwt(payload, LOGOUT_TOKEN_TYPE, await ctx.keyring.signingKey(alg)), jti }
 }
 
-/** The URL a client's logout token goes to, or undefined when its URI may not be used. */
-function logoutUrl(client: ClientRecord): URL | undefined {
-  try {
-    const url = new URL(client.backchannelLogoutUri ?? '')
-    if (url.username !== '' || url.password !== '' || url.hash !== '') return undefined
-    if (url.protocol === 'https:') return url
-    // As for jwks_uri: plain http only toward this machine, only for a client the host registered.
-    if (url.protocol === 'http:' && client.registration === undefined && isLoopback(url.hostname)) return url
-  } catch {}
-  return undefined
-}
-
-const sleep = (seconds: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, seconds * 1000))
-
 type Attempt = { ok: true; status: number } | { ok: false; retry: boolean; status?: number; reason: FailureReason }
 
 /** One POST, bounded by the time-out (the address check included). */
 async function post(url: URL, token: string, guarded: boolean, ctx: Context): Promise<Attempt> {
   const settings = ctx.config.backchannelLogout
-  const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(), settings.timeout * 1000)
-  const timedOut = new Promise<'timeout'>((resolve) =>
-    controller.signal.addEventListener('abort', () => resolve('timeout')),
-  )
-  try {
-    const init: RequestInit = {
-      method: 'POST',
-      redirect: 'manual',
-      credentials: 'omit',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ logout_token: token }).toString(),
-      signal: controller.signal,
-    }
-    const send = settings.fetch ?? ((input: string, request: RequestInit) => fetch(input, request))
-    const sent: Promise<OutboundResult> = guarded
-      ? fetchPublic(url, init, {
-          fetch: settings.fetch,
-          outboundFetch: ctx.config.outboundFetch,
-          resolveHost: ctx.config.resolveHost,
-          allowUnpinnedHostNames: ctx.config.allowUnpinnedHostNames,
-        })
-      : send(url.href, init).then((response) => ({ response }))
-    const outcome = await Promise.race([
-      sent.catch(() => (controller.signal.aborted ? ('timeout' as const) : ('network' as const))),
-      timedOut,
-    ])
-    if (typeof outcome === 'string') return { ok: false, retry: true, reason: outcome }
-    if ('refused' in outcome) return { ok: false, retry: false, reason: 'address_refused' }
-    const { response } = outcome
-    await response.body?.cancel().catch(() => {})
-    const status = response.status
-    // §2.8: 200 OK; 204 No Content from frameworks that substitute it.
-    if (status === 200 || status === 204) return { ok: true, status }
-    if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
-      return { ok: false, retry: false, status, reason: 'redirect' }
-    }
-    return { ok: false, retry: status >= 500 || status === 429 || status === 408, status, reason: 'status' }
-  } finally {
-    clearTimeout(timer)
-    controller.abort()
+  const outcome = await postCallback({
+    url,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ logout_token: token }).toString(),
+    timeout: settings.timeout,
+    guarded,
+    outbound: callbackOutbound(settings.fetch, ctx),
+  })
+  if (outcome === 'timeout' || outcome === 'network') return { ok: false, retry: true, reason: outcome }
+  if (outcome === 'refused') return { ok: false, retry: false, reason: 'address_refused' }
+  const { status } = outcome
+  // §2.8: 200 OK; 204 No Content from frameworks that substitute it.
+  if (status === 200 || status === 204) return { ok: true, status }
+  if (outcome.opaqueRedirect || (status >= 300 && status < 400)) {
+    return { ok: false, retry: false, status, reason: 'redirect' }
+  }
+  return { ok: false, retry: status >= 500 || status === 429 || status === 408, status, reason: 'status' }
+}
+
+/** How a guarded callback POST goes out: the host's `fetch` option and the service's outbound options. */
+export function callbackOutbound(fetch: PlainFetch | undefined, ctx: Context): OutboundOptions {
+  return {
+    fetch,
+    outboundFetch: ctx.config.outboundFetch,
+    resolveHost: ctx.config.resolveHost,
+    allowUnpinnedHostNames: ctx.config.allowUnpinnedHostNames,
   }
 }
 
@@ -150,7 +121,7 @@ async function deliver(client: ClientRecord, session: EndedSession, ctx: Context
     ctx.logger.error('back-channel logout token could not be signed', { clientId: client.clientId, err })
     return { jti: '', attempts: 0, reason: 'signing' }
   }
-  const url = logoutUrl(client)
+  const url = callbackUrl(client.backchannelLogoutUri, client.registration !== undefined)
   if (!url) return { jti: issued.jti, attempts: 0, reason: 'address_refused' }
   const guarded = client.registration !== undefined && !ctx.config.backchannelLogout.allowPrivateNetworks
   const delays = ctx.config.backchannelLogout.retryDelays

@@ -3,4 +3,4 @@
  * Back-channel logout delivery (OpenID Connect Back-Channel Logout 1.0). This index is what the
  * rest of the code imports; nothing outside the folder imports its other files.
  */
-export { startBackchannelLogout } from './backchannel.ts'
+export { callbackOutbound, startBackchannelLogout } from './backchannel.ts'

@@ -12,6 +12,7 @@ export {
   isPublicAddress,
   networkBucket,
 } from './networks.ts'
+export { type CallbackOutcome, type CallbackPost, callbackUrl, postCallback, sleep } from './callback_post.ts'
 export {
   fetchPublic,
   type OutboundFetch,
