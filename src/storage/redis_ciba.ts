@@ -10,59 +10,13 @@
  */
 import type { Redis } from 'ioredis'
 import { CIBA_REQUEST_RETENTION, type CibaPoll, type CibaRequestRecord, type Store } from './types.ts'
+import { DECIDE, type Fields, POLL, toRecord } from './redis_device_codes.ts'
 
-// KEYS record key; ARGV now, status, login JSON ('' for none). Only a pending, unexpired record.
-const DECIDE = `
-if redis.call('HGET', KEYS[1], 's') ~= 'pending' then return 0 end
-if tonumber(redis.call('HGET', KEYS[1], 'e')) <= tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 's', ARGV[2])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'l', ARGV[3]) end
-return 1`
-
-// KEYS record key; ARGV now, retention. Returns {answer, r, s, l, i, p, c, e} as the record now is.
-const POLL = `
-local f = redis.call('HMGET', KEYS[1], 'r', 's', 'i', 'p', 'c', 'e')
-if not f[1] then return {'missing'} end
-local at = tonumber(ARGV[1])
-local e = tonumber(f[6])
-if e + tonumber(ARGV[2]) <= at then return {'missing'} end
-local answer = 'pending'
-if f[5] then answer = 'replayed'
-elseif e <= at then answer = 'expired'
-elseif f[2] == 'denied' then answer = 'denied'
-elseif f[2] == 'approved' then
-  answer = 'ok'
-  redis.call('HSET', KEYS[1], 'c', ARGV[1])
-else
-  local i = tonumber(f[3])
-  if f[4] and at - tonumber(f[4]) < i then
-    answer = 'slow_down'
-    i = i + 5
-  end
-  redis.call('HSET', KEYS[1], 'i', i, 'p', ARGV[1])
-end
-local now = redis.call('HMGET', KEYS[1], 'r', 's', 'l', 'i', 'p', 'c', 'e')
-return {answer, now[1], now[2], now[3], now[4], now[5], now[6], now[7]}`
-
-type Fields = Array<string | null>
+// The device codes' scripts and fields (redis_device_codes.ts): a CIBA request is decided and polled alike.
 
 interface CibaScripts {
   gatehouseCibaDecide(key: string, at: number, status: string, login: string): Promise<number>
   gatehouseCibaPoll(key: string, at: number, retention: number): Promise<[string, ...Fields]>
-}
-
-/** The record from its fields `r, s, l, i, p, c, e`, or undefined when there is none. */
-function toRecord([r, s, l, i, p, c]: Fields): CibaRequestRecord | undefined {
-  if (r == null) return undefined
-  const { login: _login, polledAt: _polledAt, consumedAt: _consumedAt, ...base } = JSON.parse(r) as CibaRequestRecord
-  return {
-    ...base,
-    status: s as CibaRequestRecord['status'],
-    interval: Number(i),
-    ...(l == null ? {} : { login: JSON.parse(l) as NonNullable<CibaRequestRecord['login']> }),
-    ...(p == null ? {} : { polledAt: Number(p) }),
-    ...(c == null ? {} : { consumedAt: Number(c) }),
-  }
 }
 
 /**
@@ -84,7 +38,7 @@ export function redisCibaRequests(
   async function read(id: string): Promise<CibaRequestRecord | undefined> {
     const fields = await redis.hmget(key('ciba', id), 'r', 's', 'l', 'i', 'p', 'c', 'e')
     if (Number(fields[6]) + CIBA_REQUEST_RETENTION <= now()) return undefined
-    return toRecord(fields)
+    return toRecord<CibaRequestRecord>(fields)
   }
 
   return {
@@ -118,7 +72,7 @@ export function redisCibaRequests(
     poll: (id, at) =>
       run('cibaRequests.poll', async (): Promise<CibaPoll> => {
         const [answer, ...fields] = await redis.gatehouseCibaPoll(key('ciba', id), at, CIBA_REQUEST_RETENTION)
-        const record = toRecord(fields)
+        const record = toRecord<CibaRequestRecord>(fields)
         if (answer === 'missing' || !record) return { status: 'missing' }
         return { status: answer as Exclude<CibaPoll['status'], 'missing'>, record }
       }),

@@ -10,7 +10,13 @@
  * @see https://www.rfc-editor.org/rfc/rfc8628#section-3.5
  */
 import type { Redis } from 'ioredis'
-import { DEVICE_CODE_RETENTION, type DeviceCodeRecord, type DevicePoll, type Store } from './types.ts'
+import {
+  type CibaRequestRecord,
+  DEVICE_CODE_RETENTION,
+  type DeviceCodeRecord,
+  type DevicePoll,
+  type Store,
+} from './types.ts'
 
 // KEYS user-code key, record key; ARGV now, `<end>:<id>`, user-code ttl, record ttl, then the
 // record's field/value pairs. Refused (0) while a live record holds the user code; an expired
@@ -25,7 +31,7 @@ redis.call('EXPIRE', KEYS[2], ARGV[4])
 return 1`
 
 // KEYS record key; ARGV now, status, login JSON ('' for none). Only a pending, unexpired record.
-const DECIDE = `
+export const DECIDE = `
 if redis.call('HGET', KEYS[1], 's') ~= 'pending' then return 0 end
 if tonumber(redis.call('HGET', KEYS[1], 'e')) <= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 's', ARGV[2])
@@ -33,7 +39,7 @@ if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'l', ARGV[3]) end
 return 1`
 
 // KEYS record key; ARGV now, retention. Returns {answer, r, s, l, i, p, c, e} as the record now is.
-const POLL = `
+export const POLL = `
 local f = redis.call('HMGET', KEYS[1], 'r', 's', 'i', 'p', 'c', 'e')
 if not f[1] then return {'missing'} end
 local at = tonumber(ARGV[1])
@@ -57,7 +63,8 @@ end
 local now = redis.call('HMGET', KEYS[1], 'r', 's', 'l', 'i', 'p', 'c', 'e')
 return {answer, now[1], now[2], now[3], now[4], now[5], now[6], now[7]}`
 
-type Fields = Array<string | null>
+/** A record's hash fields `r, s, l, i, p, c, e`, as HMGET and the poll script answer them. */
+export type Fields = Array<string | null>
 
 interface DeviceCodeScripts {
   gatehouseDeviceInsert(userKey: string, key: string, ...args: Array<string | number>): Promise<number>
@@ -65,18 +72,21 @@ interface DeviceCodeScripts {
   gatehouseDevicePoll(key: string, at: number, retention: number): Promise<[string, ...Fields]>
 }
 
-/** The record from its fields `r, s, l, i, p, c, e`, or undefined when there is none. */
-function toRecord([r, s, l, i, p, c]: Fields): DeviceCodeRecord | undefined {
+/**
+ * The record from its fields `r, s, l, i, p, c, e`, or undefined when there is none: a device
+ * authorization, or a CIBA request (redis_ciba.ts keeps its requests the same way).
+ */
+export function toRecord<T extends DeviceCodeRecord | CibaRequestRecord>([r, s, l, i, p, c]: Fields): T | undefined {
   if (r == null) return undefined
-  const { login: _login, polledAt: _polledAt, consumedAt: _consumedAt, ...base } = JSON.parse(r) as DeviceCodeRecord
+  const { login: _login, polledAt: _polledAt, consumedAt: _consumedAt, ...base } = JSON.parse(r) as T
   return {
     ...base,
-    status: s as DeviceCodeRecord['status'],
+    status: s as T['status'],
     interval: Number(i),
-    ...(l == null ? {} : { login: JSON.parse(l) as NonNullable<DeviceCodeRecord['login']> }),
+    ...(l == null ? {} : { login: JSON.parse(l) as NonNullable<T['login']> }),
     ...(p == null ? {} : { polledAt: Number(p) }),
     ...(c == null ? {} : { consumedAt: Number(c) }),
-  }
+  } as T
 }
 
 /**
@@ -99,7 +109,7 @@ export function redisDeviceCodes(
   async function read(id: string): Promise<DeviceCodeRecord | undefined> {
     const fields = await redis.hmget(key('device', id), 'r', 's', 'l', 'i', 'p', 'c', 'e')
     if (Number(fields[6]) + DEVICE_CODE_RETENTION <= now()) return undefined
-    return toRecord(fields)
+    return toRecord<DeviceCodeRecord>(fields)
   }
 
   return {
@@ -138,7 +148,7 @@ export function redisDeviceCodes(
     poll: (id, at) =>
       run('deviceCodes.poll', async (): Promise<DevicePoll> => {
         const [answer, ...fields] = await redis.gatehouseDevicePoll(key('device', id), at, DEVICE_CODE_RETENTION)
-        const record = toRecord(fields)
+        const record = toRecord<DeviceCodeRecord>(fields)
         if (answer === 'missing' || !record) return { status: 'missing' }
         return { status: answer as Exclude<DevicePoll['status'], 'missing'>, record }
       }),
