@@ -10,6 +10,7 @@
  * tokens then cost the garbage collector nothing (see packed_map.ts for the measurements).
  * Every read returns a fresh copy, so callers never share the store's records.
  */
+import { decidePending, pollPending } from './memory_pending.ts'
 import { type CibaMaps, memoryCibaRequests } from './memory_ciba.ts'
 import { PackedRecordMap } from './packed_map.ts'
 import {
@@ -278,31 +279,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         return record && record.expiresAt > at ? record : undefined
       },
       async decide(id, decision, at) {
-        const entry = deviceCodes.get(id)
-        if (entry?.record.status !== 'pending' || entry.record.expiresAt <= at) return false
-        entry.record.status = decision.status
-        if (decision.status === 'approved') entry.record.login = decision.login
-        deviceCodes.set(id, entry)
-        return true
+        return decidePending(deviceCodes, id, decision, at)
       },
       async poll(id, at): Promise<DevicePoll> {
-        // Read, decide and write with no await between: atomic in one process.
-        const entry = deviceCodes.get(id)
-        if (!entry) return { status: 'missing' }
-        const record = entry.record
-        if (record.consumedAt !== undefined) return { status: 'replayed', record }
-        if (record.expiresAt <= at) return { status: 'expired', record }
-        if (record.status === 'denied') return { status: 'denied', record }
-        if (record.status === 'approved') {
-          record.consumedAt = at
-          deviceCodes.set(id, entry)
-          return { status: 'ok', record }
-        }
-        const tooSoon = record.polledAt !== undefined && at - record.polledAt < record.interval
-        if (tooSoon) record.interval += 5
-        record.polledAt = at
-        deviceCodes.set(id, entry)
-        return { status: tooSoon ? 'slow_down' : 'pending', record }
+        return pollPending(deviceCodes, id, at)
       },
     },
     cibaRequests: memoryCibaRequests(ciba),

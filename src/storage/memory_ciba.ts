@@ -4,6 +4,7 @@
  * CIBA). Every operation reads, decides and writes with no await between: atomic in one process;
  * the packed maps copy records in and out, so callers never share them.
  */
+import { decidePending, pollPending } from './memory_pending.ts'
 import type { PackedRecordMap } from './packed_map.ts'
 import { CIBA_REQUEST_RETENTION, type CibaPoll, type CibaRequestRecord, type Store } from './types.ts'
 
@@ -30,30 +31,10 @@ export function memoryCibaRequests({ requests, approvals }: CibaMaps): Store['ci
       return record && record.expiresAt > at ? record : undefined
     },
     async decide(id, decision, at) {
-      const entry = requests.get(id)
-      if (entry?.record.status !== 'pending' || entry.record.expiresAt <= at) return false
-      entry.record.status = decision.status
-      if (decision.status === 'approved') entry.record.login = decision.login
-      requests.set(id, entry)
-      return true
+      return decidePending(requests, id, decision, at)
     },
     async poll(id, at): Promise<CibaPoll> {
-      const entry = requests.get(id)
-      if (!entry) return { status: 'missing' }
-      const record = entry.record
-      if (record.consumedAt !== undefined) return { status: 'replayed', record }
-      if (record.expiresAt <= at) return { status: 'expired', record }
-      if (record.status === 'denied') return { status: 'denied', record }
-      if (record.status === 'approved') {
-        record.consumedAt = at
-        requests.set(id, entry)
-        return { status: 'ok', record }
-      }
-      const tooSoon = record.polledAt !== undefined && at - record.polledAt < record.interval
-      if (tooSoon) record.interval += 5
-      record.polledAt = at
-      requests.set(id, entry)
-      return { status: tooSoon ? 'slow_down' : 'pending', record }
+      return pollPending(requests, id, at)
     },
   }
 }
