@@ -11,40 +11,17 @@
  */
 import { CIBA_REQUEST_RETENTION, type CibaPoll, type CibaRequestRecord, type Store } from '../types.ts'
 import type { SqlDialect } from './dialect.ts'
+import { PENDING_COLUMNS, type PendingRow, pendingRecord, pollStatement } from './device_codes.ts'
 
 /** What the CIBA requests need of the driver (`SqlClient`). */
 interface Client {
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>
 }
 
-interface CibaRow {
-  record: unknown
-  status: CibaRequestRecord['status']
-  login: unknown
-  poll_interval: number | string
-  polled_at: number | string | null
-  consumed_at: number | string | null
-  poll_answer?: 'ok' | 'pending' | 'slow_down' | null
-}
-
-const COLUMNS = 'record, status, login, poll_interval, polled_at, consumed_at'
-
-function parse<T>(value: unknown): T {
-  return (typeof value === 'string' ? JSON.parse(value) : value) as T
-}
-
-/** The record as it now is: the inserted record with the columns that changed since. */
-function toRecord(row: CibaRow): CibaRequestRecord {
-  const { login: _login, polledAt: _polledAt, consumedAt: _consumedAt, ...base } = parse<CibaRequestRecord>(row.record)
-  return {
-    ...base,
-    status: row.status,
-    interval: Number(row.poll_interval),
-    ...(row.login == null ? {} : { login: parse<NonNullable<CibaRequestRecord['login']>>(row.login) }),
-    ...(row.polled_at == null ? {} : { polledAt: Number(row.polled_at) }),
-    ...(row.consumed_at == null ? {} : { consumedAt: Number(row.consumed_at) }),
-  }
-}
+/** The device codes' row, columns and poll (device_codes.ts): a CIBA request is polled alike. */
+type CibaRow = PendingRow<CibaRequestRecord>
+const COLUMNS = PENDING_COLUMNS
+const toRecord = (row: CibaRow): CibaRequestRecord => pendingRecord(row)
 
 /** `Store.cibaRequests` over SQL. `run` maps failures to 503; `wrote` counts a write for pruning. */
 export function sqlCibaRequests(deps: {
@@ -61,15 +38,7 @@ export function sqlCibaRequests(deps: {
   const insert = `INSERT INTO ${t} (id, approval_id, record, status, login, poll_interval, polled_at, request_expires_at, expires_at, consumed_at)
     VALUES (CAST($1 AS text), CAST($2 AS text), ${j('$3')}, CAST($4 AS text), ${j('$5')}, CAST($6 AS integer),
       CAST($7 AS bigint), CAST($8 AS bigint), CAST($9 AS bigint), CAST($10 AS bigint))`
-  // $1 id, $2 now. SET expressions read the row as it was, so poll_answer is this call's answer.
-  const tooSoon = 'polled_at IS NOT NULL AND $2 - polled_at < poll_interval'
-  const poll = `UPDATE ${t} SET
-      poll_answer = CASE WHEN status = 'approved' THEN 'ok' WHEN ${tooSoon} THEN 'slow_down' ELSE 'pending' END,
-      consumed_at = CASE WHEN status = 'approved' THEN $2 ELSE consumed_at END,
-      poll_interval = CASE WHEN status = 'pending' AND ${tooSoon} THEN poll_interval + 5 ELSE poll_interval END,
-      polled_at = CASE WHEN status = 'pending' THEN $2 ELSE polled_at END
-    WHERE id = $1 AND expires_at > $2 AND request_expires_at > $2 AND consumed_at IS NULL AND status <> 'denied'
-    RETURNING ${COLUMNS}, poll_answer`
+  const poll = pollStatement(t, 'request_expires_at')
   const read = `SELECT ${COLUMNS} FROM ${t} WHERE id = $1 AND expires_at > $2`
 
   async function pollOnce(id: string, at: number): Promise<CibaPoll> {

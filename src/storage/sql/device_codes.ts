@@ -16,7 +16,13 @@
  *
  * @see https://www.rfc-editor.org/rfc/rfc8628#section-3.5
  */
-import { DEVICE_CODE_RETENTION, type DeviceCodeRecord, type DevicePoll, type Store } from '../types.ts'
+import {
+  type CibaRequestRecord,
+  DEVICE_CODE_RETENTION,
+  type DeviceCodeRecord,
+  type DevicePoll,
+  type Store,
+} from '../types.ts'
 import type { SqlDialect } from './dialect.ts'
 
 /** What the device codes need of the driver (`SqlClient`). */
@@ -25,33 +31,53 @@ interface Client {
   batch?(statements: string[], params: unknown[]): Promise<unknown[][]>
 }
 
-interface DeviceRow {
+/** The row of a pending authorization (a device code, a CIBA request): the record and what changed since. */
+export interface PendingRow<T extends DeviceCodeRecord | CibaRequestRecord> {
   record: unknown
-  status: DeviceCodeRecord['status']
+  status: T['status']
   login: unknown
   poll_interval: number | string
   polled_at: number | string | null
   consumed_at: number | string | null
   poll_answer?: 'ok' | 'pending' | 'slow_down' | null
 }
+type DeviceRow = PendingRow<DeviceCodeRecord>
 
-const COLUMNS = 'record, status, login, poll_interval, polled_at, consumed_at'
+/** The columns a pending authorization is read from. */
+export const PENDING_COLUMNS = 'record, status, login, poll_interval, polled_at, consumed_at'
+const COLUMNS = PENDING_COLUMNS
 
 function parse<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T
 }
 
 /** The record as it now is: the inserted record with the columns that changed since. */
-function toRecord(row: DeviceRow): DeviceCodeRecord {
-  const { login: _login, polledAt: _polledAt, consumedAt: _consumedAt, ...base } = parse<DeviceCodeRecord>(row.record)
+export function pendingRecord<T extends DeviceCodeRecord | CibaRequestRecord>(row: PendingRow<T>): T {
+  const { login: _login, polledAt: _polledAt, consumedAt: _consumedAt, ...base } = parse<T>(row.record)
   return {
     ...base,
     status: row.status,
     interval: Number(row.poll_interval),
-    ...(row.login == null ? {} : { login: parse<NonNullable<DeviceCodeRecord['login']>>(row.login) }),
+    ...(row.login == null ? {} : { login: parse<NonNullable<T['login']>>(row.login) }),
     ...(row.polled_at == null ? {} : { polledAt: Number(row.polled_at) }),
     ...(row.consumed_at == null ? {} : { consumedAt: Number(row.consumed_at) }),
-  }
+  } as T
+}
+const toRecord = (row: DeviceRow): DeviceCodeRecord => pendingRecord(row)
+
+/**
+ * One poll as one `UPDATE … RETURNING` ($1 id, $2 now) on `table`, whose lifetime column is
+ * `lifetime`: SET expressions read the row as it was, so `poll_answer` is this call's answer.
+ */
+export function pollStatement(table: string, lifetime: string): string {
+  const tooSoon = 'polled_at IS NOT NULL AND $2 - polled_at < poll_interval'
+  return `UPDATE ${table} SET
+      poll_answer = CASE WHEN status = 'approved' THEN 'ok' WHEN ${tooSoon} THEN 'slow_down' ELSE 'pending' END,
+      consumed_at = CASE WHEN status = 'approved' THEN $2 ELSE consumed_at END,
+      poll_interval = CASE WHEN status = 'pending' AND ${tooSoon} THEN poll_interval + 5 ELSE poll_interval END,
+      polled_at = CASE WHEN status = 'pending' THEN $2 ELSE polled_at END
+    WHERE id = $1 AND expires_at > $2 AND ${lifetime} > $2 AND consumed_at IS NULL AND status <> 'denied'
+    RETURNING ${PENDING_COLUMNS}, poll_answer`
 }
 
 /** The highest `$n` of a statement: how many of the shared parameters it takes. */
@@ -100,15 +126,7 @@ export function sqlDeviceCodes(deps: {
       CAST($8 AS bigint), CAST($9 AS bigint), CAST($10 AS bigint), CAST($11 AS bigint)
     WHERE NOT EXISTS (SELECT 1 FROM ${t} WHERE user_code = $1 AND code_expires_at > $2)
     ON CONFLICT DO NOTHING RETURNING id`
-  // $1 id, $2 now. SET expressions read the row as it was, so poll_answer is this call's answer.
-  const tooSoon = 'polled_at IS NOT NULL AND $2 - polled_at < poll_interval'
-  const poll = `UPDATE ${t} SET
-      poll_answer = CASE WHEN status = 'approved' THEN 'ok' WHEN ${tooSoon} THEN 'slow_down' ELSE 'pending' END,
-      consumed_at = CASE WHEN status = 'approved' THEN $2 ELSE consumed_at END,
-      poll_interval = CASE WHEN status = 'pending' AND ${tooSoon} THEN poll_interval + 5 ELSE poll_interval END,
-      polled_at = CASE WHEN status = 'pending' THEN $2 ELSE polled_at END
-    WHERE id = $1 AND expires_at > $2 AND code_expires_at > $2 AND consumed_at IS NULL AND status <> 'denied'
-    RETURNING ${COLUMNS}, poll_answer`
+  const poll = pollStatement(t, 'code_expires_at')
   const read = `SELECT ${COLUMNS} FROM ${t} WHERE id = $1 AND expires_at > $2`
 
   async function pollOnce(id: string, at: number, attempt: number): Promise<DevicePoll> {
