@@ -140,10 +140,10 @@ async function continueWithSession(
     (maxAge !== undefined && now - session.authTime > maxAge) ||
     (hintSub !== undefined && hintSub !== session.sub)
   // A client that registered itself asks every time: no earlier consent stands in for it; nor
-  // do scopes for authorization details not approved before (RFC 9396, #41).
+  // does any request with authorization details (RFC 9396, #41).
   const needsConsent =
     isSelfRegistered(client) ||
-    (await detailsNeedConsent(authRequest, session, ctx)) ||
+    detailsNeedConsent(authRequest) ||
     (client.consentType === 'explicit' &&
       (prompt.includes('consent') ||
         !granted.every((scope) => session?.consents[clientId]?.includes(scope)) ||

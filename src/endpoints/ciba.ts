@@ -40,8 +40,14 @@ const NOTIFICATION_TOKEN_MAX = 1024
 function bindingMessageOf(params: Params): string | undefined {
   const message = params.get('binding_message')
   if (message === undefined) return undefined
+  // Control and format characters (bidi overrides, zero-width ones: \p{Cf}) and markup are refused,
+  // so what the user compares is what both sides show.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (message === '' || [...message].length > BINDING_MESSAGE_MAX || /[\u0000-\u001f\u007f-\u009f<>]/.test(message)) {
+  if (
+    message === '' ||
+    [...message].length > BINDING_MESSAGE_MAX ||
+    /[\u0000-\u001f\u007f-\u009f<>\p{Cf}]/u.test(message)
+  ) {
     throw new OAuthError(
       'invalid_binding_message',
       `binding_message must be 1 to ${BINDING_MESSAGE_MAX} characters of plain text`,
@@ -113,6 +119,9 @@ function notificationTokenOf(params: Params, client: ClientRecord): string | und
     throw new OAuthError('invalid_request', 'client_notification_token is required in ping mode')
   if (token.length > NOTIFICATION_TOKEN_MAX)
     throw new OAuthError('invalid_request', 'client_notification_token is too long')
+  // It is sent back as a Bearer token: RFC 6750 §2.1 b64token syntax.
+  if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(token))
+    throw new OAuthError('invalid_request', 'client_notification_token must be a bearer token (RFC 6750 b64token)')
   return token
 }
 
@@ -129,6 +138,8 @@ export async function handleBackchannelAuthentication(request: Request, ctx: Con
   })
   requirePermission(client, Permissions.Endpoints.BackchannelAuthentication, 'the backchannel authentication endpoint')
   requirePermission(client, Permissions.GrantTypes.Ciba, 'the CIBA grant')
+  // CIBA §7.1: scope is required (a missing one is a malformed request, not an invalid scope).
+  if (params.get('scope') === undefined) throw new OAuthError('invalid_request', 'scope is required')
   const { scopes, resources } = requestedScopes(params.get('scope'), allValues(params, 'resource'), client, ctx)
   if (!scopes.includes('openid')) throw new OAuthError('invalid_request', 'scope must contain openid')
   const bindingMessage = bindingMessageOf(params)
@@ -161,10 +172,15 @@ export async function handleBackchannelAuthentication(request: Request, ctx: Con
     expiresAt: now + ttl,
   }
   const meta = metaOf(request)
-  // The host may refuse before anything is stored (CIBA §13 access_denied).
-  const reached = await notifyUser(record, { user, client, approval, meta }, ctx)
-  if (reached === false) throw new OAuthError('access_denied', 'the end-user cannot be asked', { status: 403 })
+  // Stored before the end-user is told, so an immediate decision (the host's own app through
+  // `service.ciba.decide`, a fast notifyUrl receiver) finds it (#41 review).
   await ctx.store.cibaRequests.insert(record)
+  const reached = await notifyUser(record, { user, client, approval, meta }, ctx)
+  if (reached === false) {
+    // The host refused to ask (CIBA §13 access_denied): the stored request can never be approved.
+    await ctx.store.cibaRequests.decide(record.id, { status: 'denied' }, ctx.now())
+    throw new OAuthError('access_denied', 'the end-user cannot be asked', { status: 403 })
+  }
   ctx.emit(meta, {
     type: 'ciba.requested',
     clientId: client.clientId,

@@ -40,8 +40,8 @@ async function needsConsent(record: InteractionRecord, request: Request, ctx: Co
   if (client && isSelfRegistered(client)) return true
   const { session } = await loadSession(request, ctx)
   const same = session && record.login && session.sub === record.login.sub ? session : undefined
-  // Authorization details not approved before always ask (RFC 9396, #41), whatever the consent type.
-  if (await detailsNeedConsent(req, same, ctx)) return true
+  // Authorization details always ask (RFC 9396, #41), whatever the consent type.
+  if (detailsNeedConsent(req)) return true
   if (client?.consentType !== 'explicit') return false
   if (req.prompt.includes('consent')) return true
   const given = same?.consents[req.clientId]

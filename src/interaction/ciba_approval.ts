@@ -24,7 +24,7 @@ import { randomToken, timingSafeEqual } from '../crypto/index.ts'
 import { cibaRequestOfReference, recordCibaDecision } from './ciba.ts'
 import { cibaConfirmPage, cibaDonePage } from './ciba_pages.ts'
 import { browserCookieName, readCookie } from './cookies.ts'
-import { keepSession } from './device.ts'
+import { deviceNotice, keepSession } from './device.ts'
 import { authenticationOf, browserBinding, checkLogin, loadSession } from './flow.ts'
 import { checkPassword } from './password.ts'
 import type { Authentication } from './request.ts'
@@ -101,7 +101,8 @@ export function cibaPending(
 /**
  * The host's result for a CIBA interaction (its hook's, or `service.interactions.complete`): a
  * login goes on to the confirmation page (where only the named end-user may decide); an error
- * denies the request.
+ * ends the interaction, and denies the request only when the named end-user had signed in to it
+ * (anyone else who holds the link cannot cancel someone's request: it stays pending).
  */
 export async function completeCibaInteraction(
   record: InteractionRecord,
@@ -115,6 +116,9 @@ export async function completeCibaInteraction(
     const ciba = await pendingOf(record, ctx)
     const taken = ciba && (await ctx.store.interactions.take(record.id))
     if (!ciba || !taken) return errorPage(theme, 'invalid_request', EXPIRED)
+    if (record.login?.sub !== ciba.sub) {
+      return errorPage(theme, 'access_denied', 'the sign-in did not complete: nothing was decided', 403)
+    }
     const outcome = await recordCibaDecision(ciba, undefined, ctx, request ? metaOf(request) : undefined)
     return outcome === 'invalid' ? errorPage(theme, 'invalid_request', EXPIRED) : cibaDonePage(theme, false)
   }
@@ -148,8 +152,10 @@ export async function cibaApprovalStep(
     if (record.login.sub !== ciba.sub) return errorPage(theme, 'access_denied', wrongUser(ctx), 403)
     const scopes = ciba.scope.split(' ')
     const details = (ciba.authorizationDetails ?? []) as AuthorizationDetail[]
+    const notice = deviceNotice(client)
     return cibaConfirmPage(theme, {
       ...common,
+      ...(notice ? { selfRegistered: notice } : {}),
       scopes,
       authorizationDetails: describeAuthorizationDetails(details, ctx),
       ...(ciba.bindingMessage !== undefined ? { bindingMessage: ciba.bindingMessage } : {}),

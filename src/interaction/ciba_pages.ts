@@ -9,6 +9,7 @@ import {
   authorizationDetailItems,
   type DetailView,
   hidden,
+  noticeParagraph,
   page,
   scopeItems,
   textsOf,
@@ -26,6 +27,8 @@ export interface CibaConfirmPageInput {
   /** The authorization details (RFC 9396) asked for, each shown with every field. */
   authorizationDetails?: readonly DetailView[]
   bindingMessage?: string
+  /** Set for a client that registered itself (phishing: the end-user is told nobody reviewed it). */
+  selfRegistered?: { kind: 'dynamic' | 'metadata_document'; documentHost?: string }
 }
 
 /** The confirmation: client, scopes and binding message, with Approve first and Deny. */
@@ -34,11 +37,18 @@ export function cibaConfirmPage(theme: Theme, input: CibaConfirmPageInput): Resp
   const binding =
     input.bindingMessage === undefined
       ? ''
-      : `<p>${e(t.cibaBindingCheck)} <strong class="code" id="binding-message">${e(input.bindingMessage)}</strong></p>`
+      : `<p>${e(t.cibaBindingCheck)} <strong class="code" id="binding-message"><bdi>${e(input.bindingMessage)}</bdi></strong></p>`
+  const registered = input.selfRegistered
+  const notice = registered
+    ? noticeParagraph(
+        registered.kind === 'metadata_document' ? t.cibaMetadataDocumentNotice : t.cibaSelfRegisteredNotice,
+        { client: input.clientName, document: registered.documentHost ?? '' },
+      )
+    : ''
   return page(
     theme,
     t.cibaTitle,
-    `<p id="ciba-intro">${withClient(t.cibaIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="ciba-intro">${scopeItems(input.scopes)}${authorizationDetailItems(input.authorizationDetails ?? [])}</ul>
+    `${notice}<p id="ciba-intro">${withClient(t.cibaIntro, input.clientName)}</p><ul class="scopes" aria-labelledby="ciba-intro">${scopeItems(input.scopes)}${authorizationDetailItems(input.authorizationDetails ?? [])}</ul>
 ${binding}
 <form method="post" action="${e(input.action)}">${hidden({ uid: input.uid, csrf: input.csrf, action: 'confirm' })}
 <div class="actions"><button class="primary" type="submit" name="decision" value="approve" autofocus>${e(t.approveButton)}</button>

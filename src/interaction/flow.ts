@@ -22,7 +22,7 @@ import { randomToken } from '../crypto/index.ts'
 import type { RequestMeta } from '../events/index.ts'
 import { startBackchannelLogout } from '../logout/index.ts'
 import type { Authentication, AuthorizationRequest } from './request.ts'
-import { detailsNeedConsent, recordDetailConsent } from './detail_consent.ts'
+import { detailsNeedConsent } from './detail_consent.ts'
 
 /** The most grants without offline_access one session tracks (the oldest is revoked beyond it). */
 export const SESSION_GRANTS_MAX = 200
@@ -191,13 +191,11 @@ export async function completeInteraction(
     return authorizationError(authRequest, client, result.consent !== undefined, 'login_required', description, ctx)
   }
   if (result.consent === undefined) {
-    // A self-registered client is never approved implicitly, nor are authorization details not
-    // approved before (#41): a host that signed the end-user in without asking consent hands
-    // over to the built-in consent page.
+    // A self-registered client is never approved implicitly, nor are authorization details
+    // (#41): a host that signed the end-user in without asking consent hands over to the
+    // built-in consent page.
     const client = await ctx.clients.get(authRequest.clientId)
-    const { session: current } = request ? await loadSession(request, ctx) : {}
-    const sameUser = current?.sub === auth.sub ? current : undefined
-    if ((client && isSelfRegistered(client)) || (await detailsNeedConsent(authRequest, sameUser, ctx))) {
+    if ((client && isSelfRegistered(client)) || detailsNeedConsent(authRequest)) {
       await ctx.store.interactions.put({ ...record, login: auth })
       return redirect(`${ctx.urls.interaction}?uid=${encodeURIComponent(record.id)}`, new Headers(extraHeaders))
     }
@@ -326,8 +324,6 @@ export async function issueCodeRedirect(
     const merged = [...new Set([...previous, ...options.consentedClaims])]
     session.claimConsents = { ...session.claimConsents, [client.clientId]: merged }
   }
-  if (options.consented && authRequest.authorizationDetails)
-    await recordDetailConsent(session, client.clientId, authRequest.authorizationDetails, ctx)
   const claims = releasedClaims(authRequest, options.consentedClaims, ctx)
   const familyId = randomToken(16)
   // A grant without offline_access lives as long as the session (ended by logout).

@@ -49,8 +49,9 @@ function detailFields(detail: DetailView['detail']): string {
   const fields = Object.entries(detail).filter(([name]) => name !== 'type')
   if (fields.length === 0) return ''
   const rows = fields.map(([name, value]) => {
-    const label =
-      FIELD_LABELS[name] === undefined ? `<bdi>${e(name)}</bdi>` : `${e(FIELD_LABELS[name])} <code>${e(name)}</code>`
+    // Own labels only: a field named `constructor` or `toString` is a field, not a label (#41 review).
+    const known = Object.hasOwn(FIELD_LABELS, name) ? FIELD_LABELS[name] : undefined
+    const label = known === undefined ? `<bdi>${e(name)}</bdi>` : `${e(known)} <code>${e(name)}</code>`
     return `<dt>${label}</dt><dd>${detailValue(value)}</dd>`
   })
   return `<dl>${rows.join('')}</dl>`

@@ -88,6 +88,10 @@ export const DEFAULT_TEXTS = {
   cibaBindingCheck: 'Approve only if the application shows this message:',
   cibaWrongUser:
     'This request is for another account. Sign out, then open the link again as the person it was sent to.',
+  cibaSelfRegisteredNotice:
+    '{client} registered itself: the operator of this service has not reviewed it. Approve only if you expect this request from it.',
+  cibaMetadataDocumentNotice:
+    '{client} registered itself with a metadata document at {document}: the operator of this service has not reviewed it. Approve only if you expect this request from it.',
   cibaApprovedTitle: 'Request approved',
   cibaApprovedMessage: 'The application may continue. You can close this window.',
   cibaDeniedTitle: 'Request denied',

@@ -63,6 +63,9 @@ export interface Theme {
     cibaIntro?: string
     cibaBindingCheck?: string
     cibaWrongUser?: string
+    /** Shown above the intro for a client that registered itself; `{client}`, `{document}`. */
+    cibaSelfRegisteredNotice?: string
+    cibaMetadataDocumentNotice?: string
     cibaApprovedTitle?: string
     cibaApprovedMessage?: string
     cibaDeniedTitle?: string

@@ -133,11 +133,6 @@ export interface SessionRecord {
    */
   claimConsents?: Record<string, string[]>
   /**
-   * Authorization details (RFC 9396) the end-user approved, by client id: the base64url SHA-256
-   * of each detail's canonical JSON (the newest `DETAIL_CONSENTS_MAX` per client).
-   */
-  detailConsents?: Record<string, string[]>
-  /**
    * Families (grants) started in this session without `offline_access`: logout revokes them, so
    * their refresh tokens end with the session. The newest `SESSION_GRANTS_MAX` are kept.
    */

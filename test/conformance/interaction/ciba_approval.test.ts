@@ -94,7 +94,7 @@ describe('#41 CIBA approval page', () => {
 })
 
 describe('#41 CIBA approval with the host interaction hook', () => {
-  it('#41 the hook signs the end-user in (kind ciba, the hinted sub), the built-in confirmation follows; an error result denies', async () => {
+  it('#41 the hook signs the end-user in (kind ciba, the hinted sub), the built-in confirmation follows; an error result before anyone signed in decides nothing (the host denies through service.ciba.decide)', async () => {
     const seen: PendingInteraction[] = []
     const ctx = await cibaSetup({
       interaction: async (_request, pending) => {
@@ -121,8 +121,15 @@ describe('#41 CIBA approval with the host interaction hook', () => {
     const refused = await startCiba(ctx)
     const second = await browser.navigate(refused.notification.approvalUrl)
     const uid2 = second.callback?.searchParams.get('uid') ?? ''
-    const denied = await ctx.service.interactions.complete(uid2, { error: 'access_denied' })
-    expect(await denied.text()).toContain('Request denied')
+    // #41 review: whoever holds the link cannot cancel the request by failing the sign-in.
+    const cancelled = await ctx.service.interactions.complete(uid2, { error: 'access_denied' })
+    expect(cancelled.status).toBe(403)
+    expect(await cancelled.text()).not.toContain('Request denied')
+    expect(await pollError(ctx, refused.auth_req_id)).toBe('authorization_pending')
+    expect(
+      await ctx.service.ciba.decide({ approval: refused.notification.approvalUrl, sub: 'user-1', approve: false }),
+    ).toBe('denied')
+    ctx.clock.advance(5)
     expect(await pollError(ctx, refused.auth_req_id)).toBe('access_denied')
   })
 })

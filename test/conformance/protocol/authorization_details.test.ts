@@ -186,17 +186,20 @@ describe.each(STORES)('#41 RAR on the $name store', (kind) => {
     expect(await refused.json()).toMatchObject({ error: 'invalid_authorization_details' })
   })
 
-  it('#41 RAR the same details approved before in the session ask no consent; new details ask again', async () => {
+  it('#41 RAR details ask consent every time, even the same ones approved before in the session (a new request is a new grant)', async () => {
     const ctx = await start()
     await codeFlow(ctx, [PAYMENT])
     const again = await untilConsent(ctx, (await request([PAYMENT])).url)
-    expect(again.callback?.searchParams.get('code')).toBeTypeOf('string')
+    expect(again.callback).toBeUndefined()
+    expect(again.page?.html).toContain('data-detail-type="payment_initiation"')
     const other = await untilConsent(ctx, (await request([PAYMENT, ACCOUNTS])).url)
     expect(other.page?.html).toContain('data-detail-type="account_information"')
-    // prompt=none with details not approved before: consent_required.
-    const silent = await request([ACCOUNTS], { prompt: 'none' })
-    const answered = await ctx.browser.navigate(silent.url.href)
-    expectErrorRedirect(answered.callback as URL, RU, 'consent_required', silent.state)
+    // prompt=none with details, approved before or not: consent_required.
+    for (const details of [[PAYMENT], [ACCOUNTS]]) {
+      const silent = await request(details, { prompt: 'none' })
+      const answered = await ctx.browser.navigate(silent.url.href)
+      expectErrorRedirect(answered.callback as URL, RU, 'consent_required', silent.state)
+    }
   })
 
   it('#41 RAR through PAR: the pushed details are consented and granted; bad ones are a 400 at the push', async () => {

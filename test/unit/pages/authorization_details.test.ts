@@ -64,4 +64,14 @@ describe('#41 RAR the consent page shows escaped authorization details', () => {
     expect(list).toContain('data-detail-type="account_information"')
     expect(html).not.toMatch(/<script>alert/)
   })
+
+  it('#41 review: fields named like Object.prototype members (constructor, toString, __proto__) are fields, not labels: no throw', () => {
+    const detail = JSON.parse(
+      '{"type":"payment_initiation","constructor":"c","toString":"t","__proto__":{"x":1},"actions":["pay"]}',
+    )
+    const html = authorizationDetailItems([{ detail }])
+    expect(html).toContain('<bdi>constructor</bdi>')
+    expect(html).toContain('<bdi>toString</bdi>')
+    expect(html).toContain('<bdi>t</bdi>')
+  })
 })
