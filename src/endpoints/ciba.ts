@@ -36,18 +36,18 @@ const BINDING_MESSAGE_MAX = 64
 /** The longest client notification token (CIBA §7.1 asks for at least 128 bits; a cap keeps records small). */
 const NOTIFICATION_TOKEN_MAX = 1024
 
+/**
+ * What a binding message may not hold: control and format characters (bidi overrides, zero-width
+ * ones: \p{Cf}) and markup, so what the user compares is what both sides show.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+const NOT_PLAIN_TEXT = /[\u0000-\u001f\u007f-\u009f<>\p{Cf}]/u
+
 /** The binding message, checked: ≤ 64 characters of plain text (no control characters, no markup). */
 function bindingMessageOf(params: Params): string | undefined {
   const message = params.get('binding_message')
   if (message === undefined) return undefined
-  // Control and format characters (bidi overrides, zero-width ones: \p{Cf}) and markup are refused,
-  // so what the user compares is what both sides show.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (
-    message === '' ||
-    [...message].length > BINDING_MESSAGE_MAX ||
-    /[\u0000-\u001f\u007f-\u009f<>\p{Cf}]/u.test(message)
-  ) {
+  if (message === '' || [...message].length > BINDING_MESSAGE_MAX || NOT_PLAIN_TEXT.test(message)) {
     throw new OAuthError(
       'invalid_binding_message',
       `binding_message must be 1 to ${BINDING_MESSAGE_MAX} characters of plain text`,
