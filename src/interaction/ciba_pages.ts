@@ -9,7 +9,6 @@ import {
   authorizationDetailItems,
   type DetailView,
   hidden,
-  noticeParagraph,
   page,
   scopeItems,
   textsOf,
@@ -17,6 +16,7 @@ import {
   withClient,
 } from '../pages/index.ts'
 import { escapeHtml as e } from '../http.ts'
+import { registrationNotice, type SelfRegistered } from './device_pages.ts'
 
 export interface CibaConfirmPageInput {
   action: string
@@ -28,7 +28,7 @@ export interface CibaConfirmPageInput {
   authorizationDetails?: readonly DetailView[]
   bindingMessage?: string
   /** Set for a client that registered itself (phishing: the end-user is told nobody reviewed it). */
-  selfRegistered?: { kind: 'dynamic' | 'metadata_document'; documentHost?: string }
+  selfRegistered?: SelfRegistered
 }
 
 /** The confirmation: client, scopes and binding message, with Approve first and Deny. */
@@ -38,13 +38,10 @@ export function cibaConfirmPage(theme: Theme, input: CibaConfirmPageInput): Resp
     input.bindingMessage === undefined
       ? ''
       : `<p>${e(t.cibaBindingCheck)} <strong class="code" id="binding-message"><bdi>${e(input.bindingMessage)}</bdi></strong></p>`
-  const registered = input.selfRegistered
-  const notice = registered
-    ? noticeParagraph(
-        registered.kind === 'metadata_document' ? t.cibaMetadataDocumentNotice : t.cibaSelfRegisteredNotice,
-        { client: input.clientName, document: registered.documentHost ?? '' },
-      )
-    : ''
+  const notice = registrationNotice(input.selfRegistered, input.clientName, {
+    dynamic: t.cibaSelfRegisteredNotice,
+    metadataDocument: t.cibaMetadataDocumentNotice,
+  })
   return page(
     theme,
     t.cibaTitle,

@@ -61,16 +61,30 @@ export interface DeviceConfirmPageInput {
   selfRegistered?: { kind: 'dynamic' | 'metadata_document'; documentHost?: string }
 }
 
+/** How a client registered itself, for the notice of a confirmation page. */
+export type SelfRegistered = { kind: 'dynamic' | 'metadata_document'; documentHost?: string }
+
+/**
+ * The notice above a confirmation page (device, CIBA) for a client that registered itself (the
+ * operator has not reviewed it), in the page's own texts; '' for a client the host registered.
+ */
+export function registrationNotice(
+  registered: SelfRegistered | undefined,
+  clientName: string,
+  texts: { dynamic: string; metadataDocument: string },
+): string {
+  if (!registered) return ''
+  const template = registered.kind === 'metadata_document' ? texts.metadataDocument : texts.dynamic
+  return noticeParagraph(template, { client: clientName, document: registered.documentHost ?? '' })
+}
+
 /** The confirmation: client, scopes and user code, with Approve first and Deny. */
 export function deviceConfirmPage(theme: Theme, input: DeviceConfirmPageInput, init?: { headers?: Headers }): Response {
   const t = textsOf(theme)
-  const registered = input.selfRegistered
-  const notice = registered
-    ? noticeParagraph(
-        registered.kind === 'metadata_document' ? t.deviceMetadataDocumentNotice : t.deviceSelfRegisteredNotice,
-        { client: input.clientName, document: registered.documentHost ?? '' },
-      )
-    : ''
+  const notice = registrationNotice(input.selfRegistered, input.clientName, {
+    dynamic: t.deviceSelfRegisteredNotice,
+    metadataDocument: t.deviceMetadataDocumentNotice,
+  })
   return page(
     theme,
     t.deviceTitle,
