@@ -116,10 +116,13 @@ describe.skipIf(!enabled)('#40 items 3, 4: docs/workers.md under wrangler dev, w
     const response = await fetch(`${base}/.well-known/openid-configuration`)
     expect(response.status).toBe(503)
     expect(((await response.json()) as { error: string }).error).toBe('temporarily_unavailable')
-    const { stdout, stderr } = server.output()
-    expect(`${stdout}${stderr}`).toContain(
-      'the secret SERVICE_SECRET is not set: wrangler secret put SERVICE_SECRET (locally: .dev.vars)',
-    )
+    // wrangler relays the Worker's log after the response: wait for it (up to 10 s).
+    const message = 'the secret SERVICE_SECRET is not set: wrangler secret put SERVICE_SECRET (locally: .dev.vars)'
+    const logged = (): string => `${server.output().stdout}${server.output().stderr}`
+    for (const end = Date.now() + 10_000; !logged().includes(message) && Date.now() < end; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(logged()).toContain(message)
     await stop()
   }, 90_000)
 
