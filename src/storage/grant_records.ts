@@ -55,4 +55,14 @@ export interface GrantRecord {
    * issued from it. An expired grant is missing.
    */
   expiresAt: number
+  /**
+   * When a token was last issued from the grant after its first ones (a refresh, a token exchange;
+   * epoch s, kept to the minute: `grants.touch`). Absent until then.
+   */
+  lastUsedAt?: number
+  /**
+   * How many times the grant's permissions were replaced (Grant Management `replace`, #42): refresh
+   * tokens of an earlier revision are refused. Absent is 0.
+   */
+  revision?: number
 }

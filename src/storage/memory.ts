@@ -183,6 +183,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         if (previous) grantIndex.remove(previous.sub, id)
         grants.delete(id)
       },
+      async touch(id, at) {
+        const record = grants.get(id)
+        if (record && record.expiresAt > at && (record.lastUsedAt ?? 0) < at) grants.set(id, { ...record, lastUsedAt: at })
+      },
     },
     interactions: {
       async put(record) {

@@ -315,6 +315,13 @@ export interface Store {
     /** The unexpired grants of an end-user (an index by sub on every built-in store: no scan of all grants). */
     listBySub(sub: string, now: number): Promise<GrantRecord[]>
     delete(id: string): Promise<void>
+    /**
+     * Sets `lastUsedAt` to `at` on an existing record when it is older (or unset), atomically and
+     * without touching anything else of it: a deleted or expired grant stays gone (never recreated),
+     * and a concurrent `put` (a merge) is not undone. Optional for stores of your own (every
+     * built-in store has it): without it, grants show no last use.
+     */
+    touch?(id: string, at: number): Promise<void>
   }
   /** Counters of failed attempts (client authentication, sign-in), shared by every instance. */
   attempts: {
