@@ -122,6 +122,16 @@ export type GatehouseEvent = EventBase &
     | ({ type: 'code.replay_detected' } & Subjects)
     | ({ type: 'refresh_token.reuse_detected' } & Subjects)
     | ({ type: 'token.revoked'; tokenType: 'access_token' | 'refresh_token' } & Subjects)
+    | ({
+        /**
+         * A grant was revoked (#42): every token of it is dead. `by` is who asked: the host's API or
+         * CLI, the end-user on the grants page, or the client at the grant management endpoint.
+         */
+        type: 'grant.revoked'
+        by: 'host' | 'user' | 'client'
+        sub: string
+        grantId: string
+      } & Subjects)
     | ({ type: 'token.introspected'; active: boolean } & Subjects)
     | {
         type: 'client.authentication_failed'

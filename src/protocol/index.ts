@@ -22,6 +22,17 @@ export {
   permittedClaims,
   requestedClaimNames,
 } from './claims_request.ts'
+export {
+  findGrant,
+  findGrantRecord,
+  type GrantClientView,
+  type GrantRevoker,
+  type GrantView,
+  listGrants,
+  revokeGrant,
+  revokeGrantRecord,
+  revokeGrants,
+} from './grant_management.ts'
 export { type IdTokenHintClaims, verifyIdTokenHint } from './id_token_hint.ts'
 export { sessionFamilyId } from './session_family.ts'
 export {
