@@ -10,7 +10,7 @@
  * still dead: the family's mark decides, and it is checked on every read here.
  */
 import type { Context } from '../context.ts'
-import type { RequestMeta } from '../security/index.ts'
+import type { RequestMeta } from '../events/index.ts'
 import type { AuthorizationDetail, ClientRecord, GrantRecord, RequestedClaims } from '../storage/index.ts'
 
 /** The client a grant is for, as a person would recognise it. */
