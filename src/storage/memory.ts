@@ -185,7 +185,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
       },
       async touch(id, at) {
         const record = grants.get(id)
-        if (record && record.expiresAt > at && (record.lastUsedAt ?? 0) < at) grants.set(id, { ...record, lastUsedAt: at })
+        if (record && record.expiresAt > at && (record.lastUsedAt ?? 0) < at)
+          grants.set(id, { ...record, lastUsedAt: at })
       },
     },
     interactions: {
