@@ -47,7 +47,11 @@ describe.each(STORES)('#42 item 2 the host’s grant API on the $name store', (k
   type Ctx = Awaited<ReturnType<typeof start>>
 
   /** Introspection as `web` (or, for the exchanged token, as the agent it was issued to). */
-  async function introspect(ctx: Ctx, token: string, as: 'web' | 'web2' | 'agent-x' = 'web'): Promise<Record<string, unknown>> {
+  async function introspect(
+    ctx: Ctx,
+    token: string,
+    as: 'web' | 'web2' | 'agent-x' = 'web',
+  ): Promise<Record<string, unknown>> {
     const [client, auth] =
       as === 'web' ? [webClient, webAuth] : [{ client_id: as }, oauth.ClientSecretBasic(`${as}-secret`)]
     const response = await oauth.introspectionRequest(ctx.as, client, auth, token, ctx.opts)
@@ -153,26 +157,37 @@ describe.each(STORES)('#42 item 2 the host’s grant API on the $name store', (k
 
   it('#42 item 2: a CIBA request approved but not yet redeemed is a grant; revoking it makes the poll fail', async () => {
     const ctx = await start()
-    const started = await startCiba(ctx, { scope: 'openid' })
-    const approval = await ctx.service.ciba.decide({
-      approval: started.notification.approvalUrl,
-      sub: 'user-1',
-      approve: true,
-    })
-    expect(approval).toBe('approved')
-    const [grant] = await ctx.service.grants.list('user-1')
-    expect(grant).toMatchObject({ kind: 'ciba', client: { id: 'agent' }, scopes: ['openid'] })
-    expect(await ctx.service.grants.revoke(grant?.id as string)).toBe(true)
+    const approve = async () => {
+      const started = await startCiba(ctx, { scope: 'openid' })
+      const decided = await ctx.service.ciba.decide({
+        approval: started.notification.approvalUrl,
+        sub: 'user-1',
+        approve: true,
+      })
+      expect(decided).toBe('approved')
+      return started.auth_req_id
+    }
+    const poll = async (authReqId: string) => {
+      const response = await ctx.service.fetch(
+        form(
+          ctx.service.endpoints.token,
+          { grant_type: CIBA_GRANT, auth_req_id: authReqId },
+          { authorization: basic('agent', 'agent-secret') },
+        ),
+      )
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+    }
+    const revoked = await approve()
+    const kept = await approve()
+    const listed = await ctx.service.grants.list('user-1')
+    expect(listed).toHaveLength(2)
+    expect(listed[0]).toMatchObject({ kind: 'ciba', client: { id: 'agent', name: 'Travel Agent' }, scopes: ['openid'] })
+    // Which grant is which request's is not visible from outside: revoke one; one poll fails, one succeeds.
+    expect(await ctx.service.grants.revoke(listed[0]?.id as string)).toBe(true)
     ctx.time.advance(10)
-    const polled = await ctx.service.fetch(
-      form(
-        ctx.service.endpoints.token,
-        { grant_type: CIBA_GRANT, auth_req_id: started.authReqId },
-        { authorization: basic('agent', 'agent-secret') },
-      ),
-    )
-    expect(polled.status).toBe(400)
-    expect(((await polled.json()) as { error: string }).error).toBe('invalid_grant')
+    const results = [await poll(revoked), await poll(kept)]
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400])
+    expect(results.find((r) => r.status === 400)?.body.error).toBe('invalid_grant')
   })
 
   it('#42 race: a revoke during a refresh: the refresh either loses or its new tokens are revoked too', async () => {
