@@ -9,7 +9,9 @@
 import * as oauth from 'oauth4webapi'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { CibaNotification, GatehouseEvent } from '../../../src/index.ts'
+import { Browser, type Page } from '../../helpers/browser.ts'
 import { CIBA_CLIENTS, CIBA_GRANT, startCiba } from '../../helpers/ciba.ts'
+import { ensureDeviceClients, pollOnce, startDevice } from '../../helpers/device.ts'
 import { setup, signIn, webAuth, webClient } from '../../helpers/flow.ts'
 import { basic, clock, form } from '../../helpers/service.ts'
 import { STORES, type TestStore } from '../../helpers/stores.ts'
@@ -42,6 +44,7 @@ describe.each(STORES)('#42 item 2 the host’s grant API on the $name store', (k
       permissions: ['ept:token', 'ept:introspection', `gt:${EXCHANGE}`, 'scp:api1'],
     })
     for (const client of Object.values(CIBA_CLIENTS)) await ctx.service.clients.ensure(client)
+    await ensureDeviceClients(ctx)
     return { ...ctx, time, events, sent }
   }
   type Ctx = Awaited<ReturnType<typeof start>>
@@ -188,6 +191,22 @@ describe.each(STORES)('#42 item 2 the host’s grant API on the $name store', (k
     const results = [await poll(revoked), await poll(kept)]
     expect(results.map((r) => r.status).sort()).toEqual([200, 400])
     expect(results.find((r) => r.status === 400)?.body.error).toBe('invalid_grant')
+  })
+
+  it('#42 item 2: a device authorization approved on the verification page is a grant; revoking it makes the poll fail', async () => {
+    const ctx = await start()
+    const device = await startDevice(ctx, { scope: 'openid api1' })
+    const browser = new Browser(ctx.service.fetch)
+    const signInPage = (await browser.navigate(device.verification_uri_complete as string)).page as Page
+    const entered = (await browser.submit(signInPage, { user_code: device.user_code })).page as Page
+    const confirm = (await browser.signIn(entered, 'alice', 'alice-password')).page as Page
+    expect((await browser.submit(confirm, { decision: 'approve' })).page?.status).toBe(200)
+    const [grant] = await ctx.service.grants.list('user-1')
+    expect(grant).toMatchObject({ kind: 'device_code', client: { id: 'cli', name: 'Command line' } })
+    expect(grant?.scopes).toEqual(['openid', 'api1'])
+    expect(await ctx.service.grants.revoke(grant?.id as string)).toBe(true)
+    ctx.time.advance(10)
+    expect(await pollOnce(ctx, device.device_code)).toMatchObject({ ok: false, error: 'invalid_grant' })
   })
 
   it('#42 race: a revoke during a refresh: the refresh either loses or its new tokens are revoked too', async () => {
