@@ -56,7 +56,7 @@ export type { Theme } from './pages/index.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
 export type { EventHook, GatehouseEvent, GatehouseEventType } from './events/index.ts'
 export type { CheckResult } from './ops/index.ts'
-export type { HealthOptions } from './config/index.ts'
+export type { GrantsPageOptions, HealthOptions } from './config/index.ts'
 export { createMetrics } from './events/index.ts'
 export type {
   ClientAuthenticationFailure,

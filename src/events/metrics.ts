@@ -28,6 +28,7 @@ export type EndpointName =
   | 'verification'
   | 'logout'
   | 'registration'
+  | 'grants_page'
   | 'unknown'
 
 /** What was throttled: a client authentication (token, introspection, revocation) or a sign-in. */
