@@ -1,11 +1,13 @@
 /**
  * Picks and opens the store of `npm start`. In order: GATEHOUSE_STORE (memory, postgres, redis,
- * pglite, sqlite) with the variables below, else DATABASE_URL (PostgreSQL), else REDIS_URL (Redis), else
+ * pglite, sqlite) with the variables below, else DATABASE_URL (PostgreSQL), else REDIS_CLUSTER_NODES or
+ * REDIS_URL (Redis), else
  * the configuration file's `store`, else memory.
  *
  * PostgreSQL: DATABASE_URL, GATEHOUSE_PG_SCHEMA (default public); migrations run at start (the
  * other CLI commands only check that there is none pending: they never change the schema).
- * Redis: REDIS_URL, GATEHOUSE_REDIS_PREFIX (default `gatehouse:`).
+ * Redis: REDIS_URL, GATEHOUSE_REDIS_PREFIX (default `gatehouse:`). A Redis Cluster (#43):
+ * REDIS_CLUSTER_NODES, comma-separated `host:port` seed nodes; it wins over REDIS_URL.
  * PGlite: GATEHOUSE_DATA_DIR (default ./gatehouse-data); migrations run at start.
  * SQLite (#28): the file gatehouse.db in GATEHOUSE_DATA_DIR (default ./gatehouse-data), created with
  * the folder; migrations run at start. Needs Node ≥ 22.5, Bun or Deno.
@@ -21,14 +23,21 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
   const kind = env('GATEHOUSE_STORE')
   const databaseUrl = env('DATABASE_URL')
   const redisUrl = env('REDIS_URL')
+  const clusterNodes = env('REDIS_CLUSTER_NODES')
   const schema = env('GATEHOUSE_PG_SCHEMA')
   const prefix = env('GATEHOUSE_REDIS_PREFIX')
   const postgres = (url: string): StoreConfig => ({ type: 'postgres', url, ...(schema ? { schema } : {}) })
   const redis = (url: string): StoreConfig => ({ type: 'redis', url, ...(prefix ? { prefix } : {}) })
+  const redisCluster = (nodes: string): StoreConfig => ({
+    type: 'redis',
+    cluster: parseClusterNodes(nodes),
+    ...(prefix ? { prefix } : {}),
+  })
   switch (kind) {
     case undefined:
     case '':
       if (databaseUrl) return postgres(databaseUrl)
+      if (clusterNodes) return redisCluster(clusterNodes)
       if (redisUrl) return redis(redisUrl)
       return file ?? { type: 'memory' }
     case 'memory':
@@ -37,7 +46,8 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
       if (!databaseUrl) throw new TypeError('GATEHOUSE_STORE=postgres needs DATABASE_URL')
       return postgres(databaseUrl)
     case 'redis':
-      if (!redisUrl) throw new TypeError('GATEHOUSE_STORE=redis needs REDIS_URL')
+      if (clusterNodes) return redisCluster(clusterNodes)
+      if (!redisUrl) throw new TypeError('GATEHOUSE_STORE=redis needs REDIS_URL or REDIS_CLUSTER_NODES')
       return redis(redisUrl)
     case 'pglite':
       return { type: 'pglite', dataDir: env('GATEHOUSE_DATA_DIR') ?? './gatehouse-data' }
@@ -50,6 +60,21 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
   }
 }
 
+/** REDIS_CLUSTER_NODES: comma-separated `host:port` seed nodes, checked (a TypeError names a bad one). */
+export function parseClusterNodes(value: string): string[] {
+  const nodes = value
+    .split(',')
+    .map((node) => node.trim())
+    .filter((node) => node !== '')
+  if (nodes.length === 0) throw new TypeError('REDIS_CLUSTER_NODES must list host:port seed nodes, separated by commas')
+  for (const node of nodes) {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/.test(node)) {
+      throw new TypeError(`REDIS_CLUSTER_NODES: each node must be host:port, got ${JSON.stringify(node)}`)
+    }
+  }
+  return nodes
+}
+
 /** A description without credentials, for the start-up line. */
 export function describeStore(config: StoreConfig): string {
   switch (config.type) {
@@ -59,12 +84,15 @@ export function describeStore(config: StoreConfig): string {
       return `PGlite store in ${config.dataDir}`
     case 'sqlite':
       return `SQLite store in ${sqliteFile(config.dataDir)}`
+    case 'redis': {
+      if (config.cluster) return `Redis Cluster store at ${config.cluster.join(',')}`
+      const url = new URL(config.url as string)
+      return `Redis store at ${url.hostname}:${url.port || 6379}${url.pathname}`
+    }
     default: {
       const url = new URL(config.url)
-      const where = `${url.hostname}:${url.port || (config.type === 'postgres' ? 5432 : 6379)}${url.pathname}`
-      return config.type === 'postgres'
-        ? `PostgreSQL store at ${where} (schema ${config.schema ?? 'public'})`
-        : `Redis store at ${where}`
+      const where = `${url.hostname}:${url.port || 5432}${url.pathname}`
+      return `PostgreSQL store at ${where} (schema ${config.schema ?? 'public'})`
     }
   }
 }
@@ -112,7 +140,8 @@ export async function openStore(config: StoreConfig, { migrate = true } = {}): P
     }
     case 'redis': {
       const { createRedisStore } = await import('../src/storage/redis.ts')
-      const store = createRedisStore({ url: config.url, ...(config.prefix ? { prefix: config.prefix } : {}) })
+      const where = config.cluster ? { cluster: config.cluster } : { url: config.url as string }
+      const store = createRedisStore({ ...where, ...(config.prefix ? { prefix: config.prefix } : {}) })
       return prepared(store, () => store.connect())
     }
     case 'pglite': {

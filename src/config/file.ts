@@ -19,11 +19,24 @@ export const StoreConfigSchema = v.variant('type', [
     url: v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')),
     schema: v.optional(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier'))),
   }),
-  strictObject({
-    type: v.literal('redis'),
-    url: v.pipe(v.string(), v.regex(/^rediss?:\/\//, 'must be a redis:// URL')),
-    prefix: v.optional(v.pipe(v.string(), v.minLength(1))),
-  }),
+  // One node (`url`) or a Redis Cluster (`cluster`: its seed nodes, #43), exactly one of the two.
+  v.pipe(
+    strictObject({
+      type: v.literal('redis'),
+      url: v.optional(v.pipe(v.string(), v.regex(/^rediss?:\/\//, 'must be a redis:// URL'))),
+      cluster: v.optional(
+        v.pipe(
+          v.array(v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be "host:port"'))),
+          v.minLength(1, 'must name at least one seed node'),
+        ),
+      ),
+      prefix: v.optional(v.pipe(v.string(), v.minLength(1))),
+    }),
+    v.check(
+      (store) => (store.url === undefined) !== (store.cluster === undefined),
+      'give exactly one of url and cluster',
+    ),
+  ),
   strictObject({ type: v.literal('pglite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
   // #28: the file gatehouse.db in dataDir (gatehouse-oidc/storage/sqlite: Node ≥ 22.5, Bun or Deno).
   strictObject({ type: v.literal('sqlite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),

@@ -3,6 +3,23 @@
  * The Redis store on ioredis (attempts, device codes, CIBA, grants: redis_*.ts). One-time operations are
  * Lua scripts (atomic on the server); records carry their absolute `expiresAt`, which decides, while
  * native expiry (relative to the store's clock) removes what is dead. Keys live under a prefix.
+ *
+ * One node (`url`) or a Redis Cluster (`cluster`, redis_cluster.ts). Redis Cluster runs a script or
+ * a MULTI only on keys of one hash slot, so the cluster layout is (the single-node key names are
+ * unchanged, so existing data stays readable; the cluster adds hash tags only where needed):
+ * - One-key operations keep their names (`code:<id>`, `device:<id>`, `par:<id>`, `attempt:<key>`,
+ *   `revoked-family:<id>`, …): hashed whole, they spread evenly over the 16384 slots.
+ * - Refresh rotation (old and next token: one script, one winner): a token lives under
+ *   `rt:{<familyId>}<id>`, in the slot of its family, found from its id by the pointer
+ *   `rt-family:<id>` (redis_refresh.ts): one more round trip per refresh, atomic as on one node.
+ * - Clients: no index set on a cluster (it would sit in one slot); `list` scans every master.
+ * - Sessions, grants (record + end-user index) and CIBA requests (record + approval link): record
+ *   first, then the index or link; a failure between leaves a record nothing names, of an operation
+ *   that failed (503). None of them is a one-time step.
+ * - Device codes: claiming the user code is the one atomic step (its slot), then the record (its
+ *   slot); a failure between leaves the user code held, pointing to no record, until its end.
+ * - Many keys at once (revocation checks, listings): one GET per key; whole-store walks (`clear`,
+ *   client listing) SCAN every master (`cluster.nodes('master')`).
  */
 import type { RedisOptions } from 'ioredis'
 import { importOptional } from '../optional_import.ts'
@@ -11,15 +28,20 @@ import { membershipBatch } from './membership_batch.ts'
 import { type AttemptScripts, defineAttemptScripts, redisAttempts } from './redis_attempts.ts'
 import { redisDeviceCodes } from './redis_device_codes.ts'
 import { redisGrants } from './redis_grants.ts'
+import { clearKeys, redisClients } from './redis_clients.ts'
+import { clusterSeeds, createRedisClient, isCluster, type RedisConnectionOptions, readMany } from './redis_cluster.ts'
+import { clusterGrantClient } from './redis_grants_cluster.ts'
+import { redisRefreshTokens, type ScriptResult } from './redis_refresh.ts'
+import { redisSessions } from './redis_sessions.ts'
 import { redisCibaRequests } from './redis_ciba.ts'
-import type { ClientRecord, CodeRecord, Consumed, InteractionRecord, KeyRecord } from './types.ts'
-import type { PushedRequestRecord, RefreshTokenRecord, SessionRecord, Store } from './types.ts'
+import type { CodeRecord, Consumed, InteractionRecord, KeyRecord, PushedRequestRecord, Store } from './types.ts'
 
 const driver = await importOptional(() => import('ioredis'), 'ioredis', 'gatehouse-oidc/storage/redis')
 
-export interface RedisStoreOptions {
-  /** Connection URL, e.g. `redis://127.0.0.1:6379/0`. */
-  url: string
+/** The Redis store's options: where it connects (`url` or `cluster`) and how it behaves. */
+export type RedisStoreOptions = RedisConnectionOptions & RedisBehaviour
+
+interface RedisBehaviour {
   /** Key prefix. Default `gatehouse:`. */
   prefix?: string
   /** Milliseconds to wait for a connection. Default 2000. */
@@ -44,17 +66,6 @@ if c then return {2, rec, c} end
 redis.call('HSET', KEYS[1], 'c', ARGV[1])
 return {1, rec}`
 
-const ROTATE = `
-local rec = redis.call('HGET', KEYS[1], 'r')
-if not rec then return {0} end
-if tonumber(redis.call('HGET', KEYS[1], 'e')) <= tonumber(ARGV[1]) then return {0} end
-local c = redis.call('HGET', KEYS[1], 'c')
-if c then return {2, rec, c} end
-redis.call('HSET', KEYS[1], 'c', ARGV[1])
-redis.call('HSET', KEYS[2], 'r', ARGV[2], 'e', ARGV[3])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-return {1, rec}`
-
 // Stores a one-time record {r, e} with its native expiry: one command, atomic (ARGV record, end, ttl).
 const PUT_ONCE = `
 redis.call('HSET', KEYS[1], 'r', ARGV[1], 'e', ARGV[2])
@@ -75,16 +86,6 @@ if tonumber(redis.call('GET', KEYS[1]) or '0') > tonumber(ARGV[2]) then return 0
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
 return 1`
 
-const CLIENT_INSERT = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX') then redis.call('SADD', KEYS[2], ARGV[2]) return 1 end
-return 0`
-
-// Compare-and-set of a client record: replaces it only while it is still the expected JSON.
-const CLIENT_SWAP = `
-if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
-return 1`
-
 // Takes a pushed request once (as GETDEL) when it was pushed by the client ARGV[1]: another
 // client's request stays for its owner.
 const TAKE_PUSHED = `
@@ -94,23 +95,11 @@ if cjson.decode(rec)['clientId'] ~= ARGV[1] then return false end
 redis.call('DEL', KEYS[1])
 return rec`
 
-type ScriptResult = [0] | [1, string] | [2, string, string]
-
 interface ScriptedRedis extends AttemptScripts {
   gatehouseConsume(key: string, at: number): Promise<ScriptResult>
-  gatehouseRotate(
-    key: string,
-    next: string,
-    at: number,
-    record: string,
-    expiresAt: number,
-    ttl: number,
-  ): Promise<ScriptResult>
   gatehousePutOnce(key: string, record: string, expiresAt: number, ttl: number): Promise<number>
   gatehouseExtend(key: string, until: number, ttl: number): Promise<number>
   gatehouseUseOnce(key: string, expiresAt: number, at: number, ttl: number): Promise<number>
-  gatehouseClientInsert(key: string, set: string, record: string, id: string): Promise<number>
-  gatehouseClientSwap(key: string, record: string, expected: string): Promise<number>
   gatehouseTakePushed(key: string, clientId: string): Promise<string | null>
 }
 
@@ -131,19 +120,24 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     // Back within a second of Redis (the default waits up to 5 s between attempts).
     retryStrategy: (times) => Math.min(times * 100, 1000),
   }
-  const redis = new driver.Redis(options.url, redisOptions) as ScriptedRedis
+  const client = createRedisClient(driver, options, redisOptions)
+  // The commands the store uses take the same arguments on a Cluster (routed by their first key).
+  const redis = client as unknown as ScriptedRedis
   redis.on('error', () => {}) // surfaced per command as StoreUnavailableError
   redis.defineCommand('gatehouseConsume', { numberOfKeys: 1, lua: CONSUME })
-  redis.defineCommand('gatehouseRotate', { numberOfKeys: 2, lua: ROTATE })
   redis.defineCommand('gatehousePutOnce', { numberOfKeys: 1, lua: PUT_ONCE })
   redis.defineCommand('gatehouseExtend', { numberOfKeys: 1, lua: EXTEND })
   redis.defineCommand('gatehouseUseOnce', { numberOfKeys: 1, lua: USE_ONCE })
-  redis.defineCommand('gatehouseClientInsert', { numberOfKeys: 2, lua: CLIENT_INSERT })
-  redis.defineCommand('gatehouseClientSwap', { numberOfKeys: 1, lua: CLIENT_SWAP })
   defineAttemptScripts(redis)
   redis.defineCommand('gatehouseTakePushed', { numberOfKeys: 1, lua: TAKE_PUSHED })
 
   const k = (kind: string, id: string) => `${prefix}${kind}:${id}`
+  /** Where the store connects, for errors: the URL's host and port, or the cluster's seed nodes. */
+  const where = (): string => {
+    if (options.url === undefined) return `cluster ${clusterSeeds(options.cluster).join(',')}`
+    const url = new URL(options.url)
+    return `${url.hostname}:${url.port || 6379}`
+  }
   const ttl = (expiresAt: number) => Math.max(1, expiresAt - now())
 
   async function run<R>(operation: string, fn: () => Promise<R>): Promise<R> {
@@ -185,7 +179,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   // Revocation checks (every introspection and refresh) made together or while others are in
   // flight share one MGET (#20): introspection's token and grant checks are one command.
   const isMarked = membershipBatch(async (keys) => {
-    const values = await redis.mget(keys)
+    const values = await readMany(client, keys)
     const at = now()
     return keys.filter((_, i) => {
       const until = values[i]
@@ -194,99 +188,16 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   })
 
   return {
-    clients: {
-      get: (clientId) =>
-        run('clients.get', async () => {
-          const value = await redis.get(k('client', clientId))
-          return value === null ? undefined : (JSON.parse(value) as ClientRecord)
-        }),
-      insert: (record) =>
-        run('clients.insert', async () => {
-          const inserted = await redis.gatehouseClientInsert(
-            k('client', record.clientId),
-            `${prefix}clients`,
-            JSON.stringify(record),
-            record.clientId,
-          )
-          return inserted === 1
-        }),
-      update: (record, expected) =>
-        run('clients.update', async () => {
-          const key = k('client', record.clientId)
-          if (!expected) return (await redis.set(key, JSON.stringify(record), 'XX')) === 'OK'
-          return (await redis.gatehouseClientSwap(key, JSON.stringify(record), JSON.stringify(expected))) === 1
-        }),
-      delete: (clientId) =>
-        run('clients.delete', async () => {
-          const [[, deleted]] = (await redis
-            .multi()
-            .del(k('client', clientId))
-            .srem(`${prefix}clients`, clientId)
-            .exec()) as [[unknown, number]]
-          return deleted === 1
-        }),
-      list: () =>
-        run('clients.list', async () => {
-          const ids = (await redis.smembers(`${prefix}clients`)).sort()
-          if (ids.length === 0) return []
-          const values = await redis.mget(ids.map((id) => k('client', id)))
-          return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as ClientRecord)
-        }),
-    },
+    clients: redisClients(redis, prefix, run),
     codes: {
       insert: (record) => run('codes.insert', () => putOnce(k('code', record.id), record)),
       get: (id) => run('codes.get', () => getOnce<CodeRecord>(k('code', id))),
       consume: (id, at) =>
         run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at), at)),
     },
-    refreshTokens: {
-      insert: (record) => run('refreshTokens.insert', () => putOnce(k('rt', record.id), record)),
-      get: (id) => run('refreshTokens.get', () => getOnce<RefreshTokenRecord>(k('rt', id))),
-      rotate: (id, next, at) =>
-        run('refreshTokens.rotate', async () =>
-          consumed<RefreshTokenRecord>(
-            await redis.gatehouseRotate(
-              k('rt', id),
-              k('rt', next.id),
-              at,
-              JSON.stringify(next),
-              next.expiresAt,
-              ttl(next.expiresAt),
-            ),
-            at,
-          ),
-        ),
-    },
-    sessions: {
-      // Beside each session, its id in the set of its end-user's (`sessions-of:<sub>`), which lives
-      // as long as the newest session put; ids of ended sessions are dropped when listed.
-      put: (record) =>
-        run('sessions.put', async () => {
-          const index = k('sessions-of', record.sub)
-          await redis
-            .multi()
-            .set(k('session', record.id), JSON.stringify(record), 'EX', ttl(record.expiresAt))
-            .sadd(index, record.id)
-            .expire(index, ttl(record.expiresAt))
-            .exec()
-        }),
-      get: (id) => run('sessions.get', () => getJson<SessionRecord>(k('session', id))),
-      delete: (id) => run('sessions.delete', async () => void (await redis.del(k('session', id)))),
-      listBySub: (sub) =>
-        run('sessions.listBySub', async () => {
-          const index = k('sessions-of', sub)
-          const ids = await redis.smembers(index)
-          if (ids.length === 0) return []
-          const records = (await redis.mget(ids.map((id) => k('session', id)))).map((value) =>
-            value === null ? undefined : (JSON.parse(value) as SessionRecord),
-          )
-          const live = (r: SessionRecord | undefined): r is SessionRecord => r?.sub === sub && r.expiresAt > now()
-          const stale = ids.filter((_, i) => !live(records[i]))
-          if (stale.length > 0) await redis.srem(index, ...stale)
-          return records.filter(live)
-        }),
-    },
-    grants: redisGrants(redis, k, ttl, run),
+    refreshTokens: redisRefreshTokens({ redis, k, ttl, run, putOnce, getOnce, consumed }),
+    sessions: redisSessions(redis, k, ttl, now, run),
+    grants: redisGrants(isCluster(client) ? clusterGrantClient(client) : redis, k, ttl, run),
     interactions: {
       put: (record) =>
         run(
@@ -358,27 +269,20 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         ),
     },
     async connect() {
-      if (redis.status === 'ready') return
+      if (client.status === 'ready') return
       try {
-        await redis.connect()
+        await client.connect()
       } catch (cause) {
-        const where = new URL(options.url)
-        throw new StoreUnavailableError(
-          `cannot connect to Redis at ${where.hostname}:${where.port || 6379}: ${(cause as Error).message}`,
-          { cause },
-        )
+        throw new StoreUnavailableError(`cannot connect to Redis at ${where()}: ${(cause as Error).message}`, {
+          cause,
+        })
       }
     },
     async close() {
-      redis.disconnect()
+      client.disconnect()
     },
     async clear() {
-      let cursor = '0'
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
-        cursor = next
-        if (keys.length > 0) await redis.del(...keys)
-      } while (cursor !== '0')
+      await clearKeys(redis, prefix)
     },
   }
 }

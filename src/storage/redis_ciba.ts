@@ -49,12 +49,16 @@ export function redisCibaRequests(
         if (record.login) fields.push('l', JSON.stringify(record.login))
         if (record.polledAt !== undefined) fields.push('p', record.polledAt)
         if (record.consumedAt !== undefined) fields.push('c', record.consumedAt)
-        await redis
+        const approval = [key('ciba-approval', record.approvalId), record.id, 'EX', ttl(record.expiresAt)] as const
+        const transaction = redis
           .multi()
           .hset(key('ciba', record.id), ...fields)
           .expire(key('ciba', record.id), ttl(record.expiresAt + CIBA_REQUEST_RETENTION))
-          .set(key('ciba-approval', record.approvalId), record.id, 'EX', ttl(record.expiresAt))
-          .exec()
+        // On a Redis Cluster the approval link is in another slot: written after the request, so a
+        // failure between leaves a request no approval finds (the insert failed: nobody polls it).
+        if (!client.isCluster) transaction.set(...approval)
+        await transaction.exec()
+        if (client.isCluster) await redis.set(...approval)
       }),
     get: (id) => run('cibaRequests.get', () => read(id)),
     findByApproval: (approvalId, at) =>

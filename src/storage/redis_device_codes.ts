@@ -5,7 +5,8 @@
  * (`s` status, `l` login, `i` interval, `p` polledAt, `c` consumedAt) beside its end (`e`), so no
  * script re-encodes the record. It lives `DEVICE_CODE_RETENTION` seconds past its end (a late poll
  * learns `expired_token`); `device-user:<user code>` holds `<end>:<id>` during its lifetime only.
- * Insert, decide and poll are each one Lua script: atomic on the server, across every instance.
+ * Insert, decide and poll are each one Lua script: atomic on the server, across every instance (on
+ * a Redis Cluster, insert is three one-slot steps: `insertInCluster`).
  *
  * @see https://www.rfc-editor.org/rfc/rfc8628#section-3.5
  */
@@ -28,6 +29,26 @@ if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 redis.call('HSET', KEYS[2], unpack(ARGV, 5))
 redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1`
+
+// On a Redis Cluster the user code and the record are in two slots: INSERT in three steps.
+// CLAIM: KEYS user-code key; ARGV now, `<end>:<id>`, ttl. Takes the user code as INSERT does.
+const CLAIM = `
+local holder = redis.call('GET', KEYS[1])
+if holder and tonumber(string.match(holder, '^(%d+):')) > tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+return 1`
+
+// PUT_NEW: KEYS record key; ARGV record ttl, then the field/value pairs. Refused (0) when it exists.
+const PUT_NEW = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1`
+
+// RELEASE: KEYS user-code key; ARGV `<end>:<id>`. Gives the user code back while this claim holds it.
+const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1`
 
 // KEYS record key; ARGV now, status, login JSON ('' for none). Only a pending, unexpired record.
@@ -70,6 +91,29 @@ interface DeviceCodeScripts {
   gatehouseDeviceInsert(userKey: string, key: string, ...args: Array<string | number>): Promise<number>
   gatehouseDeviceDecide(key: string, at: number, status: string, login: string): Promise<number>
   gatehouseDevicePoll(key: string, at: number, retention: number): Promise<[string, ...Fields]>
+  gatehouseDeviceClaim(userKey: string, at: number, holder: string, ttl: number): Promise<number>
+  gatehouseDevicePutNew(key: string, ttl: number, ...fields: Array<string | number>): Promise<number>
+  gatehouseDeviceRelease(userKey: string, holder: string): Promise<number>
+}
+
+/**
+ * A device authorization inserted on a Redis Cluster: the user code claimed (the one atomic step,
+ * so two records never hold one user code), then the record stored unless its id exists (then the
+ * claim is given back). A failure between the steps leaves the user code held, naming no record
+ * (`findByUserCode` finds nothing), until its end; the insert failed, so no device shows that code.
+ */
+async function insertInCluster(
+  redis: Redis & DeviceCodeScripts,
+  keys: { user: string; record: string },
+  at: number,
+  holder: string,
+  ttls: { user: number; record: number },
+  fields: Array<string | number>,
+): Promise<boolean> {
+  if ((await redis.gatehouseDeviceClaim(keys.user, at, holder, ttls.user)) !== 1) return false
+  if ((await redis.gatehouseDevicePutNew(keys.record, ttls.record, ...fields)) === 1) return true
+  await redis.gatehouseDeviceRelease(keys.user, holder)
+  return false
 }
 
 /**
@@ -102,6 +146,9 @@ export function redisDeviceCodes(
   client.defineCommand('gatehouseDeviceInsert', { numberOfKeys: 2, lua: INSERT })
   client.defineCommand('gatehouseDeviceDecide', { numberOfKeys: 1, lua: DECIDE })
   client.defineCommand('gatehouseDevicePoll', { numberOfKeys: 1, lua: POLL })
+  client.defineCommand('gatehouseDeviceClaim', { numberOfKeys: 1, lua: CLAIM })
+  client.defineCommand('gatehouseDevicePutNew', { numberOfKeys: 1, lua: PUT_NEW })
+  client.defineCommand('gatehouseDeviceRelease', { numberOfKeys: 1, lua: RELEASE })
   const redis = client as Redis & DeviceCodeScripts
   const ttl = (end: number) => Math.max(1, end - now())
 
@@ -120,13 +167,17 @@ export function redisDeviceCodes(
         if (record.login) fields.push('l', JSON.stringify(record.login))
         if (record.polledAt !== undefined) fields.push('p', record.polledAt)
         if (record.consumedAt !== undefined) fields.push('c', record.consumedAt)
+        const keys = { user: key('device-user', record.userCode), record: key('device', record.id) }
+        const holder = `${record.expiresAt}:${record.id}`
+        const ttls = { user: ttl(record.expiresAt), record: ttl(record.expiresAt + DEVICE_CODE_RETENTION) }
+        if (client.isCluster) return insertInCluster(redis, keys, at, holder, ttls, fields)
         const inserted = await redis.gatehouseDeviceInsert(
-          key('device-user', record.userCode),
-          key('device', record.id),
+          keys.user,
+          keys.record,
           at,
-          `${record.expiresAt}:${record.id}`,
-          ttl(record.expiresAt),
-          ttl(record.expiresAt + DEVICE_CODE_RETENTION),
+          holder,
+          ttls.user,
+          ttls.record,
           ...fields,
         )
         return inserted === 1

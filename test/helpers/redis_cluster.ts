@@ -1,0 +1,132 @@
+/**
+ * A local Redis Cluster for tests: six `redis-server --cluster-enabled yes` processes (three
+ * masters, a replica each) on free ports in a temporary folder, joined by `redis-cli --cluster
+ * create`, ready once every node reports `cluster_state:ok`. `stop()` kills the processes and
+ * removes the folder. `hasRedisServer` tells whether the binaries are there (tests skip otherwise).
+ */
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+
+/** True when `redis-server` and `redis-cli` can be run. */
+export const hasRedisServer =
+  spawnSync('redis-server', ['--version']).status === 0 && spawnSync('redis-cli', ['--version']).status === 0
+
+export interface LocalRedisCluster {
+  /** The seed nodes, `127.0.0.1:<port>`, masters and replicas. */
+  nodes: string[]
+  /** Each node's process, by its `host:port`. */
+  processes: Map<string, ChildProcess>
+  /** `redis-cli` against one node, e.g. `cli(node, 'cluster', 'info')`. */
+  cli(node: string, ...args: string[]): Promise<string>
+  stop(): Promise<void>
+}
+
+/** A free TCP port whose cluster bus port (port + 10000) is free too. */
+async function freePort(taken: Set<number>): Promise<number> {
+  const listen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const server = createServer()
+      server.once('error', reject)
+      server.listen(port, '127.0.0.1', () => {
+        const address = server.address()
+        server.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
+      })
+    })
+  for (;;) {
+    const port = await listen(0)
+    if (port > 55_000 || taken.has(port) || taken.has(port + 10_000)) continue
+    const bus = await listen(port + 10_000).catch(() => 0)
+    if (bus === 0) continue
+    taken.add(port)
+    return port
+  }
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`local Redis Cluster: ${what} not reached within ${timeoutMs} ms`)
+}
+
+/** Starts a cluster of `masters` masters with one replica each (default 3 + 3). */
+export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedisCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-redis-cluster-'))
+  const taken = new Set<number>()
+  const ports: number[] = []
+  for (let i = 0; i < masters * 2; i++) ports.push(await freePort(taken))
+  const nodes = ports.map((port) => `127.0.0.1:${port}`)
+  const processes = new Map<string, ChildProcess>()
+  const cli = async (node: string, ...args: string[]) => {
+    const [host, port] = node.split(':') as [string, string]
+    return (await run('redis-cli', ['-h', host, '-p', port, ...args])).stdout
+  }
+  const stop = async () => {
+    await Promise.all(
+      [...processes.values()].map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve()
+            child.once('exit', () => resolve())
+            child.kill('SIGKILL')
+          }),
+      ),
+    )
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    for (const [i, port] of ports.entries()) {
+      const child = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--cluster-node-timeout',
+          '2000',
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--daemonize',
+          'no',
+          '--logfile',
+          `node-${i}.log`,
+        ],
+        { cwd: dir, stdio: 'ignore' },
+      )
+      processes.set(nodes[i] as string, child)
+    }
+    for (const node of nodes)
+      await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
+    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '1', '--cluster-yes'], {
+      timeout: 60_000,
+    })
+    for (const node of nodes) {
+      await waitFor(
+        `cluster_state:ok on ${node}`,
+        async () => (await cli(node, 'cluster', 'info')).includes('cluster_state:ok'),
+        30_000,
+      )
+    }
+    return { nodes, processes, cli, stop }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}
