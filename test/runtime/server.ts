@@ -207,7 +207,9 @@ export interface Running {
 function inherited(): Record<string, string | undefined> {
   const env = { ...process.env }
   for (const name of Object.keys(env)) {
-    if (name === 'DATABASE_URL' || name === 'REDIS_URL' || name.startsWith('GATEHOUSE_')) delete env[name]
+    if (['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES'].includes(name) || name.startsWith('GATEHOUSE_')) {
+      delete env[name]
+    }
   }
   return env
 }
