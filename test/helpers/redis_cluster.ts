@@ -69,7 +69,13 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedi
     const [host, port] = node.split(':') as [string, string]
     return (await run('redis-cli', ['-h', host, '-p', port, ...args])).stdout
   }
+  // Should the test process end without stop() (killed, crashed), take the nodes with it.
+  const killAll = () => {
+    for (const child of processes.values()) child.kill('SIGKILL')
+  }
+  process.once('exit', killAll)
   const stop = async () => {
+    process.removeListener('exit', killAll)
     await Promise.all(
       [...processes.values()].map(
         (child) =>
