@@ -17,7 +17,7 @@ describe.runIf(url)('PostgreSQL store', () => {
 
   beforeAll(async () => {
     const store = createPostgresStore({ url: url as string, schema })
-    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6])
+    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7])
     expect(await store.migrate()).toEqual([]) // idempotent
     await store.close()
   })
@@ -40,7 +40,7 @@ describe.runIf(url)('PostgreSQL store', () => {
     const stores = Array.from({ length: 4 }, () => createPostgresStore({ url: url as string, schema: other }))
     try {
       const applied = await Promise.all(stores.map((s) => s.migrate()))
-      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6])
+      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6, 7])
     } finally {
       await Promise.all(stores.map((s) => s.close()))
       await admin.unsafe(`DROP SCHEMA IF EXISTS "${other}" CASCADE`)
