@@ -171,7 +171,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
         }
         // A put never lowers the last use: a touch since the caller read the record stays.
         const used = previous?.lastUsedAt
-        grants.set(record.id, used !== undefined && !(Number(record.lastUsedAt) >= used) ? { ...record, lastUsedAt: used } : record)
+        const kept = used !== undefined && !(Number(record.lastUsedAt) >= used)
+        grants.set(record.id, kept ? { ...record, lastUsedAt: used } : record)
       },
       async get(id, at) {
         const record = grants.get(id)

@@ -73,6 +73,30 @@ describe.runIf(url)('PostgreSQL store', () => {
     await store.close()
   })
 
+  it('#42 item 1: prune drops the last use of an ended grant and keeps that of a grant put again with a later end; delete drops it at once', async () => {
+    const start = Math.floor(Date.now() / 1000)
+    let now = start
+    const store = createPostgresStore({ url: url as string, schema, now: () => now })
+    const uses = async () =>
+      (await admin.unsafe(`SELECT id FROM "${schema}".gatehouse_grant_uses ORDER BY id`)).map((r) => String(r.id))
+    const grant = (id: string) => ({
+      ...{ id, clientId: 'web', sub: 'user-prune', scope: 'openid', kind: 'authorization_code' as const },
+      ...{ authTime: start, createdAt: start, expiresAt: start + 100 },
+    })
+    for (const id of ['prune-extended', 'prune-ended', 'prune-deleted']) {
+      await store.grants.put(grant(id))
+      await store.grants.touch?.(id, start + 10)
+    }
+    await store.grants.put({ ...grant('prune-extended'), expiresAt: start + 1000 })
+    await store.grants.delete('prune-deleted')
+    expect(await uses()).toEqual(['prune-ended', 'prune-extended'])
+    now = start + 200
+    await store.prune()
+    expect(await uses()).toEqual(['prune-extended'])
+    expect((await store.grants.get('prune-extended', now))?.lastUsedAt).toBe(start + 10)
+    await store.close()
+  })
+
   it('an unreachable server fails with StoreUnavailableError, at connect and per operation', async () => {
     const store = createPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/test', connectTimeout: 2 })
     await expect(store.connect()).rejects.toThrow(/cannot connect to PostgreSQL at 127\.0\.0\.1:1/)
