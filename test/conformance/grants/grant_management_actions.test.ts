@@ -23,6 +23,7 @@ import {
 } from '../../helpers/flow.ts'
 import { RU, clock } from '../../helpers/service.ts'
 import { STORES, type TestStore } from '../../helpers/stores.ts'
+import { IDT, exchange, start as startExchange } from './token_exchange_fixtures.ts'
 
 const BOB = { username: 'bob', password: 'bob-password' }
 
@@ -379,5 +380,20 @@ describe('#42 item 4 a refresh records the grant’s use and checks its revision
       'rotate answered',
     ])
     expect((await store.grants.get(tokens.grant_id as string, time.now()))?.lastUsedAt).toBe(time.now())
+  })
+})
+
+describe('#42 item 4 a token exchange of an ID token records its grant’s use (memory store)', () => {
+  it('#42 item 4: an ID-token exchange 60 s or more after the grant’s last recorded use sets lastUsedAt; an earlier one writes nothing', async () => {
+    const ctx = await startExchange({ tokenExchange: { idTokenSubjects: { agent: ['app'] } } })
+    const gid = decodeJwt(ctx.user.access_token).gid as string
+    const parameters = { subject_token: ctx.user.id_token as string, subject_token_type: IDT, scope: 'mail.read' }
+    const grantOf = () => ctx.service.store.grants.get(gid, ctx.clock.now())
+    ctx.clock.advance(59)
+    await exchange(ctx, parameters)
+    expect((await grantOf())?.lastUsedAt).toBeUndefined()
+    ctx.clock.advance(1)
+    await exchange(ctx, parameters)
+    expect((await grantOf())?.lastUsedAt).toBe(ctx.clock.now())
   })
 })
