@@ -20,6 +20,7 @@
  *     display, acr_values (Core §3.1.2.1)             → invalid_request;
  *     a requested claim of a scope the client is not permitted (§5.4) is dropped, no error
  * 12. authorization_details (RFC 9396 §2, src/protocol/authorization_details.ts) → invalid_authorization_details
+ * 13. grant_id, grant_management_action (Grant Management §5.2, protocol/grant_actions.ts) → invalid_request, invalid_grant_id
  * Until client and redirect_uri are verified (1–2) errors are OAuthErrors, which the authorization
  * endpoint shows as a page (RFC 6749 §4.1.2.1); from 3 on they are {@link Refusal}s for the
  * verified redirect_uri, answered in the request's response_mode when it is a valid one (Form Post
@@ -30,6 +31,7 @@ import {
   parseClaimsParameter,
   parseAuthorizationDetails,
   parseDisplay,
+  parseGrantManagement,
   parseResources,
   permittedClaims,
   RESOURCE_PARAMETERS,
@@ -178,6 +180,7 @@ export async function parseAuthorizationRequest(
   const dpopJkt = checkDpopJkt(p.get('dpop_jkt'), origin.dpopJkt)
   const extras = checkOpenIdParameters(p, client, ctx)
   const details = await parseAuthorizationDetails(p.get('authorization_details'), client, ctx).catch(toRefusal)
+  const grantManagement = await parseGrantManagement(p, clientId, ctx).catch(toRefusal)
   return {
     clientId,
     redirectUri,
@@ -193,6 +196,7 @@ export async function parseAuthorizationRequest(
     ...(resources.length > 0 ? { resources } : {}),
     ...(dpopJkt !== undefined ? { dpopJkt } : {}),
     ...(details ? { authorizationDetails: details } : {}),
+    ...grantManagement,
   }
 }
 
