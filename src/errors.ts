@@ -44,6 +44,8 @@ export type OAuthErrorCode =
   // OpenID CIBA Core 1.0 §13 (backchannel authentication endpoint)
   | 'unknown_user_id'
   | 'invalid_binding_message'
+  // Grant Management for OAuth 2.0 §5.1.2 (an unknown grant; 404 at the grant management endpoint)
+  | 'invalid_grant_id'
   | 'server_error'
   | 'temporarily_unavailable'
 

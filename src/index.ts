@@ -230,6 +230,7 @@ export type EndpointUrlName =
   | 'verification'
   | 'backchannelAuthentication'
   | 'cibaApproval'
+  | 'grantManagement'
   | 'jwks'
   | 'openidConfiguration'
   | 'oauthMetadata'

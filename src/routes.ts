@@ -14,6 +14,7 @@ import {
   handleCibaApproval,
   handleDeviceAuthorization,
   handleDiscovery,
+  handleGrantManagement,
   handleInteraction,
   handleIntrospection,
   handleJwks,
@@ -177,6 +178,16 @@ export const ROUTES: readonly RouteEntry[] = [
     cors: 'userinfo',
     methods: ['GET', 'POST'],
     handler: (ctx) => (r) => handleUserinfo(r, ctx),
+  },
+  // Grant Management for OAuth 2.0 §6: {grant_management_endpoint}/{grant_id}, for confidential
+  // clients (servers, not browsers): no CORS.
+  {
+    paths: [`${PATHS.grantManagement}/`],
+    at: 'prefix',
+    name: 'grant_management',
+    kind: 'api',
+    methods: ['GET', 'DELETE'],
+    handler: (ctx) => (r) => handleGrantManagement(r, ctx),
   },
   {
     paths: [PATHS.authorization],

@@ -28,6 +28,7 @@ export type EndpointName =
   | 'verification'
   | 'logout'
   | 'registration'
+  | 'grant_management'
   | 'unknown'
 
 /** What was throttled: a client authentication (token, introspection, revocation) or a sign-in. */
