@@ -31,6 +31,7 @@ function app(clientId: string, scopes: string[]): ClientRegistration {
       'gt:authorization_code',
       'gt:refresh_token',
       'gt:client_credentials',
+      `gt:${TOKEN_EXCHANGE}`,
       'rst:code',
       'scp:openid',
       'scp:profile',
@@ -44,8 +45,19 @@ function app(clientId: string, scopes: string[]): ClientRegistration {
 }
 
 const BOTH = ['grant_management_query', 'grant_management_revoke']
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
 
 type Ctx = Instance & { time: ReturnType<typeof clock> }
+
+type Init = oauth.CustomFetchOptions<string, oauth.ProtectedResourceRequestBody>
+
+/** oauth4webapi's resource requests, sent to `url` (default: where it asked) on the service in process. */
+function resourceFetch(ctx: Ctx, url?: string) {
+  return (asked: string, init: Init): Promise<Response> =>
+    ctx.service.fetch(
+      new Request(url ?? asked, { method: init.method, headers: init.headers, body: init.body as BodyInit }),
+    )
+}
 
 describe.each(STORES)('#42 item 4 the grant management endpoint on the $name store', (kind) => {
   let opened: TestStore | undefined
@@ -157,7 +169,7 @@ describe.each(STORES)('#42 item 4 the grant management endpoint on the $name sto
       undefined,
       undefined,
       {
-        [oauth.customFetch]: (url, init) => ctx.service.fetch(new Request(url, init as RequestInit)),
+        [oauth.customFetch]: resourceFetch(ctx),
       },
     )
     expect(response.status).toBe(200)
@@ -271,6 +283,33 @@ describe.each(STORES)('#42 item 4 the grant management endpoint on the $name sto
     expect(none.headers.get('www-authenticate')).toBe(`Bearer realm="${ISSUER}"`)
   })
 
+  it("#42 item 4: a token with the scope that is not the client's own client credentials token (a user's, an exchanged one) → 401 invalid_token", async () => {
+    const ctx = await start()
+    // The scope granted by a user (the client may request it: scp:) acts for the user, not the client.
+    const { tokens, grantId } = await userGrant(ctx, 'owner', `openid ${BOTH.join(' ')}`)
+    expect(decodeJwt(tokens.access_token).scope).toBe(`openid ${BOTH.join(' ')}`)
+    const exchange = await oauth.genericTokenEndpointRequest(
+      ctx.as,
+      client('owner'),
+      auth('owner'),
+      TOKEN_EXCHANGE,
+      {
+        subject_token: await ccToken(ctx, 'owner', BOTH.join(' ')),
+        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+      },
+      ctx.opts,
+    )
+    const exchanged = (await oauth.processGenericTokenEndpointResponse(ctx.as, client('owner'), exchange)).access_token
+    expect(decodeJwt(exchanged).scope).toBe(BOTH.join(' '))
+    for (const token of [tokens.access_token, exchanged]) {
+      for (const method of ['GET', 'DELETE']) {
+        const response = await call(ctx, method, grantId, token)
+        expect(response.status).toBe(401)
+        expect(await response.json()).toMatchObject({ error: 'invalid_token' })
+      }
+    }
+  })
+
   it('#42 item 4: a client whose scp: permission was withdrawn is refused with its still-valid token (403)', async () => {
     const ctx = await start()
     const { grantId } = await userGrant(ctx, 'owner', 'openid')
@@ -285,7 +324,7 @@ describe.each(STORES)('#42 item 4 the grant management endpoint on the $name sto
     const { grantId } = await userGrant(ctx, 'owner', 'openid')
     const dpop = oauth.DPoP(client('owner'), await oauth.generateKeyPair('ES256'))
     const token = await ccToken(ctx, 'owner', 'grant_management_query', dpop)
-    const to = { [oauth.customFetch]: (url: string, init: RequestInit) => ctx.service.fetch(new Request(url, init)) }
+    const to = { [oauth.customFetch]: resourceFetch(ctx) }
     const ok = await oauth.protectedResourceRequest(token, 'GET', new URL(`${GM}/${grantId}`), undefined, undefined, {
       DPoP: dpop,
       ...to,
@@ -299,8 +338,7 @@ describe.each(STORES)('#42 item 4 the grant management endpoint on the $name sto
     const proofForOther = await oauth
       .protectedResourceRequest(token, 'GET', new URL(`${ISSUER}/connect/userinfo`), undefined, undefined, {
         DPoP: dpop,
-        [oauth.customFetch]: (_url: string, init: RequestInit) =>
-          ctx.service.fetch(new Request(`${GM}/${grantId}`, init)),
+        [oauth.customFetch]: resourceFetch(ctx, `${GM}/${grantId}`),
       })
       .catch((err: unknown) => err)
     expect(proofForOther).toBeInstanceOf(oauth.WWWAuthenticateChallengeError)
