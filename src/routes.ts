@@ -180,7 +180,15 @@ export const ROUTES: readonly RouteEntry[] = [
     handler: (ctx) => (r) => handleUserinfo(r, ctx),
   },
   // Grant Management for OAuth 2.0 §6: {grant_management_endpoint}/{grant_id}, for confidential
-  // clients (servers, not browsers): no CORS.
+  // clients (servers, not browsers): no CORS. The endpoint itself names no grant (a 404 once the
+  // caller is authenticated: the API lists no grants, §6).
+  {
+    paths: [PATHS.grantManagement],
+    name: 'grant_management',
+    kind: 'api',
+    methods: ['GET', 'DELETE'],
+    handler: (ctx) => (r) => handleGrantManagement(r, ctx),
+  },
   {
     paths: [`${PATHS.grantManagement}/`],
     at: 'prefix',

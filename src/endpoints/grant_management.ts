@@ -63,14 +63,14 @@ function unknownGrant(): OAuthError {
 }
 
 /**
- * What follows `{grant_management_endpoint}/` in the request's path (`rest`), and the grant id it
- * is when it has the form of one.
+ * The request's URL as the service names it (the issuer's origin, the request's path: the DPoP
+ * proof's `htu`, RFC 9449 §4.3) and the grant id of its path, when it has the form of one.
  */
-function grantIdOf(request: Request, ctx: Context): { rest: string; id: string | undefined } {
+function grantIdOf(request: Request, ctx: Context): { url: string; id: string | undefined } {
   const prefix = `${new URL(ctx.urls.grantManagement).pathname}/`
   const pathname = new URL(request.url).pathname
   const rest = pathname.startsWith(prefix) ? pathname.slice(prefix.length) : ''
-  return { rest, id: GRANT_ID.test(rest) ? rest : undefined }
+  return { url: new URL(pathname, ctx.config.issuer).href, id: GRANT_ID.test(rest) ? rest : undefined }
 }
 
 /** Whether the token is the client's own, from the client credentials grant (§6.1; see the module). */
@@ -151,9 +151,8 @@ export function grantResource(record: GrantRecord): Record<string, unknown> {
 export async function handleGrantManagement(request: Request, ctx: Context): Promise<Response> {
   const scope = SCOPE_OF[request.method]
   if (scope === undefined) throw new OAuthError('invalid_request', 'the request method is not allowed here')
-  const { rest, id } = grantIdOf(request, ctx)
-  // RFC 9449 §4.3: the proof's htu is the grant's URL, built from the issuer (never from Host).
-  const url = `${ctx.urls.grantManagement}/${rest}`
+  // RFC 9449 §4.3: the proof's htu is the grant's URL, on the issuer's origin (never from Host).
+  const { url, id } = grantIdOf(request, ctx)
   const clientId = await authenticate(request, url, scope, ctx)
   if (id === undefined) throw unknownGrant()
   if (request.method === 'DELETE') {

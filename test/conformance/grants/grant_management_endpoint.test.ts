@@ -252,6 +252,8 @@ describe.each(STORES)('#42 item 4 the grant management endpoint on the $name sto
       await expectUnknown(await call(ctx, 'GET', id, own))
       await expectUnknown(await call(ctx, 'DELETE', id, own))
     }
+    // The endpoint itself names no grant: the API lists none (§6).
+    await expectUnknown(await ctx.service.fetch(new Request(GM, { headers: { authorization: `Bearer ${own}` } })))
     ctx.time.advance(3600 * 24 * 400)
     await expectUnknown(await call(ctx, 'GET', grantId, await ccToken(ctx, 'owner', 'grant_management_query')))
   })
