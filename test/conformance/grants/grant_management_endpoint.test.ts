@@ -10,7 +10,7 @@ import { decodeJwt } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ClientRegistration } from '../../../src/clients/index.ts'
-import { type Instance, authorizationUrl, authorize, redeemCallback } from '../../helpers/flow.ts'
+import { type Instance, authorizationUrl, redeemCallback } from '../../helpers/flow.ts'
 import { ISSUER, RU, clock, discover, inProcess, makeService } from '../../helpers/service.ts'
 import { Browser } from '../../helpers/browser.ts'
 import { STORES, type TestStore } from '../../helpers/stores.ts'
@@ -73,8 +73,9 @@ describe.each(STORES)('#42 item 4 the grant management endpoint on the $name sto
       store: opened.store,
       now: time.now,
       scopes: [{ name: 'mcp:tools', audience: MCP }],
+      authorizationDetailsTypes: ['payment_initiation'],
     })
-    await service.clients.ensure(app('owner', BOTH))
+    await service.clients.ensure({ ...app('owner', BOTH), authorizationDetailsTypes: ['payment_initiation'] })
     await service.clients.ensure(app('stranger', BOTH))
     await service.clients.ensure(app('plain', []))
     const as = await discover(service.fetch)
@@ -84,10 +85,20 @@ describe.each(STORES)('#42 item 4 the grant management endpoint on the $name sto
   const client = (id: string): oauth.Client => ({ client_id: id })
   const auth = (id: string) => oauth.ClientSecretBasic(`${id}-secret`)
 
+  /** The authorization request in alice's browser: signs in when asked, allows on a consent page. */
+  async function authorizeAllowing(ctx: Ctx, url: URL): Promise<URL> {
+    let shown = await ctx.browser.navigate(url.href)
+    if (shown.page?.html.includes('name="password"'))
+      shown = await ctx.browser.signIn(shown.page, 'alice', 'alice-password')
+    if (shown.page) shown = await ctx.browser.submit(shown.page, { decision: 'allow' })
+    if (!shown.callback) throw new Error(`no callback: ${shown.page?.status}`)
+    return shown.callback
+  }
+
   /** Alice's grant to `clientId` through the code flow (signing in on the built-in page): its tokens and id. */
   async function userGrant(ctx: Ctx, clientId: string, scope: string, extra: Record<string, string> = {}) {
     const request = await authorizationUrl(ctx.as, { clientId, scope, extra })
-    const callback = await authorize(ctx.browser, request.url)
+    const callback = await authorizeAllowing(ctx, request.url)
     const { response } = await redeemCallback(ctx, callback, request, {
       client: client(clientId),
       auth: auth(clientId),
@@ -182,6 +193,19 @@ describe.each(STORES)('#42 item 4 the grant management endpoint on the $name sto
       expires_at: expect.any(Number),
     })
     expect(body.expires_at as number).toBeGreaterThan(createdAt)
+  })
+
+  it('#42 item 4: GET answers the authorization details the user approved (RFC 9396)', async () => {
+    const ctx = await start()
+    const detail = { type: 'payment_initiation', instructedAmount: { currency: 'EUR', amount: '12.00' } }
+    const { grantId } = await userGrant(ctx, 'owner', 'openid', { authorization_details: JSON.stringify([detail]) })
+    const response = await call(ctx, 'GET', grantId, await ccToken(ctx, 'owner', 'grant_management_query'))
+    expect(await response.json()).toEqual({
+      scopes: [{ scope: 'openid' }],
+      authorization_details: [detail],
+      created_at: expect.any(Number),
+      expires_at: expect.any(Number),
+    })
   })
 
   it('#42 item 4: a grant without resources or claims request answers its scopes alone', async () => {
