@@ -44,7 +44,7 @@ export type OAuthErrorCode =
   // OpenID CIBA Core 1.0 §13 (backchannel authentication endpoint)
   | 'unknown_user_id'
   | 'invalid_binding_message'
-  // Grant Management for OAuth 2.0 §5.1.2 (an unknown grant; 404 at the grant management endpoint)
+  // Grant Management for OAuth 2.0 §5.4 (an unknown grant; a 404 at the grant management endpoint, §6.6)
   | 'invalid_grant_id'
   | 'server_error'
   | 'temporarily_unavailable'
