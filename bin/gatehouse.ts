@@ -19,6 +19,8 @@ import { clientsAdd } from './commands/clients_add.ts'
 import { clientsList } from './commands/clients_list.ts'
 import { clientsRemove } from './commands/clients_remove.ts'
 import { clientsRotateSecret } from './commands/clients_rotate_secret.ts'
+import { grantsList } from './commands/grants_list.ts'
+import { grantsRevoke, grantsRevokeAll } from './commands/grants_revoke.ts'
 import { keysList } from './commands/keys_list.ts'
 import { keysRotate } from './commands/keys_rotate.ts'
 import { migrate } from './commands/migrate.ts'
@@ -32,10 +34,13 @@ const COMMANDS: Command[] = [
   clientsList,
   clientsRemove,
   clientsRotateSecret,
+  grantsList,
+  grantsRevoke,
+  grantsRevokeAll,
   keysList,
   keysRotate,
 ]
-const GROUPS = ['clients', 'keys']
+const GROUPS = ['clients', 'grants', 'keys']
 
 /** Commands and their summaries in two columns, `gap` spaces after the widest. */
 function commandList(rows: [string, string][], gap: number): string {
@@ -65,7 +70,8 @@ ${commandList(
 
 ${STORE_NOTE}
 With the in-memory store, "clients add|remove|rotate-secret" edit the configuration file's "clients"
-(restart the server to load them) and "keys" commands fail: in-memory keys live in the server process.
+(restart the server to load them) and "keys" and "grants" commands fail: in-memory keys and grants live in
+the server process.
 
 Every command takes --config FILE (default $GATEHOUSE_CONFIG) and --help.
 Results go to stdout, progress and errors to stderr. Exit status: 0 done, 1 failed, 2 bad command line.`

@@ -2,7 +2,7 @@
  * The tables the client and key commands print: public metadata only (secret ids and expiry,
  * key ids and lifetimes), never a secret or a private key.
  */
-import type { KeyInfo } from '../src/index.ts'
+import type { GrantView, KeyInfo } from '../src/index.ts'
 import { iso, nowSeconds, table } from './io.ts'
 
 /** A client's secret as listed: its id and expiry, or a plain-text secret of the file. */
@@ -37,6 +37,23 @@ export function keyTable(keys: KeyInfo[]): string {
       iso(key.activatesAt),
       key.retiresAt !== undefined ? iso(key.retiresAt) : '-',
       key.expiresAt !== undefined ? iso(key.expiresAt) : '-',
+    ]),
+  )
+}
+
+/** The grants as `grants list` prints them: what each client may do, never a token. */
+export function grantTable(grants: GrantView[]): string {
+  return table(
+    ['ID', 'CLIENT', 'SCOPES', 'RESOURCES', 'DETAILS', 'KIND', 'GRANTED', 'LAST USED'],
+    grants.map((grant) => [
+      grant.id,
+      grant.client.deleted ? `${grant.client.id} (deleted)` : grant.client.id,
+      grant.scopes.join(' ') || '-',
+      grant.resources.join(' ') || '-',
+      grant.authorizationDetails?.map((detail) => detail.type).join(' ') || '-',
+      grant.kind,
+      iso(grant.createdAt),
+      grant.lastUsedAt !== undefined ? iso(grant.lastUsedAt) : '-',
     ]),
   )
 }

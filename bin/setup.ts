@@ -113,6 +113,15 @@ const MEMORY_KEYS = `the in-memory store's signing keys live only inside a runni
 (generated when it starts, gone when it stops): there is nothing to list or rotate from here.
 Use ${PERSISTENT} to manage keys from the command line.`
 
+const MEMORY_GRANTS = `the in-memory store's grants live only inside a running server process: there is nothing
+to list or revoke from here. Use the host API (service.grants) in that process, the grants page
+(option grantsPage), or ${PERSISTENT}.`
+
+/** Fails with the in-memory store: its grants exist only inside a running server. */
+export function requireGrantStore(setup: Setup): void {
+  if (setup.store.type === 'memory') throw new CliError(MEMORY_GRANTS, 1)
+}
+
 /** The configuration file the in-memory mode edits. */
 export function requireFile(setup: Setup): { path: string; text: string; file: ConfigFile } {
   if (setup.configPath === undefined || setup.configText === undefined || !setup.file) {

@@ -22,7 +22,9 @@ import { endRequestSession, endSubjectSessions } from './endpoints/index.ts'
 import type { KeyRecord, Store } from './storage/index.ts'
 import type { SigningAlgorithm } from './crypto/index.ts'
 import { bindRequest, canonicalAddress } from './security/index.ts'
-import { createServiceContext } from './service/index.ts'
+import { createServiceContext, type HostGrants, hostGrants } from './service/index.ts'
+export type { HostGrants } from './service/index.ts'
+export type { GrantClientView, GrantView } from './protocol/index.ts'
 
 /** What the runtime adapter knows about a request beyond the Request itself. */
 export interface RequestInfo {
@@ -54,7 +56,7 @@ export type { Theme } from './pages/index.ts'
 export { OAuthError, StoreUnavailableError } from './errors.ts'
 export type { EventHook, GatehouseEvent, GatehouseEventType } from './events/index.ts'
 export type { CheckResult } from './ops/index.ts'
-export type { HealthOptions } from './config/index.ts'
+export type { GrantsPageOptions, HealthOptions } from './config/index.ts'
 export { createMetrics } from './events/index.ts'
 export type {
   ClientAuthenticationFailure,
@@ -188,6 +190,7 @@ export function createTokenService(options: TokenServiceOptions): TokenService {
     ciba: {
       decide: (input: CibaDecisionInput): Promise<CibaDecisionOutcome> => decideCiba(input, ctx),
     },
+    grants: hostGrants(ctx),
     sessions: {
       end: (request: Request) => endRequestSession(request, ctx),
       endAll: (sub: string) => endSubjectSessions(sub, ctx),
@@ -270,6 +273,8 @@ export interface TokenService {
      */
     decide(input: CibaDecisionInput): Promise<CibaDecisionOutcome>
   }
+  /** Grants: what each client may do for an end-user, listed and revoked (#42; see docs/grants.md). */
+  readonly grants: HostGrants
   /** Browser sessions (single sign-on). */
   readonly sessions: {
     /**

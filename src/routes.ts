@@ -15,6 +15,7 @@ import {
   handleDeviceAuthorization,
   handleDiscovery,
   handleGrantManagement,
+  handleGrantsPage,
   handleInteraction,
   handleIntrospection,
   handleJwks,
@@ -231,6 +232,14 @@ export const ROUTES: readonly RouteEntry[] = [
     kind: 'browser',
     methods: ['GET', 'POST'],
     handler: (ctx) => (r) => handleLogout(r, ctx),
+  },
+  // The end-user's grants page (#42 item 3), at the `grantsPage` path when configured.
+  {
+    paths: (config) => [config.grantsPage?.path],
+    name: 'grants_page',
+    kind: 'browser',
+    methods: ['GET', 'POST'],
+    handler: (ctx) => (r) => handleGrantsPage(r, ctx),
   },
   // Dynamic client registration (RFC 7591) and its management URIs (RFC 7592), when configured.
   {

@@ -73,6 +73,8 @@ export const ConfigFileSchema = strictObject({
   // #41: rich authorization requests (RFC 9396)
   authorizationDetailsTypes: settings.authorizationDetailsTypes,
   // #41: where CIBA requests are POSTed for the host to reach the end-user (no hook in a file).
+  // #42: the end-user's grants page
+  grantsPage: settings.grantsPage,
   ciba: v.optional(strictObject({ notifyUrl: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))) })),
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>

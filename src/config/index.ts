@@ -13,12 +13,14 @@ export type { BackchannelLogoutOptions } from './backchannel_logout.ts'
 export type { CibaNotification, CibaOptions } from './ciba.ts'
 export { type ConfigFile, parseConfigFile, type StoreConfig } from './file.ts'
 export { HealthSchema } from './health.ts'
+export { DEFAULT_GRANTS_PAGE_PATH, type GrantsPageConfig } from './grants_page.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction_hook.ts'
 export type {
   AttemptLimitOptions,
   ClientIdMetadataDocumentsOptions,
   DeviceAuthorizationLimitOptions,
   DynamicClientRegistrationOptions,
+  GrantsPageOptions,
   HealthOptions,
   ScopeConfig,
   TokenServiceOptions,

@@ -83,6 +83,14 @@ export interface HealthOptions {
   readinessTimeout?: number
 }
 
+/** The end-user's grants page (#42 item 3): the `grantsPage` option's object form. */
+export interface GrantsPageOptions {
+  /** Path below the issuer, e.g. `/account/apps` (the default); not `/connect` or `/.well-known` or below them. */
+  path?: string
+  /** Where the page's "Sign in" link goes when the browser has no session (the host's sign-in). Default: no link. */
+  signInUrl?: string
+}
+
 /**
  * Dynamic client registration (RFC 7591, RFC 7592): the `dynamicClientRegistration` option. While
  * present, `POST {issuer}/connect/register` is served and advertised as `registration_endpoint`.
@@ -276,6 +284,11 @@ export interface TokenServiceOptions {
    * path is absent: `{ livenessPath: '/healthz', readinessPath: '/readyz' }` (see `src/ops/health.ts`).
    */
   health?: HealthOptions
+  /**
+   * The end-user's page of the apps and agents with access to their account, where they revoke
+   * one (#42): `true` serves it at `{issuer}/account/apps`, `{ path }` elsewhere below the issuer. Default: off.
+   */
+  grantsPage?: boolean | GrantsPageOptions
   /**
    * Where the service reports requests, latencies, issued tokens, failed client authentications,
    * throttling and store errors: `createMetrics()` (Prometheus text) or a hook of the host's.

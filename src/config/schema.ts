@@ -14,6 +14,7 @@ import { OPTION_DEFAULTS } from '../defaults.ts'
 import type { EventHook, MetricsHook } from '../events/index.ts'
 import type { InteractionHook } from './interaction_hook.ts'
 import { HealthSchema } from './health.ts'
+import { GrantsPageSchema } from './grants_page.ts'
 import { ThemeSchema } from '../pages/index.ts'
 import { UserSchema } from '../accounts/index.ts'
 import { strictObject } from '../schema_issues.ts'
@@ -320,6 +321,8 @@ export const OptionsSchema = strictObject({
    * path is absent: `{ livenessPath: '/healthz', readinessPath: '/readyz' }` (see `src/ops/health.ts`).
    */
   health: v.optional(HealthSchema),
+  /** The end-user's grants page (#42 item 3): `true` or `{ path?, signInUrl? }`. Default: off. */
+  grantsPage: v.optional(GrantsPageSchema),
   /**
    * Where the service reports requests, latencies, issued tokens, failed client authentications,
    * throttling and store errors: `createMetrics()` (Prometheus text) or a hook of the host's.

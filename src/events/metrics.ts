@@ -29,6 +29,7 @@ export type EndpointName =
   | 'logout'
   | 'registration'
   | 'grant_management'
+  | 'grants_page'
   | 'unknown'
 
 /** What was throttled: a client authentication (token, introspection, revocation) or a sign-in. */

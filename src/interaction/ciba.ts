@@ -9,6 +9,7 @@
 import type { Context } from '../context.ts'
 import type { RequestMeta } from '../events/index.ts'
 import type { CibaRequestRecord, ClientRecord } from '../storage/index.ts'
+import { recordApprovedGrant } from './approved_grant.ts'
 import { startCibaPing } from './ciba_ping.ts'
 
 /** The approval page's URL for a reference. */
@@ -150,6 +151,7 @@ export async function recordCibaDecision(
 ): Promise<'approved' | 'denied' | 'invalid'> {
   const decision = login ? ({ status: 'approved', login } as const) : ({ status: 'denied' } as const)
   if (!(await ctx.store.cibaRequests.decide(record.id, decision, ctx.now()))) return 'invalid'
+  if (login) await recordApprovedGrant(record, 'ciba', login, ctx)
   const subjects = { clientId: record.clientId, sub: record.sub, grantId: record.familyId }
   ctx.emit(
     meta,

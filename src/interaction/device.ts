@@ -19,6 +19,7 @@ import { formatUserCode } from '../tokens/index.ts'
 import type { Authentication } from './request.ts'
 import { authenticationOf, browserBinding, checkLogin, loadSession, signedInSession } from './flow.ts'
 import { deviceDonePage } from './device_pages.ts'
+import { recordApprovedGrant } from './approved_grant.ts'
 import type { InteractionResult, PendingInteraction } from '../config/index.ts'
 
 /** What a device interaction's `request` holds. */
@@ -179,6 +180,7 @@ export async function decideDevice(
   if (!device) return 'invalid'
   const decision = login ? ({ status: 'approved', login } as const) : ({ status: 'denied' } as const)
   if (!(await ctx.store.deviceCodes.decide(device.id, decision, ctx.now()))) return 'invalid'
+  if (login) await recordApprovedGrant(device, 'device_code', login, ctx)
   const sub = login?.sub ?? record.login?.sub
   const subjects = { clientId: device.clientId, grantId: device.familyId, ...(sub !== undefined ? { sub } : {}) }
   if (login) ctx.emit(meta, { type: 'device.approved', ...subjects, scope: device.scope })

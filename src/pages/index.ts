@@ -4,6 +4,13 @@
  * code imports; nothing outside the folder imports its other files.
  */
 export { authorizationDetailItems, type DetailView } from './authorization_details.ts'
+export {
+  type GrantEntry,
+  grantGonePage,
+  grantsListPage,
+  grantsSignInPage,
+  revokeConfirmPage,
+} from './grants.ts'
 export { consentPage, logoutConfirmPage, noticeParagraph, scopeItems, type SelfRegisteredNotice } from './consent.ts'
 export {
   ALERT_ICON,

@@ -17,6 +17,7 @@ import type { Theme } from './theme.ts'
 import * as v from 'valibot'
 import { escapeHtml as e } from '../http.ts'
 import { randomToken } from '../crypto/index.ts'
+import { GRANTS_CSS, GRANTS_TEXTS } from './grants_theme.ts'
 
 /**
  * A CSS colour, strictly: `#rgb`, `#rgba`, `#rrggbb`, `#rrggbbaa`, a colour function of numbers
@@ -96,6 +97,7 @@ export const DEFAULT_TEXTS = {
   cibaApprovedMessage: 'The application may continue. You can close this window.',
   cibaDeniedTitle: 'Request denied',
   cibaDeniedMessage: 'The application was not given access. You can close this window.',
+  ...GRANTS_TEXTS,
 } as const
 
 export type PageTexts = { -readonly [K in keyof typeof DEFAULT_TEXTS]: string }
@@ -243,7 +245,7 @@ ul.scopes svg{flex:none;width:1.1rem;height:1.1rem;margin-top:.2rem;color:var(--
 ul.scopes code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85em;color:var(--muted)}
 li.detail dl{margin:.35rem 0 0;display:grid;grid-template-columns:auto 1fr;gap:.2rem .75rem;font-size:.9rem}li.detail dt{color:var(--muted)}li.detail dd{margin:0;overflow-wrap:anywhere}
 li.detail dd ul{margin:0;padding-inline-start:1rem}li.detail .empty{color:var(--muted)}
-.center{text-align:center}
+.center{text-align:center}${GRANTS_CSS}
 @media (max-width:30rem){body{justify-content:flex-start;padding:0}main{max-width:none;min-height:100vh;min-height:100dvh;border:0;border-radius:0;box-shadow:none;padding:2.5rem 1.25rem 2rem}}
 @media (forced-colors:active){button.primary{border:2px solid ButtonText}:focus-visible{outline:3px solid Highlight}}
 @media (prefers-reduced-motion:reduce){*{transition:none!important;animation:none!important}}`

@@ -76,5 +76,31 @@ export interface Theme {
     deviceApprovedMessage?: string
     deviceDeniedTitle?: string
     deviceDeniedMessage?: string
+    /** The end-user's grants page (#42): `{client}` in `revokeQuestion`, `{resource}` in `grantsResource`. */
+    grantsTitle?: string
+    grantsIntro?: string
+    grantsEmpty?: string
+    grantsRevokedNotice?: string
+    grantsSelfRegistered?: string
+    grantsClientGone?: string
+    grantsMay?: string
+    grantsResource?: string
+    grantsClaim?: string
+    grantsGranted?: string
+    grantsLastUsed?: string
+    grantsNotUsed?: string
+    grantsHow?: string
+    grantsKindCode?: string
+    grantsKindDevice?: string
+    grantsKindCiba?: string
+    revokeButton?: string
+    revokeTitle?: string
+    revokeQuestion?: string
+    revokeConfirmButton?: string
+    grantGoneTitle?: string
+    grantGoneMessage?: string
+    grantsBack?: string
+    grantsSignInTitle?: string
+    grantsSignInMessage?: string
   }
 }

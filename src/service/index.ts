@@ -4,3 +4,4 @@
  * imports; nothing outside the folder imports its other files.
  */
 export { createServiceContext } from './create_context.ts'
+export { type HostGrants, hostGrants } from './grants.ts'

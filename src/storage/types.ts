@@ -308,11 +308,17 @@ export interface Store {
   }
   /** Grants by family id, and an index of an end-user's grants. */
   grants: {
-    /** Inserts or replaces the record. */
+    /**
+     * Inserts or replaces the record, except that `lastUsedAt` never goes back: when the stored one
+     * is later than the record's (or the record has none), it stays (a put does not undo a `touch`).
+     */
     put(record: GrantRecord): Promise<void>
     /** The unexpired record, or undefined. */
     get(id: string, now: number): Promise<GrantRecord | undefined>
-    /** The unexpired grants of an end-user (an index by sub on every built-in store: no scan of all grants). */
+    /**
+     * The unexpired grants of an end-user (an index by sub on every built-in store: no scan of all
+     * grants). A deleted grant is not listed, nor one put again for another end-user.
+     */
     listBySub(sub: string, now: number): Promise<GrantRecord[]>
     delete(id: string): Promise<void>
     /**

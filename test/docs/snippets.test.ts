@@ -276,6 +276,7 @@ describe('#27 item 13: the snippets of README.md and docs/ run as written', () =
       'docs/embedding.md': { fragment: 2 }, // #40 item 2: the adapters and the sign-in hook, moved from the README
       'docs/agents.md': { run: 3, client: 2 }, // #29: token exchange, device authorization; #41: CIBA; #40 item 5: against npm start
       'docs/clients.md': { fragment: 1 },
+      'docs/grants.md': { run: 1, fragment: 1 }, // #42: the host's grant API; the grantsPage option
       'docs/high-security.md': { fragment: 2 },
       'docs/logout.md': { typecheck: 1 }, // #30: a relying party's back-channel logout endpoint
       'docs/mcp.md': { server: 1 },
