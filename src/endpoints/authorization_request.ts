@@ -46,6 +46,7 @@ import { type Params, checkParameter, parameterName } from '../http.ts'
 import type { AuthorizationRequest } from '../interaction/index.ts'
 import {
   allowsPlainPkce,
+  GRANT_MANAGEMENT_SCOPES,
   allowsResponseMode,
   parseScope,
   profileRefusal,
@@ -281,6 +282,9 @@ export function requestedScopes(
       if (client.permissions.includes(Permissions.GrantTypes.RefreshToken)) granted.push(scope)
       continue
     }
+    // Grant Management §6.1: these scopes are the client's own (its client credentials token), never an end-user's.
+    if ((GRANT_MANAGEMENT_SCOPES as readonly string[]).includes(scope))
+      throw new OAuthError('invalid_scope', 'the grant management scopes are for client credentials tokens only')
     if (!client.permissions.includes(scopePermission(scope)))
       throw new OAuthError('invalid_scope', 'scope contains a scope the client is not allowed')
     granted.push(scope)
