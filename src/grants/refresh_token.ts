@@ -166,6 +166,8 @@ async function issueNext(
       ...details,
       authTime: record.authTime,
       familyExpiresAt: record.familyExpiresAt,
+      // The next generation belongs to the grant's same revision (#42: a merge or replace ends the earlier ones).
+      ...(record.grantRevision ? { grantRevision: record.grantRevision } : {}),
       ...(record.sid !== undefined ? { sid: record.sid } : {}),
       ...(record.acr !== undefined ? { acr: record.acr } : {}),
       ...(record.amr !== undefined ? { amr: record.amr } : {}),

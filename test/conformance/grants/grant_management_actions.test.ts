@@ -108,6 +108,11 @@ describe.each(STORES)('#42 item 4 grant management actions on the $name store', 
     )
     expect(next.grant_id).toBe(grantId)
     expect((next.scope ?? '').split(' ').sort()).toEqual(['email', 'offline_access', 'openid', 'profile'])
+    // The rotated refresh token keeps the merged revision: it refreshes again (and again).
+    const twice = await refresh(ctx, next.refresh_token as string)
+    expect(twice.status).toBe(200)
+    const thrice = await refresh(ctx, ((await twice.json()) as { refresh_token: string }).refresh_token)
+    expect(thrice.status).toBe(200)
   })
 
   it('#42 item 4: replace swaps the grant’s permissions under the same grant_id; the old refresh token is refused while the new one works', async () => {
@@ -135,13 +140,17 @@ describe.each(STORES)('#42 item 4 grant management actions on the $name store', 
     )
     expect(next.grant_id).toBe(grantId)
     expect(next.scope).toBe('openid email offline_access')
+    // The rotated one refreshes again: it belongs to the replaced grant's revision.
+    const rotated = await refresh(ctx, next.refresh_token as string)
+    expect(rotated.status).toBe(200)
+    const live = ((await rotated.json()) as { refresh_token: string }).refresh_token
     // A second replace ends the first replace's refresh tokens in turn.
     const again = await tokensOf(ctx, 'openid profile offline_access', {
       grant_management_action: 'replace',
       grant_id: grantId,
     })
     expect(again.body.grant_id).toBe(grantId)
-    const stale = await refresh(ctx, next.refresh_token as string)
+    const stale = await refresh(ctx, live)
     expect(stale.status).toBe(400)
     expect((await ctx.store.grants.get(grantId, ctx.time.now()))?.revision).toBe(2)
   })
