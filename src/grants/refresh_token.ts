@@ -92,7 +92,7 @@ export const refreshToken: Grant = {
     }
     if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
     // Tokens issued in the family's last moments outlive it: so does the grant's record, then (#39).
-    if (expiresAt > record.familyExpiresAt) await extendGrant(record.familyId, expiresAt, now, ctx)
+    if (expiresAt > record.familyExpiresAt) await extendGrant(record, expiresAt, now, ctx)
     ctx.emit(metaOf(request), {
       type: 'token.refreshed',
       ...subjects,
@@ -120,9 +120,11 @@ function recordUse(record: RefreshTokenRecord, next: RefreshTokenRecord, now: nu
  * the family's absolute end needs it (the record lasts until that end otherwise): a read and a
  * write then, none on every other refresh.
  */
-async function extendGrant(id: string, until: number, now: number, ctx: Context): Promise<void> {
-  const grant = await ctx.store.grants.get(id, now)
-  if (grant && grant.expiresAt < until) await ctx.store.grants.put({ ...grant, expiresAt: until })
+async function extendGrant(record: RefreshTokenRecord, until: number, now: number, ctx: Context): Promise<void> {
+  const grant = await ctx.store.grants.get(record.familyId, now)
+  // Only the revision this token belongs to: a record a merge or replace rewrote since is not put back.
+  if (!grant || grant.expiresAt >= until || (grant.revision ?? 0) !== (record.grantRevision ?? 0)) return
+  await ctx.store.grants.put({ ...grant, expiresAt: until })
 }
 
 /**
