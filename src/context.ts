@@ -28,6 +28,7 @@ export const PATHS = {
   verification: '/connect/verify',
   backchannelAuthentication: '/connect/ciba',
   cibaApproval: '/connect/ciba/approve',
+  grantManagement: '/connect/grants',
   jwks: '/.well-known/jwks.json',
   openidConfiguration: '/.well-known/openid-configuration',
   oauthMetadata: '/.well-known/oauth-authorization-server',

@@ -41,6 +41,9 @@ export type OAuthErrorCode =
   | 'use_dpop_nonce'
   // RFC 9396 §5 (rich authorization requests): 400 at the token endpoint, a redirect at authorization
   | 'invalid_authorization_details'
+  // Grant Management for OAuth 2.0 §5.4 (authorization request: an unknown, ended or foreign
+  // grant_id, a redirect) and §6.6 (the grant management endpoint: a 404)
+  | 'invalid_grant_id'
   // OpenID CIBA Core 1.0 §13 (backchannel authentication endpoint)
   | 'unknown_user_id'
   | 'invalid_binding_message'

@@ -233,6 +233,7 @@ export type EndpointUrlName =
   | 'verification'
   | 'backchannelAuthentication'
   | 'cibaApproval'
+  | 'grantManagement'
   | 'jwks'
   | 'openidConfiguration'
   | 'oauthMetadata'

@@ -14,6 +14,7 @@ import {
   handleCibaApproval,
   handleDeviceAuthorization,
   handleDiscovery,
+  handleGrantManagement,
   handleGrantsPage,
   handleInteraction,
   handleIntrospection,
@@ -178,6 +179,24 @@ export const ROUTES: readonly RouteEntry[] = [
     cors: 'userinfo',
     methods: ['GET', 'POST'],
     handler: (ctx) => (r) => handleUserinfo(r, ctx),
+  },
+  // Grant Management for OAuth 2.0 §6: {grant_management_endpoint}/{grant_id}, for confidential
+  // clients (servers, not browsers): no CORS. The endpoint itself names no grant (a 404 once the
+  // caller is authenticated: the API lists no grants, §6).
+  {
+    paths: [PATHS.grantManagement],
+    name: 'grant_management',
+    kind: 'api',
+    methods: ['GET', 'DELETE'],
+    handler: (ctx) => (r) => handleGrantManagement(r, ctx),
+  },
+  {
+    paths: [`${PATHS.grantManagement}/`],
+    at: 'prefix',
+    name: 'grant_management',
+    kind: 'api',
+    methods: ['GET', 'DELETE'],
+    handler: (ctx) => (r) => handleGrantManagement(r, ctx),
   },
   {
     paths: [PATHS.authorization],

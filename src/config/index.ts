@@ -39,7 +39,7 @@ export {
   requiresPushedRequests,
 } from './profile.ts'
 export type { Config, IdTokenClaims, SigningAlg } from './schema.ts'
-export { createScopeRegistry, parseScope, type ScopeRegistry } from './scopes.ts'
+export { GRANT_MANAGEMENT_SCOPES, createScopeRegistry, parseScope, type ScopeRegistry } from './scopes.ts'
 export {
   applyExchangePolicy,
   type TokenExchangeActor,

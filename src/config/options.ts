@@ -177,7 +177,7 @@ export interface TokenServiceOptions {
   keyRotationInterval?: number
   /** Seconds a new signing key is published before it signs (JWKS caches). Default 300. */
   keyPublishAhead?: number
-  /** Extra scopes beyond openid, profile, email, offline_access and api1. */
+  /** Extra scopes beyond openid, profile, email, offline_access, api1 and the Grant Management scopes. */
   scopes?: ScopeConfig[]
   /** Built-in users for the embedded sign-in page. */
   users?: UserConfig[]

@@ -199,7 +199,7 @@ export const OptionsSchema = strictObject({
   keyRotationInterval: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(60))),
   /** Seconds a new signing key is published before it signs (JWKS caches). Default 300. */
   keyPublishAhead: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), OPTION_DEFAULTS.keyPublishAhead),
-  /** Extra scopes beyond openid, profile, email, offline_access and api1. */
+  /** Extra scopes beyond openid, profile, email, offline_access, api1 and the Grant Management scopes. */
   scopes: v.optional(v.array(ScopeSchema), []),
   /** Built-in users for the embedded sign-in page. */
   users: v.optional(v.array(UserSchema), []),

@@ -1,7 +1,8 @@
 /**
  * @module config/scopes
  * The scopes the service knows: identity scopes (claims released at userinfo, OpenID Connect Core
- * §5.4), `offline_access` (§11) and API scopes (their audience goes into access tokens, RFC 9068 §3).
+ * §5.4), `offline_access` (§11), API scopes (their audience goes into access tokens, RFC 9068 §3)
+ * and the service's own API scopes (Grant Management, #42 item 4: their audience is the issuer).
  */
 import type { ScopeConfig } from './options.ts'
 import { OAuthError } from '../errors.ts'
@@ -50,8 +51,19 @@ export const DEFAULT_SCOPES: readonly ScopeConfig[] = [
   'api1',
 ]
 
-/** Builds the scope table from the defaults plus configured scopes. */
-export function createScopeRegistry(configured: readonly ScopeConfig[]) {
+/**
+ * The scopes of the Grant Management API (Grant Management for OAuth 2.0 §6.1), built in like
+ * `offline_access`: a client gets them through `scp:` permissions and the client credentials grant.
+ * They are API scopes of the service itself: their audience is the issuer.
+ */
+export const GRANT_MANAGEMENT_SCOPES = ['grant_management_query', 'grant_management_revoke'] as const
+
+/**
+ * Builds the scope table from the defaults plus configured scopes. With `issuer` (the service
+ * always passes it), the Grant Management scopes are built in too, with the issuer as audience; a
+ * configured scope of the same name does not replace them.
+ */
+export function createScopeRegistry(configured: readonly ScopeConfig[], issuer?: string) {
   const table = new Map<string, ScopeDefinition>()
   for (const entry of [...DEFAULT_SCOPES, ...configured]) {
     const config = typeof entry === 'string' ? { name: entry } : entry
@@ -61,6 +73,7 @@ export function createScopeRegistry(configured: readonly ScopeConfig[]) {
     else if (config.name !== 'offline_access') definition.audience = config.audience ?? config.name
     table.set(config.name, definition)
   }
+  if (issuer !== undefined) for (const name of GRANT_MANAGEMENT_SCOPES) table.set(name, { name, audience: issuer })
   // Core §5.4: which scopes release each claim (a claims request may ask for it only with one of them).
   const carriers = new Map<string, string[]>()
   for (const def of table.values())

@@ -20,6 +20,7 @@
  *     display, acr_values (Core §3.1.2.1)             → invalid_request;
  *     a requested claim of a scope the client is not permitted (§5.4) is dropped, no error
  * 12. authorization_details (RFC 9396 §2, src/protocol/authorization_details.ts) → invalid_authorization_details
+ * 13. grant_id, grant_management_action (Grant Management §5.2, protocol/grant_actions.ts) → invalid_request, invalid_grant_id
  * Until client and redirect_uri are verified (1–2) errors are OAuthErrors, which the authorization
  * endpoint shows as a page (RFC 6749 §4.1.2.1); from 3 on they are {@link Refusal}s for the
  * verified redirect_uri, answered in the request's response_mode when it is a valid one (Form Post
@@ -30,6 +31,7 @@ import {
   parseClaimsParameter,
   parseAuthorizationDetails,
   parseDisplay,
+  parseGrantManagement,
   parseResources,
   permittedClaims,
   RESOURCE_PARAMETERS,
@@ -44,6 +46,7 @@ import { type Params, checkParameter, parameterName } from '../http.ts'
 import type { AuthorizationRequest } from '../interaction/index.ts'
 import {
   allowsPlainPkce,
+  GRANT_MANAGEMENT_SCOPES,
   allowsResponseMode,
   parseScope,
   profileRefusal,
@@ -178,6 +181,7 @@ export async function parseAuthorizationRequest(
   const dpopJkt = checkDpopJkt(p.get('dpop_jkt'), origin.dpopJkt)
   const extras = checkOpenIdParameters(p, client, ctx)
   const details = await parseAuthorizationDetails(p.get('authorization_details'), client, ctx).catch(toRefusal)
+  const grantManagement = await parseGrantManagement(p, clientId, ctx).catch(toRefusal)
   return {
     clientId,
     redirectUri,
@@ -193,6 +197,7 @@ export async function parseAuthorizationRequest(
     ...(resources.length > 0 ? { resources } : {}),
     ...(dpopJkt !== undefined ? { dpopJkt } : {}),
     ...(details ? { authorizationDetails: details } : {}),
+    ...grantManagement,
   }
 }
 
@@ -277,6 +282,9 @@ export function requestedScopes(
       if (client.permissions.includes(Permissions.GrantTypes.RefreshToken)) granted.push(scope)
       continue
     }
+    // Grant Management §6.1: these scopes are the client's own (its client credentials token), never an end-user's.
+    if ((GRANT_MANAGEMENT_SCOPES as readonly string[]).includes(scope))
+      throw new OAuthError('invalid_scope', 'the grant management scopes are for client credentials tokens only')
     if (!client.permissions.includes(scopePermission(scope)))
       throw new OAuthError('invalid_scope', 'scope contains a scope the client is not allowed')
     granted.push(scope)

@@ -76,6 +76,11 @@ export function metadata(ctx: Context): Record<string, unknown> {
     authorization_response_iss_parameter_supported: true,
     // draft-ietf-oauth-client-id-metadata-document §5: URL client ids are fetched.
     ...(config.clientIdMetadataDocuments ? { client_id_metadata_document_supported: true } : {}),
+    // Grant Management for OAuth 2.0 §7.1: the grant management API and the actions of authorization
+    // requests (a request without one gets a grant of its own, as before).
+    grant_management_endpoint: urls.grantManagement,
+    grant_management_actions_supported: ['query', 'revoke', 'create', 'merge', 'replace'],
+    grant_management_action_required: false,
     // RFC 9396 §10: the authorization details types the service accepts.
     ...(config.authorizationDetailsTypes?.length
       ? { authorization_details_types_supported: config.authorizationDetailsTypes }

@@ -28,6 +28,7 @@ export type EndpointName =
   | 'verification'
   | 'logout'
   | 'registration'
+  | 'grant_management'
   | 'grants_page'
   | 'unknown'
 

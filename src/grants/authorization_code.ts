@@ -18,7 +18,10 @@
  *   consume; then the code is consumed atomically (if a concurrent redemption won, this one is a
  *   replay). Of concurrent redemptions exactly one answers 200, every other invalid_grant, and
  *   the replays revoke what the winner got (#27 item 12)
- * - the grant is recorded (`Store.grants`, under the family id) with the refresh token, if any
+ * - the grant is recorded (`Store.grants`, under the family id) with the refresh token, if any;
+ *   a Grant Management merge or replace code (its family is the live grant's) needs the grant
+ *   alive (else invalid_grant), issues from the merged or the new permissions, updates the record
+ *   (next revision) and ends the refresh tokens of the earlier revision (`grant_update.ts`)
  * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
  * access token is DPoP-bound and so is a public client's refresh token (RFC 9449 §5).
  */
@@ -38,9 +41,10 @@ import {
   wantsRefreshToken,
 } from './issue.ts'
 import { metaOf } from '../security/index.ts'
-import { allValues } from '../http.ts'
+import { allValues, type Params } from '../http.ts'
 import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
-import type { ClientRecord, CodeRecord } from '../storage/index.ts'
+import type { ClientRecord, CodeRecord, GrantRecord, RequestedClaims } from '../storage/index.ts'
+import { codePermissions, endRevision, liveGrantOf, mergedPermissions, updatedGrantRecord } from './grant_update.ts'
 import type { Grant } from './types.ts'
 
 /** A code used before: RFC 6749 §4.1.2, revoke all tokens previously issued based on it. */
@@ -86,10 +90,9 @@ export const authorizationCode: Grant = {
     checkKeyBinding(record.dpopJkt, proof, 'code')
     const replayed = (used: CodeRecord): Promise<never> => replayedCode(used, client, request, now, ctx)
     if (record.consumedAt !== undefined) return replayed(record)
-    // RFC 8707 §2.2: a subset of the code's resources (none named: all of them).
-    const resources = grantResources(allValues(params, 'resource'), record.resources, client, ctx)
-    const scopes = permittedScopes(client, record.scope === '' ? [] : record.scope.split(' '), ctx)
-    const tokenScopes = scopesForResources(scopes, resources, ctx)
+    // Grant Management §5.2: a merge or replace code updates its live grant (gone: invalid_grant).
+    const live = record.grantAction ? await liveGrantOf(record, now, ctx) : undefined
+    const { grant, tokenScopes, claims } = await codeGrant(record, live, params, client, now, ctx)
     // Logout ends the grants of its session, codes not yet redeemed included. Asked BEFORE the
     // consume (#27 item 12): a replay revokes the family only after some consume won, so a check
     // made before this consume never sees a concurrent replay's revocation, and the winner of a
@@ -97,28 +100,10 @@ export const authorizationCode: Grant = {
     // alongside the account lookup and the signing, so it adds little to the consume's round trip.
     const revokedCheck = ctx.store.revocations.isFamilyRevoked(record.familyId)
     revokedCheck.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
-    // Core §5.4: the claims request holds only claims of scopes the client is still permitted (#39 item 4).
-    const claims = permittedClaims(record.claims, client, ctx)
     const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims })
-    const grant: UserGrant = {
-      familyId: record.familyId,
-      sub: record.sub,
-      scopes,
-      tokenScopes,
-      ...(record.resources ? { resources: record.resources, tokenResources: resources } : {}),
-      // RFC 9396 §6.1: a subset of the code's authorization details (none named: all of them).
-      ...(await grantDetails(params, record.authorizationDetails, client, ctx)),
-      authTime: record.authTime,
-      familyExpiresAt: now + ctx.config.refreshTokenFamilyTtl,
-      ...(record.sid !== undefined ? { sid: record.sid } : {}),
-      ...(record.acr !== undefined ? { acr: record.acr } : {}),
-      ...(record.amr !== undefined ? { amr: record.amr } : {}),
-      ...(record.nonce !== undefined ? { nonce: record.nonce } : {}),
-      ...(claims ? { claims } : {}),
-    }
     const issuing = issueUserTokens(grant, client, ctx, {
       account,
-      refresh: wantsRefreshToken(client, scopes, ctx),
+      refresh: wantsRefreshToken(client, grant.scopes, ctx),
       proof,
     })
     issuing.catch(() => {}) // awaited below, once the consume has won
@@ -133,9 +118,12 @@ export const authorizationCode: Grant = {
     const { response, refreshRecord, jti, expiresAt } = await issuing
     // The grant is recorded with the refresh token, in the same round trip (#39).
     const made = { kind: 'authorization_code', createdAt: now, expiresAt, sessionId: record.sessionId } as const
+    const fresh = grantRecordOf(grant, client, made)
     await Promise.all([
       refreshRecord && ctx.store.refreshTokens.insert(refreshRecord),
-      ctx.store.grants.put(grantRecordOf(grant, client, made)),
+      ctx.store.grants.put(live ? updatedGrantRecord(live, fresh, now) : fresh),
+      // §5.2: a merge or replace ends the refresh tokens of the grant's earlier revision.
+      live && endRevision(live, expiresAt, ctx),
     ])
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
@@ -144,4 +132,45 @@ export const authorizationCode: Grant = {
     ctx.emit(meta, { ...issued, ...subjects, ...detailTypesOf(response) })
     return response
   },
+}
+
+/**
+ * The grant a code's redemption issues from: the code's permissions or, for a merge, those merged
+ * into the live grant's (a replace: the code's alone, §5.2), narrowed to what the client may still
+ * use and to the token request's `resource` and `authorization_details`.
+ */
+async function codeGrant(
+  record: CodeRecord,
+  live: GrantRecord | undefined,
+  params: Params,
+  client: ClientRecord,
+  now: number,
+  ctx: Context,
+): Promise<{ grant: UserGrant; tokenScopes: string[]; claims: RequestedClaims | undefined }> {
+  const granted =
+    live && record.grantAction === 'merge' ? mergedPermissions(live, codePermissions(record)) : codePermissions(record)
+  // RFC 8707 §2.2: a subset of the grant's resources (none named: all of them).
+  const resources = grantResources(allValues(params, 'resource'), granted.resources, client, ctx)
+  const scopes = permittedScopes(client, granted.scopes, ctx)
+  const tokenScopes = scopesForResources(scopes, resources, ctx)
+  // Core §5.4: the claims request holds only claims of scopes the client is still permitted (#39 item 4).
+  const claims = permittedClaims(granted.claims, client, ctx)
+  const grant: UserGrant = {
+    familyId: record.familyId,
+    sub: record.sub,
+    scopes,
+    tokenScopes,
+    ...(granted.resources ? { resources: granted.resources, tokenResources: resources } : {}),
+    // RFC 9396 §6.1: a subset of the grant's authorization details (none named: all of them).
+    ...(await grantDetails(params, granted.authorizationDetails, client, ctx)),
+    authTime: record.authTime,
+    familyExpiresAt: now + ctx.config.refreshTokenFamilyTtl,
+    ...(live ? { grantRevision: (live.revision ?? 0) + 1 } : {}),
+    ...(record.sid !== undefined ? { sid: record.sid } : {}),
+    ...(record.acr !== undefined ? { acr: record.acr } : {}),
+    ...(record.amr !== undefined ? { amr: record.amr } : {}),
+    ...(record.nonce !== undefined ? { nonce: record.nonce } : {}),
+    ...(claims ? { claims } : {}),
+  }
+  return { grant, tokenScopes, claims }
 }

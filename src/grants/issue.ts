@@ -49,6 +49,8 @@ export interface UserGrant {
   claims?: RequestedClaims
   /** Absolute end of the refresh token family (epoch s). */
   familyExpiresAt: number
+  /** The grant's revision (`GrantRecord.revision`) its refresh tokens are issued under; absent is 0. */
+  grantRevision?: number
 }
 
 /**
@@ -204,6 +206,8 @@ export async function issueUserTokens(
     scope: grant.tokenScopes.join(' '),
     // RFC 9396 §7: the details the access token is for.
     ...(grant.tokenAuthorizationDetails ? { authorization_details: grant.tokenAuthorizationDetails } : {}),
+    // Grant Management §5.5: the grant's id, for a later merge, replace, query or revoke.
+    grant_id: grant.familyId,
   }
   let expiresAt = Number(claims.exp)
   if (grant.tokenScopes.includes('openid')) {
@@ -334,6 +338,7 @@ function nextRefreshRecord(
     ...(grant.resources?.length ? { resources: grant.resources } : {}),
     ...(grant.claims ? { claims: grant.claims } : {}),
     ...(grant.authorizationDetails ? { authorizationDetails: grant.authorizationDetails } : {}),
+    ...(grant.grantRevision ? { grantRevision: grant.grantRevision } : {}),
     // RFC 9449 §5: a public client's refresh token is bound to the proof's key; a confidential
     // client's is not (client authentication already constrains it).
     ...(proof && !isConfidential(client) ? { dpopJkt: proof.jkt } : {}),

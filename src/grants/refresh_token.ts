@@ -8,14 +8,16 @@
  *   proof must be made with that key, else invalid_grant (checked before reuse detection: a
  *   stolen bound token presented without the key revokes nothing)
  * - consumed before → reuse: the whole family is revoked, invalid_grant
- * - the family is not revoked and has not reached its absolute lifetime
+ * - the family is not revoked, nor the grant revision it was issued under (a Grant Management
+ *   merge or replace ends earlier revisions), and has not reached its absolute lifetime
  * - a requested `scope` is a subset of the granted one (invalid_scope)
  * - the client still holds the permission of every scope issued (a lost one is dropped; nothing
  *   left is invalid_grant; a requested one that was lost is invalid_scope)
  * - `resource` (RFC 8707 §2.2): each permitted and one of the grant's resources, else invalid_target;
  *   the access token is for those (none named: all of the grant's), the next generation keeps all
  * - atomically rotate: exactly one of concurrent callers gets the next generation; tokens that
- *   outlive the family's absolute end extend the grant's record (`Store.grants`) to their end
+ *   outlive the family's absolute end extend the grant's record (`Store.grants`) to their end; the
+ *   grant's last use is recorded alongside, to the minute (`recordUse`)
  * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
  * access token is DPoP-bound and so is a public client's next refresh token (RFC 9449 §5); a
  * confidential client's refresh tokens are never bound.
@@ -31,6 +33,7 @@ import { metaOf } from '../security/index.ts'
 import { allValues } from '../http.ts'
 import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
 import type { Grant } from './types.ts'
+import { GRANT_USE_INTERVAL, revisionFamilyId, touchGrant } from './grant_update.ts'
 
 export const refreshToken: Grant = {
   type: 'refresh_token',
@@ -61,7 +64,12 @@ export const refreshToken: Grant = {
     // The family's revocation is asked for now and answered while the checks below run and the
     // tokens are signed (one round trip less before the rotation); it is still decided before any
     // state changes, and a revoked family is still the error reported first.
-    const revoked = ctx.store.revocations.isFamilyRevoked(record.familyId)
+    // The revision's mark (a Grant Management merge or replace ends earlier revisions' refresh
+    // tokens) is asked in the same tick: the stores answer both keys with one query.
+    const revoked = Promise.all([
+      ctx.store.revocations.isFamilyRevoked(record.familyId),
+      ctx.store.revocations.isFamilyRevoked(revisionFamilyId(record.familyId, record.grantRevision)),
+    ]).then(([family, revision]) => family || revision)
     revoked.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
     const revokedError = () => new OAuthError('invalid_grant', 'the refresh token has been revoked')
     let issued: Awaited<ReturnType<typeof issueUserTokens>>
@@ -74,14 +82,17 @@ export const refreshToken: Grant = {
     if (await revoked) throw revokedError()
     const { response, refreshRecord, jti, expiresAt } = issued
     if (!refreshRecord) throw new Error('rotation produced no refresh token')
+    // The grant's last use, to the minute: written alongside the rotation (no round trip of its own).
+    const touched = recordUse(record, refreshRecord, now, ctx)
     const rotated = await ctx.store.refreshTokens.rotate(id, refreshRecord, now)
+    await touched
     if (rotated.status === 'replayed') {
       await revokeFamily()
       throw new OAuthError('invalid_grant', 'the refresh token has already been used')
     }
     if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
     // Tokens issued in the family's last moments outlive it: so does the grant's record, then (#39).
-    if (expiresAt > record.familyExpiresAt) await extendGrant(record.familyId, expiresAt, now, ctx)
+    if (expiresAt > record.familyExpiresAt) await extendGrant(record, expiresAt, now, ctx)
     ctx.emit(metaOf(request), {
       type: 'token.refreshed',
       ...subjects,
@@ -94,13 +105,26 @@ export const refreshToken: Grant = {
 }
 
 /**
+ * Records the grant's use (`touchGrant`) measured from the last one recorded through this family
+ * (the rotation carries it: `grantUsedAt`, else the generation's issue), which `next` carries on.
+ */
+function recordUse(record: RefreshTokenRecord, next: RefreshTokenRecord, now: number, ctx: Context): Promise<boolean> {
+  const last = record.grantUsedAt ?? record.issuedAt
+  const touching = now - last >= GRANT_USE_INTERVAL && ctx.store.grants.touch !== undefined
+  next.grantUsedAt = touching ? now : last
+  return touchGrant(record.familyId, last, now, ctx)
+}
+
+/**
  * Extends the grant's record to `until` when it ends sooner. Only a refresh whose tokens outlive
  * the family's absolute end needs it (the record lasts until that end otherwise): a read and a
  * write then, none on every other refresh.
  */
-async function extendGrant(id: string, until: number, now: number, ctx: Context): Promise<void> {
-  const grant = await ctx.store.grants.get(id, now)
-  if (grant && grant.expiresAt < until) await ctx.store.grants.put({ ...grant, expiresAt: until })
+async function extendGrant(record: RefreshTokenRecord, until: number, now: number, ctx: Context): Promise<void> {
+  const grant = await ctx.store.grants.get(record.familyId, now)
+  // Only the revision this token belongs to: a record a merge or replace rewrote since is not put back.
+  if (!grant || grant.expiresAt >= until || (grant.revision ?? 0) !== (record.grantRevision ?? 0)) return
+  await ctx.store.grants.put({ ...grant, expiresAt: until })
 }
 
 /**
@@ -144,6 +168,8 @@ async function issueNext(
       ...details,
       authTime: record.authTime,
       familyExpiresAt: record.familyExpiresAt,
+      // The next generation belongs to the grant's same revision (#42: a merge or replace ends the earlier ones).
+      ...(record.grantRevision ? { grantRevision: record.grantRevision } : {}),
       ...(record.sid !== undefined ? { sid: record.sid } : {}),
       ...(record.acr !== undefined ? { acr: record.acr } : {}),
       ...(record.amr !== undefined ? { amr: record.amr } : {}),

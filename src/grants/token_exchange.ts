@@ -36,6 +36,7 @@ import { applyExchangePolicy, parseScope, type TokenExchangeParty, TokenTypes } 
 import { type TokenActor, issueAccessToken } from '../tokens/index.ts'
 import { type ExchangeParty, checkBoundParty, readExchangeToken } from './token_exchange_subject.ts'
 import type { Grant } from './types.ts'
+import { touchGrant } from './grant_update.ts'
 
 /** The grant type (RFC 8693 §2.1). */
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
@@ -201,6 +202,8 @@ export const tokenExchange: Grant = {
       actor ? actor.exp - now : Number.POSITIVE_INFINITY,
     )
     const scope = scopes.join(' ')
+    // An ID token subject's grant was read: its last use is recorded (to the minute) while signing.
+    const used = subject.grantUsedAt !== undefined && touchGrant(subject.gid as string, subject.grantUsedAt, now, ctx)
     const { token, claims } = await issueAccessToken(
       {
         issuer: ctx.config.issuer,
@@ -220,6 +223,7 @@ export const tokenExchange: Grant = {
       },
       await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
     )
+    await used
     if (ctx.emit.active) {
       ctx.emit(metaOf(request), {
         type: 'token.exchanged',

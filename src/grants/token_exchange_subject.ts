@@ -39,6 +39,8 @@ export interface ExchangeParty extends TokenExchangeParty {
   isClient: boolean
   /** A DPoP-bound access token's key thumbprint (`cnf.jkt`): only a proof of that key exchanges it. */
   jkt?: string
+  /** An ID token's grant: when its last use was recorded (`lastUsedAt`, else its creation). */
+  grantUsedAt?: number
 }
 
 type Role = 'subject' | 'actor'
@@ -134,6 +136,7 @@ async function idTokenParty(
     exp: Math.min(claims.exp, grant.expiresAt),
     isClient: false,
     gid: grant.id,
+    grantUsedAt: grant.lastUsedAt ?? grant.createdAt,
     dependsOn,
     ...(grant.resources?.length ? { resources: grant.resources } : {}),
     ...(typeof claims.auth_time === 'number' ? { authTime: claims.auth_time } : {}),

@@ -43,4 +43,6 @@ export interface TokenResponse {
   issued_token_type?: string
   /** RFC 9396 §7: the authorization details the access token is for. */
   authorization_details?: AuthorizationDetail[]
+  /** Grant Management for OAuth 2.0 §5.5: the id of the end-user grant the tokens are issued from. */
+  grant_id?: string
 }

@@ -23,9 +23,9 @@ import type { RequestMeta } from '../events/index.ts'
 import { startBackchannelLogout } from '../logout/index.ts'
 import type { Authentication, AuthorizationRequest } from './request.ts'
 import { detailsNeedConsent } from './detail_consent.ts'
+import { keepSession, updatedGrant } from './code_session.ts'
 
-/** The most grants without offline_access one session tracks (the oldest is revoked beyond it). */
-export const SESSION_GRANTS_MAX = 200
+export { SESSION_GRANTS_MAX } from './code_session.ts'
 
 /**
  * Ends a session: deletes it and revokes the grants started in it without `offline_access` (their codes, refresh tokens
@@ -311,35 +311,23 @@ export async function issueCodeRedirect(
   if (!client) return errorPage(ctx.config.theme, 'invalid_client', 'the client is unknown')
   const now = ctx.now()
   const headers = new Headers(options.extraHeaders)
-
+  // Grant Management §5.4: a merge or replace is the grant owner's, and the grant still alive.
+  const updated = authRequest.grantId === undefined ? undefined : await updatedGrant(authRequest, auth, ctx)
+  if (updated === null) {
+    const description = 'grant_id has ended or is not of the signed-in end-user'
+    return authorizationError(authRequest, client, true, 'invalid_grant_id', description, ctx)
+  }
   const { session, setCookie: cookie } = await signedInSession(auth, current, ctx)
   if (cookie) headers.append('set-cookie', cookie)
-  if (!session.clients.includes(client.clientId)) session.clients = [...session.clients, client.clientId]
-  if (options.consented) {
-    const previous = session.consents[client.clientId] ?? []
-    session.consents = { ...session.consents, [client.clientId]: [...new Set([...previous, ...options.consented])] }
-  }
-  if (options.consentedClaims?.length) {
-    const previous = session.claimConsents?.[client.clientId] ?? []
-    const merged = [...new Set([...previous, ...options.consentedClaims])]
-    session.claimConsents = { ...session.claimConsents, [client.clientId]: merged }
-  }
+  // A merge or replace issues into the grant it updates (its family); any other request starts one.
+  const familyId = updated?.id ?? randomToken(16)
+  await keepSession(session, client.clientId, familyId, updated?.offline ?? false, authRequest, options, ctx)
   const claims = releasedClaims(authRequest, options.consentedClaims, ctx)
-  const familyId = randomToken(16)
-  // A grant without offline_access lives as long as the session (ended by logout).
-  if (!authRequest.scopes.includes('offline_access')) {
-    const grants = [...(session.grants ?? []), familyId]
-    const dropped = grants.length > SESSION_GRANTS_MAX ? grants.splice(0, grants.length - SESSION_GRANTS_MAX) : []
-    // The oldest grant would outlive the session's logout untracked: it ends now instead.
-    for (const id of dropped) await ctx.store.revocations.revokeFamily(id, now + ctx.config.refreshTokenFamilyTtl)
-    session.grants = grants
-  }
-  await ctx.store.sessions.put(session)
-
   const code = randomToken()
   const record: CodeRecord = {
     id: await ctx.sha256(code),
     familyId,
+    ...(updated ? { grantAction: updated.action } : {}),
     clientId: client.clientId,
     redirectUri: authRequest.redirectUri,
     scope: authRequest.scopes.join(' '),

@@ -2,7 +2,7 @@
  * @module interaction/request
  * A validated authorization request, as the sign-in flow carries it, and the authentication it ends in.
  */
-import type { Display, ResponseMode } from '../protocol/index.ts'
+import type { Display, GrantManagementAction, ResponseMode } from '../protocol/index.ts'
 import type { AuthorizationDetail, RequestedClaims } from '../storage/index.ts'
 
 /** A validated authorization request. */
@@ -39,6 +39,10 @@ export interface AuthorizationRequest {
   dpopJkt?: string
   /** The checked `authorization_details` (RFC 9396): the consent page shows them, the code keeps them. */
   authorizationDetails?: AuthorizationDetail[]
+  /** Grant Management §5.2 `grant_management_action`, as sent. */
+  grantManagementAction?: GrantManagementAction
+  /** The live grant of this client a `merge` or `replace` updates: the code's family. */
+  grantId?: string
 }
 
 /** The authenticated end-user of a completed sign-in or a live session. */

@@ -61,15 +61,35 @@ function hostOf(client: ClientRecord): string | undefined {
   return undefined
 }
 
+/**
+ * The client as stored. Never through the registry's resolution: a Client ID Metadata Document
+ * client's document is not fetched here (a client whose document fails must not break the list
+ * nor escape a revoke, and a page view must not cause outbound fetches). A URL client id that is
+ * not stored is shown by its host; any other missing client as deleted.
+ */
 async function clientView(clientId: string, ctx: Context): Promise<GrantClientView> {
-  const client = await ctx.clients.get(clientId)
-  if (!client) return { id: clientId, name: clientId, selfRegistered: false, deleted: true }
+  const client = await ctx.store.clients.get(clientId)
+  if (!client) {
+    const host = documentHost(clientId)
+    if (host !== undefined) return { id: clientId, name: host, selfRegistered: true, host }
+    return { id: clientId, name: clientId, selfRegistered: false, deleted: true }
+  }
   const host = hostOf(client)
   return {
     id: clientId,
     name: client.displayName,
     selfRegistered: client.registration !== undefined,
     ...(host !== undefined ? { host } : {}),
+  }
+}
+
+/** The host of a client id that is a metadata document's https URL, else undefined. */
+function documentHost(clientId: string): string | undefined {
+  if (!clientId.startsWith('https://')) return undefined
+  try {
+    return new URL(clientId).host
+  } catch {
+    return undefined
   }
 }
 

@@ -33,6 +33,12 @@ export {
   revokeGrantRecord,
   revokeGrants,
 } from './grant_management.ts'
+export {
+  checkGrantOwner,
+  type GrantManagementAction,
+  type GrantManagementRequest,
+  parseGrantManagement,
+} from './grant_actions.ts'
 export { type IdTokenHintClaims, verifyIdTokenHint } from './id_token_hint.ts'
 export { sessionFamilyId } from './session_family.ts'
 export {

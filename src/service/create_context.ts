@@ -58,7 +58,7 @@ export function createServiceContext(config: Config): Context {
   }
   const users = createUserDirectory(config.users, hashing, logger)
   const limiter = config.throttle === false ? undefined : (config.throttle.limiter ?? storeLimiter(store))
-  const scopes = createScopeRegistry(config.scopes)
+  const scopes = createScopeRegistry(config.scopes, config.issuer)
   const clients = clientRegistry(config, store, now, hashing, scopes, limiter)
   const keyring = serviceKeyring(config, store, now, emit)
   return {

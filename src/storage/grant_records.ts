@@ -61,8 +61,8 @@ export interface GrantRecord {
    */
   lastUsedAt?: number
   /**
-   * How many times the grant's permissions were replaced (Grant Management `replace`, #42): refresh
-   * tokens of an earlier revision are refused. Absent is 0.
+   * How many times the grant's permissions were updated (Grant Management `merge` or `replace`,
+   * #42): refresh tokens of an earlier revision are refused. Absent is 0.
    */
   revision?: number
 }

@@ -164,12 +164,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
     },
     grants: {
       async put(record) {
+        const previous = grants.get(record.id)
         if (!grantIndex.has(record.sub, record.id)) {
-          const previous = grants.get(record.id)
           if (previous) grantIndex.remove(previous.sub, record.id)
           grantIndex.add(record.sub, record.id)
         }
-        grants.set(record.id, record)
+        // A put never lowers the last use: a touch since the caller read the record stays.
+        const used = previous?.lastUsedAt
+        const kept = used !== undefined && !(Number(record.lastUsedAt) >= used)
+        grants.set(record.id, kept ? { ...record, lastUsedAt: used } : record)
       },
       async get(id, at) {
         const record = grants.get(id)

@@ -40,8 +40,10 @@ export type Consumed<T> =
 export interface CodeRecord {
   /** base64url SHA-256 of the code value. */
   id: string
-  /** The grant (family) this code starts; every token issued from it carries it. */
+  /** The grant (family) this code starts, or the grant it merges into or replaces; every token issued from it carries it. */
   familyId: string
+  /** Grant Management §5.2: the code updates the live grant `familyId` when redeemed. */
+  grantAction?: 'merge' | 'replace'
   clientId: string
   /** The redirect_uri of the authorization request, compared verbatim at redemption. */
   redirectUri: string
@@ -108,6 +110,10 @@ export interface RefreshTokenRecord {
   authorizationDetails?: AuthorizationDetail[]
   /** A public client's refresh token is bound to its DPoP key (RFC 9449 §5): refreshing needs a proof with it. */
   dpopJkt?: string
+  /** The grant's revision it was issued under (`GrantRecord.revision`; absent is 0): a merge or replace ends it. */
+  grantRevision?: number
+  /** When the grant's last use was last recorded (`grants.touch`), carried through rotation; absent: `issuedAt`. */
+  grantUsedAt?: number
   /** Set once by `rotate`. */
   consumedAt?: number
 }
@@ -308,11 +314,17 @@ export interface Store {
   }
   /** Grants by family id, and an index of an end-user's grants. */
   grants: {
-    /** Inserts or replaces the record. */
+    /**
+     * Inserts or replaces the record, except that `lastUsedAt` never goes back: when the stored one
+     * is later than the record's (or the record has none), it stays (a put does not undo a `touch`).
+     */
     put(record: GrantRecord): Promise<void>
     /** The unexpired record, or undefined. */
     get(id: string, now: number): Promise<GrantRecord | undefined>
-    /** The unexpired grants of an end-user (an index by sub on every built-in store: no scan of all grants). */
+    /**
+     * The unexpired grants of an end-user (an index by sub on every built-in store: no scan of all
+     * grants). A deleted grant is not listed, nor one put again for another end-user.
+     */
     listBySub(sub: string, now: number): Promise<GrantRecord[]>
     delete(id: string): Promise<void>
     /**

@@ -66,6 +66,7 @@ describe('#28 item 7 the Cloudflare Worker example’s D1 migrations', () => {
       '0002_gatehouse.sql',
       '0003_gatehouse.sql',
       '0004_gatehouse.sql',
+      '0005_gatehouse.sql',
     ])
     for (const [i, file] of files.entries()) {
       const args = [
@@ -195,6 +196,7 @@ describe.skipIf(!enabled)(title, () => {
     expect(applied).toMatch(/0002_gatehouse\.sql/)
     expect(applied).toMatch(/0003_gatehouse\.sql/)
     expect(applied).toMatch(/0004_gatehouse\.sql/)
+    expect(applied).toMatch(/0005_gatehouse\.sql/)
     await start()
     as = await oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), opts))
   }, 150_000)

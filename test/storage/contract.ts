@@ -30,6 +30,7 @@ import {
 } from '../../src/storage/types.ts'
 import { generateUserCode } from '../../src/tokens/user_code.ts'
 import { describeCibaContract } from './contract_ciba.ts'
+import { describeGrantsContract } from './contract_grants.ts'
 
 export interface StorageContractOptions {
   /** Shown in the describe block. */
@@ -839,6 +840,8 @@ export function describeStorageContract(options: StorageContractOptions): void {
         await expect(store.grants.delete(uniqueId('family'))).resolves.toBeUndefined()
       })
     })
+
+    describeGrantsContract({ store: () => store, now: clock, advance, test })
 
     describe('interactions', () => {
       test('put and get', async () => {

@@ -17,7 +17,7 @@ describe.runIf(url)('PostgreSQL store', () => {
 
   beforeAll(async () => {
     const store = createPostgresStore({ url: url as string, schema })
-    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6])
+    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7])
     expect(await store.migrate()).toEqual([]) // idempotent
     await store.close()
   })
@@ -40,7 +40,7 @@ describe.runIf(url)('PostgreSQL store', () => {
     const stores = Array.from({ length: 4 }, () => createPostgresStore({ url: url as string, schema: other }))
     try {
       const applied = await Promise.all(stores.map((s) => s.migrate()))
-      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6])
+      expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6, 7])
     } finally {
       await Promise.all(stores.map((s) => s.close()))
       await admin.unsafe(`DROP SCHEMA IF EXISTS "${other}" CASCADE`)
@@ -70,6 +70,30 @@ describe.runIf(url)('PostgreSQL store', () => {
     const rows = await admin.unsafe(`SELECT family_id FROM "${schema}".gatehouse_revoked_families ORDER BY family_id`)
     expect(rows.map((r) => r.family_id)).toContain('long')
     expect(rows.map((r) => r.family_id)).not.toContain('short')
+    await store.close()
+  })
+
+  it('#42 item 1: prune drops the last use of an ended grant and keeps that of a grant put again with a later end; delete drops it at once', async () => {
+    const start = Math.floor(Date.now() / 1000)
+    let now = start
+    const store = createPostgresStore({ url: url as string, schema, now: () => now })
+    const uses = async () =>
+      (await admin.unsafe(`SELECT id FROM "${schema}".gatehouse_grant_uses ORDER BY id`)).map((r) => String(r.id))
+    const grant = (id: string) => ({
+      ...{ id, clientId: 'web', sub: 'user-prune', scope: 'openid', kind: 'authorization_code' as const },
+      ...{ authTime: start, createdAt: start, expiresAt: start + 100 },
+    })
+    for (const id of ['prune-extended', 'prune-ended', 'prune-deleted']) {
+      await store.grants.put(grant(id))
+      await store.grants.touch?.(id, start + 10)
+    }
+    await store.grants.put({ ...grant('prune-extended'), expiresAt: start + 1000 })
+    await store.grants.delete('prune-deleted')
+    expect(await uses()).toEqual(['prune-ended', 'prune-extended'])
+    now = start + 200
+    await store.prune()
+    expect(await uses()).toEqual(['prune-extended'])
+    expect((await store.grants.get('prune-extended', now))?.lastUsedAt).toBe(start + 10)
     await store.close()
   })
 

@@ -55,6 +55,38 @@ describe.runIf(url)('Redis store', () => {
     }
   })
 
+  it("#42 item 1: delete takes the id out of its end-user's index at once; touch keeps the key's expiry and rewrites only lastUsedAt", async () => {
+    const { default: Redis } = await import('ioredis')
+    const keyPrefix = `${uniqueId('gh-grants')}:`
+    const now = Math.floor(Date.now() / 1000)
+    const store = createRedisStore({ url: url as string, prefix: keyPrefix, now: () => now })
+    await store.connect()
+    const raw = new Redis(url as string)
+    try {
+      const sub = uniqueId('sub')
+      const [gone, kept] = [grantRecord(now, { sub, expiresAt: now + 600 }), grantRecord(now, { sub })]
+      await store.grants.put(gone)
+      await store.grants.put(kept)
+      await store.grants.delete(gone.id)
+      expect(await raw.smembers(`${keyPrefix}grants-of:${sub}`)).toEqual([kept.id])
+      await store.grants.delete(kept.id)
+      expect(await raw.exists(`${keyPrefix}grants-of:${sub}`)).toBe(0)
+
+      const record = grantRecord(now, { sub, expiresAt: now + 600 })
+      await store.grants.put(record)
+      const key = `${keyPrefix}grant:${record.id}`
+      await raw.expire(key, 300) // the key's own expiry, whatever it is, survives a touch
+      await store.grants.touch?.(record.id, now + 60)
+      expect(await raw.ttl(key)).toBeGreaterThan(290)
+      expect(await raw.ttl(key)).toBeLessThanOrEqual(300)
+      expect(await raw.get(key)).toBe(`{"lastUsedAt":${now + 60},${JSON.stringify(record).slice(1)}`)
+    } finally {
+      raw.disconnect()
+      await store.clear()
+      await store.close()
+    }
+  })
+
   it('#20 revocation checks asked together (introspection: the token and its grant) are one MGET', async () => {
     const { default: Redis } = await import('ioredis')
     const monitorPrefix = `${uniqueId('gh-monitor')}:`

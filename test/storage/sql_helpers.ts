@@ -13,6 +13,7 @@ export const TABLES = [
   'device_codes',
   'grants',
   'ciba_requests',
+  'grant_uses',
 ].map((name) => `gatehouse_${name}`)
 
 /** A schema name unique to this test run. */

@@ -52,8 +52,8 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
 
   beforeAll(async () => {
     const store = createSqliteStore({ path })
-    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6])
-    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6])
+    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7])
     expect(await store.migrate()).toEqual([]) // idempotent
     expect(await store.pendingMigrations()).toEqual([])
     await store.close()
@@ -83,7 +83,7 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
     const other = join(dir, 'migrate.db')
     const stores = Array.from({ length: 4 }, () => createSqliteStore({ path: other }))
     const applied = await Promise.all(stores.map((store) => store.migrate()))
-    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6])
+    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6, 7])
     await Promise.all(stores.map((store) => store.close()))
   })
 

@@ -163,4 +163,20 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS gatehouse_ciba_requests_expires_at ON {schema}.gatehouse_ciba_requests (expires_at)',
     ],
   },
+  {
+    version: 7,
+    name: 'grant last use',
+    statements: [
+      // A grant's last use (`grants.touch`, #42) beside its row, not in it: a touch is one upsert
+      // here that never rewrites the record (a concurrent put keeps everything it wrote) and a
+      // new table, unlike a new column, can be created again (the script re-runs, migrate.ts).
+      // `expires_at` is the grant's end when last touched; pruning keeps the rows of live grants.
+      `CREATE TABLE IF NOT EXISTS {schema}.gatehouse_grant_uses (
+        id text PRIMARY KEY,
+        last_used_at bigint NOT NULL,
+        expires_at bigint NOT NULL
+      )`,
+      'CREATE INDEX IF NOT EXISTS gatehouse_grant_uses_expires_at ON {schema}.gatehouse_grant_uses (expires_at)',
+    ],
+  },
 ]

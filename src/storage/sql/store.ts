@@ -26,7 +26,7 @@ import { sqlAttempts } from './attempts.ts'
 import { sqlCibaRequests } from './ciba_requests.ts'
 import { sqlDeviceCodes } from './device_codes.ts'
 import { type SqlDialect, postgresDialect } from './dialect.ts'
-import { sqlGrants } from './grants.ts'
+import { pruneGrantUses, sqlGrants } from './grants.ts'
 import { migrateSql, pendingSql } from './migrate.ts'
 import { PRUNED_TABLES } from './statements.ts'
 
@@ -141,6 +141,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
     for (const table of PRUNED_TABLES) {
       await client.query(`DELETE FROM ${t(table)} WHERE expires_at <= $1`, [at])
     }
+    await client.query(pruneGrantUses(dialect), [at])
   }
 
   const json = (value: unknown) => JSON.stringify(value)

@@ -209,6 +209,46 @@ describe.each(STORES)('#42 item 2 the host’s grant API on the $name store', (k
     expect(await pollOnce(ctx, device.device_code)).toMatchObject({ ok: false, error: 'invalid_grant' })
   })
 
+  it('#42 review: a metadata-document client whose document fails neither breaks the list nor escapes a revoke (nothing is fetched)', async () => {
+    let fetched = 0
+    const time = clock(Math.floor(Date.now() / 1000))
+    opened = await kind.create(time.now)
+    const ctx = await setup({
+      store: opened.store,
+      now: time.now,
+      clientIdMetadataDocuments: {
+        scopes: ['openid'],
+        fetch: async () => {
+          fetched++
+          return new Response('down', { status: 500 })
+        },
+      },
+    })
+    const clientId = 'https://agent.example.test/client.json'
+    const now = time.now()
+    await opened.store.grants.put({
+      id: 'grant-of-a-document-client',
+      clientId,
+      sub: 'user-1',
+      scope: 'openid',
+      kind: 'authorization_code',
+      authTime: now,
+      createdAt: now,
+      expiresAt: now + 3600,
+    })
+    const [grant] = await ctx.service.grants.list('user-1')
+    expect(grant?.client).toEqual({
+      id: clientId,
+      name: 'agent.example.test',
+      selfRegistered: true,
+      host: 'agent.example.test',
+    })
+    expect(await ctx.service.grants.get('grant-of-a-document-client')).toMatchObject({ client: { id: clientId } })
+    expect(await ctx.service.grants.revoke('grant-of-a-document-client')).toBe(true)
+    expect(await ctx.service.grants.list('user-1')).toEqual([])
+    expect(fetched).toBe(0)
+  })
+
   it('#42 race: a revoke during a refresh: the refresh either loses or its new tokens are revoked too', async () => {
     const ctx = await start()
     for (let round = 0; round < 8; round++) {

@@ -89,6 +89,10 @@ const REGISTERED = new Set([
   'backchannel_user_code_parameter_supported',
   'authorization_details_types_supported',
   'protected_resources',
+  // Grant Management for OAuth 2.0 §7.1 (#42 item 4).
+  'grant_management_endpoint',
+  'grant_management_actions_supported',
+  'grant_management_action_required',
 ])
 
 const URL_MEMBERS = [

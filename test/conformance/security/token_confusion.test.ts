@@ -45,6 +45,7 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
     'access_token(other)',
     'access_token_dpop(same)',
     'client_credentials_token(same)',
+    'grant_management_token(same)',
     'exchanged_token(same)',
     'exchanged_token(other)',
   ],
@@ -55,6 +56,7 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
     'access_token(same)',
     'access_token_dpop(same)',
     'client_credentials_token(same)',
+    'grant_management_token(same)',
     'exchanged_token(same)',
   ],
   'actor_token(id_token)': ['id_token(same)'],
@@ -73,6 +75,7 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
     'access_token(same)',
     'access_token_dpop(same)',
     'client_credentials_token(same)',
+    'grant_management_token(same)',
     'exchanged_token(same)',
     'refresh_token(same)',
   ],
@@ -80,6 +83,7 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
     'access_token(same)',
     'access_token_dpop(same)',
     'client_credentials_token(same)',
+    'grant_management_token(same)',
     'exchanged_token(same)',
     'refresh_token(same)',
   ],
@@ -95,6 +99,11 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
   device_code: ['device_code(same)'],
   auth_req_id: ['auth_req_id(same)'],
   registration_management: ['registration_access_token(same)'],
+  // #42 item 4, Grant Management §6.1: only the acting client's own client credentials token with
+  // the action's scope (grant_management_query / _revoke), for its own grant; never a token a user
+  // granted (nor one exchanged from it), another client's, or one without the scope.
+  'grant_management(GET)': ['grant_management_token(same)'],
+  'grant_management(DELETE)': ['grant_management_token(same)'],
 }
 
 const ROWS: Array<{ kind: Kind; side: Side; row: Row }> = KINDS.flatMap((kind) =>

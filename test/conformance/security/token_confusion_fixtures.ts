@@ -43,6 +43,7 @@ export const KINDS = [
   'access_token',
   'access_token_dpop',
   'client_credentials_token',
+  'grant_management_token',
   'exchanged_token',
   'id_token',
   'refresh_token',
@@ -83,6 +84,8 @@ export const PLACES = [
   'device_code',
   'auth_req_id',
   'registration_management',
+  'grant_management(GET)',
+  'grant_management(DELETE)',
 ] as const
 export type Place = (typeof PLACES)[number]
 
@@ -110,6 +113,7 @@ export const HOME: Partial<Record<Kind, Place>> = {
   access_token: 'introspection',
   access_token_dpop: 'introspection',
   client_credentials_token: 'introspection',
+  grant_management_token: 'introspection',
   exchanged_token: 'introspection',
   refresh_token: 'introspection',
   id_token: 'id_token_hint@logout',
@@ -187,6 +191,8 @@ const PERMISSIONS = [
   'scp:openid',
   'scp:profile',
   'scp:api1',
+  'scp:grant_management_query',
+  'scp:grant_management_revoke',
 ]
 
 async function party(name: 'alpha' | 'beta'): Promise<Party> {
@@ -471,9 +477,9 @@ async function registrationToken(ctx: MatrixCtx, p: Party): Promise<Minted> {
   }
 }
 
-/** A client_credentials access token of `p` (scope api1). */
-async function clientCredentialsToken(ctx: MatrixCtx, p: Party): Promise<string> {
-  const response = await tokenRequest(ctx, p, { grant_type: 'client_credentials', scope: 'api1' })
+/** A client_credentials access token of `p` (scope api1, or `scope`). */
+async function clientCredentialsToken(ctx: MatrixCtx, p: Party, scope = 'api1'): Promise<string> {
+  const response = await tokenRequest(ctx, p, { grant_type: 'client_credentials', scope })
   return (await tokens(response, `client credentials of ${p.name}`)).access_token as string
 }
 
@@ -511,6 +517,8 @@ export async function mint(ctx: MatrixCtx, kind: Kind, owner: Party): Promise<Mi
       return of((await userTokens(ctx, owner, true)).access_token as string)
     case 'client_credentials_token':
       return of(await clientCredentialsToken(ctx, owner))
+    case 'grant_management_token':
+      return of(await clientCredentialsToken(ctx, owner, 'grant_management_query grant_management_revoke'))
     case 'exchanged_token':
       return of(await exchangedToken(ctx, owner))
     case 'id_token':
@@ -702,6 +710,38 @@ async function management(ctx: MatrixCtx, token: Minted, actor: Party): Promise<
   return { accepted: false, error: String(body.error), detail: `${response.status} ${String(body.error)}` }
 }
 
+/**
+ * Grant Management for OAuth 2.0 §6 as the actor, at the resource URL of a grant of alice's to the
+ * actor: GET queries the grant of its shared user access token; DELETE revokes a fresh one, and is
+ * accepted only if the grant ended (its access token inactive at introspection). The token goes as
+ * Bearer, or, DPoP-bound, as DPoP with a proof of the actor's key for the grant's URL.
+ */
+async function grantManagement(
+  ctx: MatrixCtx,
+  token: Minted,
+  actor: Party,
+  method: 'GET' | 'DELETE',
+): Promise<Outcome> {
+  const grantToken =
+    method === 'GET'
+      ? (ctx.userAccessToken?.[actor.name] as string)
+      : ((await userTokens(ctx, actor)).access_token as string)
+  const url = `${ctx.as.grant_management_endpoint as string}/${String(decodeJwt(grantToken).gid)}`
+  const key = holderKey(token, actor)
+  const headers: Record<string, string> = { authorization: `${key ? 'DPoP' : 'Bearer'} ${token.value}` }
+  if (key) headers.dpop = await dpopProof(ctx, key, method, url, token.value)
+  const response = await ctx.service.fetch(new Request(url, { method, headers }))
+  if (method === 'GET' && response.status === 200) return { accepted: true, detail: '200' }
+  if (method === 'DELETE' && response.status === 204) {
+    const after = await introspect(ctx, { kind: 'access_token', value: grantToken, owner: actor }, actor)
+    return after.accepted
+      ? { accepted: false, error: 'unrevoked', detail: '204, the grant still active' }
+      : { accepted: true, detail: '204, then the grant inactive' }
+  }
+  const body = await json(response).catch(() => ({}) as Record<string, unknown>)
+  return { accepted: false, error: String(body.error), detail: `${response.status} ${String(body.error)}` }
+}
+
 /** Offers `token` at `place`, acting as `actor`. */
 export function runPlace(ctx: MatrixCtx, place: Place, token: Minted, actor: Party): Promise<Outcome> {
   const key = holderKey(token, actor)
@@ -771,6 +811,10 @@ export function runPlace(ctx: MatrixCtx, place: Place, token: Minted, actor: Par
       return grant({ grant_type: CIBA, auth_req_id: token.value })
     case 'registration_management':
       return management(ctx, token, actor)
+    case 'grant_management(GET)':
+      return grantManagement(ctx, token, actor, 'GET')
+    case 'grant_management(DELETE)':
+      return grantManagement(ctx, token, actor, 'DELETE')
   }
 }
 
@@ -809,6 +853,9 @@ export const REFUSALS: Record<Place, readonly string[]> = {
   auth_req_id: ['invalid_grant'],
   // RFC 7592 §2 / RFC 6750 §3.1.
   registration_management: ['invalid_token'],
+  // RFC 6750 §3.1, RFC 9449 §7.1; Grant Management §6.6: a grant the caller may not see is a 404.
+  'grant_management(GET)': ['invalid_token', 'invalid_dpop_proof', 'insufficient_scope', 'invalid_grant_id'],
+  'grant_management(DELETE)': ['invalid_token', 'invalid_dpop_proof', 'insufficient_scope', 'invalid_grant_id'],
 }
 
 /** Whether a refusal carries one of the place's RFC errors. */
