@@ -1,12 +1,12 @@
 /**
  * @module storage/redis_grants_cluster
  * The grants of the Redis store on a Redis Cluster. redis_grants.ts keeps a grant (`grant:<id>`)
- * and its id in its end-user's index (`grants-of:<sub>`) with one script: two keys that a cluster
- * puts in two hash slots, where one script cannot run. This gives redis_grants.ts a client on
- * which that script is two steps, each in one slot: the record, then the index (its expiry only
- * grows, as in the script). A put failing between the two leaves a record that the index does not
- * name: the put failed (503), so nothing was issued on it; putting it again repairs the index.
- * Reading many keys (`mget`) becomes one GET per key.
+ * and its id in its end-user's index (`grants-of:<sub>`) with one script per put and per delete:
+ * two keys that a cluster puts in two hash slots, where one script cannot run. This gives
+ * redis_grants.ts a client on which those scripts are two steps, each in one slot: the record,
+ * then the index. A put failing between the two leaves a record the index does not name (the put
+ * failed, 503: nothing was issued on it; putting it again repairs the index); a delete, an id whose
+ * record is gone (dropped when the index is read). Reading many keys (`mget`) is one GET per key.
  */
 import type { Redis } from 'ioredis'
 import { type RedisClient, readMany } from './redis_cluster.ts'
@@ -17,22 +17,59 @@ redis.call('SADD', KEYS[1], ARGV[2])
 if redis.call('TTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return 1`
 
-interface IndexScript {
+// KEYS record key; ARGV record JSON without lastUsedAt, ttl, lastUsedAt (0: none). The record half
+// of PUT_GRANT in redis_grants.ts: the last use never goes back.
+const RECORD_PUT = `
+local used = tonumber(ARGV[3])
+local old = redis.call('GET', KEYS[1])
+if old then
+  local ok, rec = pcall(cjson.decode, old)
+  if ok and type(rec) == 'table' and type(rec.lastUsedAt) == 'number' and rec.lastUsedAt > used then
+    used = rec.lastUsedAt
+  end
+end
+local json = ARGV[1]
+if used > 0 then json = '{"lastUsedAt":' .. tostring(used) .. ',' .. string.sub(json, 2) end
+redis.call('SET', KEYS[1], json, 'EX', ARGV[2])
+return 1`
+
+// KEYS record key. The record half of DELETE_GRANT: deletes it and answers what it was (or false).
+const RECORD_TAKE = `
+local value = redis.call('GET', KEYS[1])
+if not value then return false end
+redis.call('DEL', KEYS[1])
+return value`
+
+interface SplitScripts {
   gatehouseGrantIndexAdd(index: string, ttl: number, id: string): Promise<number>
+  gatehouseGrantRecordPut(key: string, record: string, ttl: number, used: number): Promise<number>
+  gatehouseGrantRecordTake(key: string): Promise<string | null>
 }
 
 /** `client` as redis_grants.ts expects it, with its two-slot script split for a cluster. */
 export function clusterGrantClient(client: RedisClient): Redis {
   client.defineCommand('gatehouseGrantIndexAdd', { numberOfKeys: 1, lua: INDEX_ADD })
-  const scripted = client as RedisClient & IndexScript
+  client.defineCommand('gatehouseGrantRecordPut', { numberOfKeys: 1, lua: RECORD_PUT })
+  client.defineCommand('gatehouseGrantRecordTake', { numberOfKeys: 1, lua: RECORD_TAKE })
+  const scripted = client as RedisClient & SplitScripts
   const overrides: Record<string, unknown> = {
     defineCommand: (name: string, definition: { numberOfKeys?: number; lua: string }) => {
       if (!(name in overrides)) client.defineCommand(name, definition)
     },
     mget: (keys: string[]) => readMany(client, keys),
-    gatehousePutGrant: async (key: string, index: string, record: string, ttl: number, id: string) => {
-      await client.set(key, record, 'EX', ttl)
+    // PUT_GRANT (record, then index): a failure between leaves the index without the id.
+    gatehousePutGrant: async (key: string, index: string, record: string, ttl: number, id: string, used: number) => {
+      await scripted.gatehouseGrantRecordPut(key, record, ttl, used)
       return scripted.gatehouseGrantIndexAdd(index, ttl, id)
+    },
+    // DELETE_GRANT (record, then its id out of its end-user's index): a failure between leaves the
+    // id in the index, dropped when the index is next read (its record is gone).
+    gatehouseDeleteGrant: async (key: string, indexPrefix: string, id: string) => {
+      const value = await scripted.gatehouseGrantRecordTake(key)
+      if (value === null) return 0
+      const sub = (JSON.parse(value) as { sub?: unknown }).sub
+      if (typeof sub === 'string') await client.srem(`${indexPrefix}${sub}`, id)
+      return 1
     },
   }
   return new Proxy(client, {
