@@ -13,12 +13,15 @@
 import type { Redis } from 'ioredis'
 import type { GrantRecord, Store } from './types.ts'
 
-// KEYS record key, index key; ARGV record JSON without lastUsedAt, ttl, id, lastUsedAt (0: none).
-// The last use never goes back: the stored one stays when later (a touch since the caller read
-// the record). The index's expiry only ever grows: a short grant put after a long one must not
-// end the index before the long one.
-const PUT_GRANT = `
-local used = tonumber(ARGV[4])
+/**
+ * The record half of a grant put (shared with the one-slot steps of redis_grants_cluster.ts):
+ * KEYS[1] the record key; ARGV[1] the record JSON without lastUsedAt, ARGV[2] its ttl, and
+ * ARGV[`usedArg`] its lastUsedAt (0: none). The last use never goes back: the stored one stays
+ * when later (a touch since the caller read the record).
+ */
+export function recordPutLua(usedArg: number): string {
+  return `
+local used = tonumber(ARGV[${usedArg}])
 local old = redis.call('GET', KEYS[1])
 if old then
   local ok, rec = pcall(cjson.decode, old)
@@ -28,7 +31,13 @@ if old then
 end
 local json = ARGV[1]
 if used > 0 then json = '{"lastUsedAt":' .. tostring(used) .. ',' .. string.sub(json, 2) end
-redis.call('SET', KEYS[1], json, 'EX', ARGV[2])
+redis.call('SET', KEYS[1], json, 'EX', ARGV[2])`
+}
+
+// KEYS record key, index key; ARGV record JSON without lastUsedAt, ttl, id, lastUsedAt (0: none).
+// The index's expiry only ever grows: a short grant put after a long one must not end the index
+// before the long one.
+const PUT_GRANT = `${recordPutLua(4)}
 redis.call('SADD', KEYS[2], ARGV[3])
 if redis.call('TTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
 return 1`

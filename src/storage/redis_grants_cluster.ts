@@ -10,6 +10,7 @@
  */
 import type { Redis } from 'ioredis'
 import { type RedisClient, readMany } from './redis_cluster.ts'
+import { recordPutLua } from './redis_grants.ts'
 
 // KEYS index; ARGV ttl, id. The index's expiry only ever grows (as PUT_GRANT in redis_grants.ts).
 const INDEX_ADD = `
@@ -19,18 +20,7 @@ return 1`
 
 // KEYS record key; ARGV record JSON without lastUsedAt, ttl, lastUsedAt (0: none). The record half
 // of PUT_GRANT in redis_grants.ts: the last use never goes back.
-const RECORD_PUT = `
-local used = tonumber(ARGV[3])
-local old = redis.call('GET', KEYS[1])
-if old then
-  local ok, rec = pcall(cjson.decode, old)
-  if ok and type(rec) == 'table' and type(rec.lastUsedAt) == 'number' and rec.lastUsedAt > used then
-    used = rec.lastUsedAt
-  end
-end
-local json = ARGV[1]
-if used > 0 then json = '{"lastUsedAt":' .. tostring(used) .. ',' .. string.sub(json, 2) end
-redis.call('SET', KEYS[1], json, 'EX', ARGV[2])
+const RECORD_PUT = `${recordPutLua(3)}
 return 1`
 
 // KEYS record key. The record half of DELETE_GRANT: deletes it and answers what it was (or false).
