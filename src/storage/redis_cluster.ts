@@ -81,11 +81,18 @@ export function createRedisClient(
   }
   const { nodes, options: clusterOptions } = parseCluster(options.cluster)
   return new driver.Cluster(nodes, {
+    // The slot map is read again every 2 s (a promoted replica is found without a redirection to
+    // wait for) and after every failed command (the store's `run`).
+    slotsRefreshInterval: 2000,
     ...clusterOptions,
     lazyConnect: true,
     enableOfflineQueue: false,
     // A cluster that cannot be reached or is down fails the command (503) instead of queueing it.
     clusterRetryStrategy: (times) => Math.min(times * 100, 1000),
+    // A command caught by a closed connection (a master lost) fails at once (503) instead of being
+    // sent again 100 ms later: a one-time script that ran before the connection closed never runs
+    // twice, and no request waits out the retries.
+    retryDelayOnFailover: 0,
     redisOptions: { ...clusterOptions.redisOptions, ...nodeOptions },
   })
 }
