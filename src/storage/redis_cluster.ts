@@ -89,10 +89,7 @@ export function createRedisClient(
     enableOfflineQueue: false,
     // A cluster that cannot be reached or is down fails the command (503) instead of queueing it.
     clusterRetryStrategy: (times) => Math.min(times * 100, 1000),
-    // A command caught by a closed connection (a master lost) fails at once (503) instead of being
-    // sent again 100 ms later: a one-time script that ran before the connection closed never runs
-    // twice, and no request waits out the retries.
-    retryDelayOnFailover: 0,
+
     redisOptions: { ...clusterOptions.redisOptions, ...nodeOptions },
   })
 }
