@@ -7,6 +7,7 @@
  */
 import * as v from 'valibot'
 import { strictObject } from '../schema_issues.ts'
+import { publicSignatureKeys } from '../clients/index.ts'
 
 /** The `alg` values an identity provider's ID-JAGs may use when its entry names none. */
 export const DEFAULT_ASSERTION_ALGORITHMS = ['ES256', 'RS256', 'EdDSA'] as const
@@ -90,7 +91,20 @@ const IssuerSchema = v.pipe(
     (entry) => (entry.jwksUri === undefined) !== (entry.jwks === undefined),
     'give exactly one of jwksUri and jwks',
   ),
+  v.check(
+    (entry) => entry.jwks === undefined || isPublicKeySet(entry.jwks),
+    'jwks must hold public signature keys only',
+  ),
 )
+
+/** Whether an inline set holds public signature keys only (src/clients/jwks.ts refuses any private or symmetric member). */
+function isPublicKeySet(jwks: { keys: Array<Record<string, unknown>> }): boolean {
+  try {
+    return publicSignatureKeys(jwks).length > 0
+  } catch {
+    return false
+  }
+}
 
 /** The issuers list: each issuer once. */
 const IssuersSchema = v.pipe(

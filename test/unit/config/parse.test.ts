@@ -475,12 +475,19 @@ describe('#45 identityAssertion options', () => {
     expect(construction({ issuer: ISSUER, identityAssertion: { issuers: twice } }).message).toContain(
       'an issuer appears twice',
     )
+    const secret = { issuer: idp, jwks: { keys: [{ ...jwks.keys[0], d: 'private' }] } }
+    expect(construction({ issuer: ISSUER, identityAssertion: { issuers: [secret] } }).message).toContain(
+      'identityAssertion.issuers.0: jwks must hold public signature keys only',
+    )
     const file = parseConfigFile(
       JSON.stringify({
         identityAssertion: { issuers: [{ issuer: idp, jwksUri: `${idp}/jwks`, accountClaim: 'sub' }] },
       }),
     )
     expect(file.identityAssertion?.issuers?.[0]).toMatchObject({ issuer: idp, accountClaim: 'sub' })
+    // npm start passes the file's settings to createTokenService as they parsed.
+    const fromFile = createTokenService({ issuer: ISSUER, identityAssertion: file.identityAssertion })
+    expect(fromFile).toBeDefined()
     expect(() =>
       parseConfigFile(JSON.stringify({ identityAssertion: { findAccount: 'x' } }), 'gatehouse.json'),
     ).toThrow(/identityAssertion\.findAccount: unknown key `findAccount`/)
