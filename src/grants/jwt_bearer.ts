@@ -27,6 +27,7 @@
  * - audit event `token.issued` naming the identity provider (`assertionIssuer`)
  */
 import type { ClientRecord } from '../storage/index.ts'
+import type { DpopProof } from '../dpop/index.ts'
 import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { allValues } from '../http.ts'
@@ -37,7 +38,7 @@ import { sha256 } from '../crypto/index.ts'
 import { parseResources, scopesForResources } from '../protocol/index.ts'
 import { issueAccessToken } from '../tokens/index.ts'
 import { ID_JAG_CLOCK_SKEW, type VerifiedIdJag, verifyIdJag } from './id_jag.ts'
-import { issueWithRefresh, offersRefresh } from './jwt_bearer_refresh.ts'
+import { type JwtBearerTarget, issueWithRefresh, offersRefresh } from './jwt_bearer_refresh.ts'
 import type { Grant, TokenResponse } from './types.ts'
 
 /** The grant type (RFC 7523 §2.1). */
@@ -119,6 +120,40 @@ async function useOnce(jag: VerifiedIdJag, ctx: Context): Promise<void> {
   }
 }
 
+/** The default: an access token alone, of no recorded grant (a new one needs a new ID-JAG). */
+async function issueAccessOnly(
+  target: JwtBearerTarget,
+  client: ClientRecord,
+  ctx: Context,
+  proof: DpopProof | undefined,
+): Promise<{ response: TokenResponse; jti: string; grantId?: undefined }> {
+  const { scopes, resources } = target
+  const audience = resources.length > 0 ? resources : ctx.scopes.audiences(scopes)
+  const ttl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
+  const issued = await issueAccessToken(
+    {
+      issuer: ctx.config.issuer,
+      sub: target.sub,
+      audience: audience.length > 0 ? audience : [ctx.config.issuer],
+      clientId: client.clientId,
+      scope: scopes.join(' '),
+      now: ctx.now(),
+      ttl,
+      ...(target.authTime !== undefined ? { authTime: target.authTime } : {}),
+      // RFC 9449 §6.1: bound to the proof's key.
+      ...(proof ? { jkt: proof.jkt } : {}),
+    },
+    await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
+  )
+  const response: TokenResponse = {
+    access_token: issued.token,
+    token_type: proof ? 'DPoP' : 'Bearer',
+    expires_in: ttl,
+    scope: scopes.join(' '),
+  }
+  return { response, jti: String(issued.claims.jti) }
+}
+
 export const jwtBearer: Grant = {
   type: JWT_BEARER,
   permission: Permissions.GrantTypes.JwtBearer,
@@ -138,38 +173,16 @@ export const jwtBearer: Grant = {
     await useOnce(jag, ctx)
     const authTime = typeof jag.claims.auth_time === 'number' ? jag.claims.auth_time : undefined
     const offline = jag.scopes.includes('offline_access')
-    const target = { scopes, resources, sub: account.sub, offline, ...(authTime !== undefined ? { authTime } : {}) }
-    let response: TokenResponse
-    let jti: string
-    let grantId: string | undefined
-    if (offersRefresh(client, jag.scopes, ctx)) {
-      ;({ response, jti, grantId } = await issueWithRefresh(target, account, client, ctx, proof))
-    } else {
-      const audience = resources.length > 0 ? resources : ctx.scopes.audiences(scopes)
-      const ttl = client.lifetimes.accessToken ?? ctx.config.accessTokenTtl
-      const issued = await issueAccessToken(
-        {
-          issuer: ctx.config.issuer,
-          sub: account.sub,
-          audience: audience.length > 0 ? audience : [ctx.config.issuer],
-          clientId: client.clientId,
-          scope: scopes.join(' '),
-          now: ctx.now(),
-          ttl,
-          ...(authTime !== undefined ? { authTime } : {}),
-          // RFC 9449 §6.1: bound to the proof's key.
-          ...(proof ? { jkt: proof.jkt } : {}),
-        },
-        await ctx.keyring.signingKey(ctx.config.accessTokenSigningAlg),
-      )
-      jti = String(issued.claims.jti)
-      response = {
-        access_token: issued.token,
-        token_type: proof ? 'DPoP' : 'Bearer',
-        expires_in: ttl,
-        scope: scopes.join(' '),
-      }
+    const target: JwtBearerTarget = {
+      scopes,
+      resources,
+      sub: account.sub,
+      offline,
+      ...(authTime !== undefined ? { authTime } : {}),
     }
+    const { response, jti, grantId } = offersRefresh(client, jag.scopes, ctx)
+      ? await issueWithRefresh(target, account, client, ctx, proof)
+      : await issueAccessOnly(target, client, ctx, proof)
     ctx.emit(metaOf(request), {
       type: 'token.issued',
       grantType: JWT_BEARER,
