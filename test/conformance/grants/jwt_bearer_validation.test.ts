@@ -6,6 +6,7 @@
  * the jti used once, also by concurrent presentations. Runs on memory, and on PostgreSQL / Redis /
  * SQLite where available.
  */
+import * as oauth from 'oauth4webapi'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ISSUER } from '../../helpers/service.ts'
 import { STORES, type TestStore } from '../../helpers/stores.ts'
@@ -178,6 +179,29 @@ describe.each(STORES)('#45 jwt-bearer grant with an ID-JAG: validation ($name st
       }),
     )
     expect(((await response.json()) as { error: string }).error).toBe('invalid_request')
+  })
+
+  it('#45 a public client (client_id alone) with the permission redeems its ID-JAG; a DPoP proof binds the token', async () => {
+    const ctx = await start()
+    await ctx.service.clients.ensure({
+      clientId: 'public-mcp',
+      permissions: ['ept:token', 'gt:urn:ietf:params:oauth:grant-type:jwt-bearer', 'scp:mcp:tools'],
+    })
+    const client: oauth.Client = { client_id: 'public-mcp' }
+    const assertion = await signIdJag(ctx.key, ctx.time.now(), { client_id: 'public-mcp' })
+    const DPoP = oauth.DPoP(client, await oauth.generateKeyPair('ES256'))
+    const response = await oauth.genericTokenEndpointRequest(
+      ctx.as,
+      client,
+      oauth.None(),
+      'urn:ietf:params:oauth:grant-type:jwt-bearer',
+      { assertion },
+      { ...ctx.opts, DPoP },
+    )
+    const body = await oauth.processGenericTokenEndpointResponse(ctx.as, client, response)
+    expect(body.token_type).toBe('dpop')
+    expect(accessClaims(body as Record<string, unknown>)).toMatchObject({ sub: 'user-1', client_id: 'public-mcp' })
+    expect(accessClaims(body as Record<string, unknown>).cnf).toBeDefined()
   })
 
   it('#45 a client without the jwt-bearer permission → unauthorized_client', async () => {
