@@ -75,6 +75,12 @@ export { WORKERS_PBKDF2_LIMIT, hashSecret, verifySecret } from './security/index
 export type { SecretDigest } from './security/index.ts'
 export type { JwsSigner, SignFunction, SignerKey } from './crypto/index.ts'
 export type {
+  IdentityAssertionAccountQuery,
+  IdentityAssertionIssuer,
+  IdentityAssertionOptions,
+  IdentityAssertionTrustOptions,
+} from './config/index.ts'
+export type {
   TokenExchangeActor,
   TokenExchangeDecision,
   TokenExchangeOptions,

@@ -66,6 +66,17 @@ export function createUserDirectory(
     exists(username: string): boolean {
       return byUsername.has(username.toLowerCase())
     },
+    /**
+     * The `sub` of the one built-in user whose `email` is this one (case-insensitive), or undefined
+     * when none or several have it (#45: an identity provider's user mapped by email).
+     */
+    subOfEmail(email: string): string | undefined {
+      const wanted = email.toLowerCase()
+      const found = [...bySub.values()].filter(
+        (user) => typeof user.claims.email === 'string' && user.claims.email.toLowerCase() === wanted,
+      )
+      return found.length === 1 ? found[0]?.sub : undefined
+    },
     /** The `sub` of the built-in user with this username (case-insensitive), or undefined. */
     subOf(username: string): string | undefined {
       return byUsername.get(username.toLowerCase())?.sub

@@ -243,7 +243,11 @@ function fits(key: JWK, alg: string): boolean {
   return eddsa && key.kty === 'OKP' && key.crv === 'Ed25519'
 }
 
-function candidates(keys: readonly JWK[], alg: string, kid: string | undefined): JWK[] {
+/**
+ * The keys that may verify a JWS of `alg`: the one named by `kid`, else each whose kty and curve
+ * fit `alg`, at most four (bounds the work an unsigned guess costs). Also the ID-JAG verifier's (#45).
+ */
+export function candidates(keys: readonly JWK[], alg: string, kid: string | undefined): JWK[] {
   return keys.filter((key) => (kid === undefined || key.kid === kid) && fits(key, alg)).slice(0, MAX_CANDIDATE_KEYS)
 }
 

@@ -5,4 +5,4 @@
  * its other files.
  */
 export { authenticateClient, type AuthenticatedClient, requirePermission } from './authenticate.ts'
-export { ASSERTION_ALGORITHMS } from './client_assertion.ts'
+export { ASSERTION_ALGORITHMS, candidates as signatureKeyCandidates } from './client_assertion.ts'

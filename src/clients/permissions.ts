@@ -28,6 +28,8 @@ export const Permissions = {
     DeviceCode: 'gt:urn:ietf:params:oauth:grant-type:device_code',
     /** OpenID CIBA grant; confidential clients only. */
     Ciba: 'gt:urn:openid:params:grant-type:ciba',
+    /** RFC 7523 JWT bearer grant with an ID-JAG (#45); public clients may use it. */
+    JwtBearer: 'gt:urn:ietf:params:oauth:grant-type:jwt-bearer',
   },
   ResponseTypes: {
     Code: 'rst:code',

@@ -7,6 +7,7 @@ import * as v from 'valibot'
 import { ClientRegistrationSchema } from '../clients/index.ts'
 import { OptionsSchema, ScopeSchema, UserSchema, clientIdMetadataDocumentSettings } from './schema.ts'
 import { throttleSettings } from './throttle.ts'
+import { IDENTITY_ASSERTION_TRUST_FILE_ENTRIES } from './identity_assertion.ts'
 import { formatIssues, strictObject } from '../schema_issues.ts'
 
 const settings = OptionsSchema.entries
@@ -92,6 +93,8 @@ export const ConfigFileSchema = strictObject({
   // #42: the end-user's grants page
   grantsPage: settings.grantsPage,
   ciba: v.optional(strictObject({ notifyUrl: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))) })),
+  // #45: the identity providers whose ID-JAGs the jwt-bearer grant accepts (no hook in a file).
+  identityAssertion: v.optional(strictObject({ ...IDENTITY_ASSERTION_TRUST_FILE_ENTRIES })),
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

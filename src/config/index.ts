@@ -14,6 +14,11 @@ export type { CibaNotification, CibaOptions } from './ciba.ts'
 export { type ConfigFile, parseConfigFile, type StoreConfig } from './file.ts'
 export { HealthSchema } from './health.ts'
 export { DEFAULT_GRANTS_PAGE_PATH, type GrantsPageConfig } from './grants_page.ts'
+export type {
+  IdentityAssertionAccountQuery,
+  IdentityAssertionIssuer,
+  IdentityAssertionTrustOptions,
+} from './identity_assertion.ts'
 export type { InteractionHook, InteractionResult, LoginResult, PendingInteraction } from './interaction_hook.ts'
 export type {
   AttemptLimitOptions,
@@ -22,6 +27,7 @@ export type {
   DynamicClientRegistrationOptions,
   GrantsPageOptions,
   HealthOptions,
+  IdentityAssertionOptions,
   ScopeConfig,
   TokenServiceOptions,
   UserCodeLimitOptions,

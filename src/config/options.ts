@@ -12,12 +12,14 @@ import type { DpopVerifier, JwsSigner, SigningAlgorithm } from '../crypto/index.
 import type { AccountProvider, AccountRequest, AddressClaim, UserConfig } from '../accounts/index.ts'
 import type { Theme } from '../pages/index.ts'
 import type { TokenExchangeOptions } from './token_exchange.ts'
+import type { IdentityAssertionOptions } from './identity_assertion.ts'
 import type { BackchannelLogoutOptions } from './backchannel_logout.ts'
 import type { AuthorizationDetailsOptions } from './authorization_details.ts'
 import type { CibaOptions } from './ciba.ts'
 import type { ClientRegistration } from '../clients/index.ts'
 
 export type {
+  IdentityAssertionOptions,
   AccountProvider,
   AccountRequest,
   AddressClaim,
@@ -355,6 +357,8 @@ export interface TokenServiceOptions {
   authorizationDetails?: AuthorizationDetailsOptions
   /** Client-Initiated Backchannel Authentication (OpenID CIBA): how the end-user is reached (docs/agents.md). */
   ciba?: CibaOptions
+  /** ID-JAGs (MCP enterprise-managed authorization): src/config/identity_assertion.ts, docs/configuration.md. */
+  identityAssertion?: IdentityAssertionOptions
 }
 
 /** Settings of the `dpop` option. */

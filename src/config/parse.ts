@@ -25,6 +25,7 @@ import {
   type UserSchema,
 } from './schema.ts'
 import { formatIssues, withoutInputs } from '../schema_issues.ts'
+import { identityAssertionProblem } from './identity_assertion.ts'
 
 /** True when A and B accept the same values (each assignable to the other). */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
@@ -40,7 +41,7 @@ void [_optionsMatch, _registrationMatches, _userMatches, _dcrMatches, _scopeMatc
 /** Validates options; throws a TypeError naming every bad field. */
 export function parseOptions(input: unknown): Config {
   const result = v.safeParse(OptionsSchema, input)
-  if (result.success) return applyProfile(applyHashLimit(checkDetailTypes(result.output)))
+  if (result.success) return applyProfile(applyHashLimit(checkIdentityAssertion(checkDetailTypes(result.output))))
   throw new TypeError(`invalid token service options\n${formatIssues(result.issues)}`, {
     cause: withoutInputs(result.issues),
   })
@@ -55,6 +56,13 @@ function checkDetailTypes(config: Config): Config {
       )
     }
   }
+  return config
+}
+
+/** #45: every trusted identity provider's users can be mapped to accounts (`identityAssertionProblem`). */
+function checkIdentityAssertion(config: Config): Config {
+  const problem = identityAssertionProblem(config)
+  if (problem !== undefined) throw new TypeError(`invalid token service options\n${problem}`)
   return config
 }
 

@@ -22,6 +22,7 @@ import type { Limiter, OutboundFetch, SecretDigest } from '../security/index.ts'
 import { SCHEME_NAME, isForbiddenScheme } from '../clients/index.ts'
 import type { Store } from '../storage/index.ts'
 import { TokenExchangeSchema } from './token_exchange.ts'
+import { IDENTITY_ASSERTION_TRUST_ENTRIES } from './identity_assertion.ts'
 import { throttleSettings } from './throttle.ts'
 
 const { limits, dynamicClientRegistration: dcr } = OPTION_DEFAULTS
@@ -381,6 +382,8 @@ export const OptionsSchema = strictObject({
   authorizationDetails: AuthorizationDetailsSchema,
   /** Client-Initiated Backchannel Authentication (OpenID CIBA). */
   ciba: CibaSchema,
+  /** Identity Assertion JWT Authorization Grants (#45): the identity providers trusted here. */
+  identityAssertion: v.optional(strictObject({ ...IDENTITY_ASSERTION_TRUST_ENTRIES })),
 })
 
 /** The options as parsed: every default filled in. */

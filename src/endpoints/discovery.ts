@@ -49,6 +49,8 @@ export function metadata(ctx: Context): Record<string, unknown> {
       'urn:ietf:params:oauth:grant-type:token-exchange',
       'urn:ietf:params:oauth:grant-type:device_code',
       'urn:openid:params:grant-type:ciba',
+      // RFC 7523 §2.1 with ID-JAGs (#45): only while an identity provider is trusted.
+      ...(config.identityAssertion?.issuers?.length ? ['urn:ietf:params:oauth:grant-type:jwt-bearer'] : []),
     ],
     subject_types_supported: ['public'],
     // Every alg a client may register as its idTokenSignedResponseAlg (the service's default first).

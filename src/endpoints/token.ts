@@ -16,6 +16,7 @@ import {
   clientCredentials,
   deviceCode,
   type Grant,
+  jwtBearer,
   refreshToken,
   tokenExchange,
 } from '../grants/index.ts'
@@ -28,7 +29,7 @@ const MULTI_VALUED: ReadonlySet<string> = new Set([...RESOURCE_PARAMETERS, 'audi
 
 /** The grants the token endpoint dispatches to. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
-  [authorizationCode, refreshToken, clientCredentials, tokenExchange, deviceCode, ciba].map((grant) => [
+  [authorizationCode, refreshToken, clientCredentials, tokenExchange, deviceCode, ciba, jwtBearer].map((grant) => [
     grant.type,
     grant,
   ]),
@@ -41,7 +42,7 @@ export async function handleToken(request: Request, ctx: Context): Promise<Respo
   const grantType = params.get('grant_type')
   if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required')
   const grant = GRANTS.get(grantType)
-  if (!grant) {
+  if (!grant || grant.isOffered?.(ctx) === false) {
     throw new OAuthError('unsupported_grant_type', 'grant_type is not supported')
   }
   const checking = tokenRequestProof(request, ctx)

@@ -60,6 +60,7 @@ export function createEmitter(
 
 const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code'
 const CIBA_GRANT = 'urn:openid:params:grant-type:ciba'
+const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 
 /** Feeds the metrics from the audit events: tokens issued, failed client authentications, throttling. */
 export function metricsObserver(metrics: MetricsHook): (input: EventInput) => void {
@@ -71,7 +72,9 @@ export function metricsObserver(metrics: MetricsHook): (input: EventInput) => vo
             ? 'device_code'
             : input.grantType === CIBA_GRANT
               ? 'ciba'
-              : input.grantType,
+              : input.grantType === JWT_BEARER_GRANT
+                ? 'jwt_bearer'
+                : input.grantType,
         )
         return
       case 'token.refreshed':

@@ -43,6 +43,7 @@ export type IssuingGrantType =
   | 'token_exchange'
   | 'device_code'
   | 'ciba'
+  | 'jwt_bearer'
 
 /**
  * What the service reports, synchronously and on the request path: keep each call cheap (a

@@ -49,7 +49,10 @@ export type GatehouseEvent = EventBase &
           | 'authorization_code'
           | 'urn:ietf:params:oauth:grant-type:device_code'
           | 'urn:openid:params:grant-type:ciba'
+          | 'urn:ietf:params:oauth:grant-type:jwt-bearer'
         scope: string
+        /** The jwt-bearer grant (#45): the identity provider whose ID-JAG was redeemed (its `iss`). */
+        assertionIssuer?: string
         /** RFC 9396: the types of the token's authorization details, when it has any (never their fields). */
         authorizationDetailsTypes?: string[]
       } & Subjects)

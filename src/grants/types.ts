@@ -16,6 +16,7 @@ export type GrantType =
   | 'urn:ietf:params:oauth:grant-type:token-exchange'
   | 'urn:ietf:params:oauth:grant-type:device_code'
   | 'urn:openid:params:grant-type:ciba'
+  | 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 
 export interface Grant {
   type: GrantType
@@ -23,6 +24,8 @@ export interface Grant {
   permission: string
   /** Whether public clients may use it. */
   allowPublic: boolean
+  /** Whether the service offers it (default: always); when not, its grant_type is unsupported. */
+  isOffered?(ctx: Context): boolean
   /**
    * Issues the tokens. `proof`: the request's checked DPoP proof (RFC 9449 §5), if it sent one;
    * the access token is then bound to its key (`cnf.jkt`) and the response's `token_type` is DPoP.

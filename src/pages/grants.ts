@@ -22,7 +22,7 @@ export interface GrantEntry {
   /** Claim names requested on their own (Core §5.5), userinfo and ID token together. */
   claims: readonly string[]
   authorizationDetails: readonly DetailView[]
-  kind: 'authorization_code' | 'device_code' | 'ciba'
+  kind: 'authorization_code' | 'device_code' | 'ciba' | 'jwt_bearer'
   createdAt: number
   lastUsedAt?: number
 }
@@ -60,6 +60,7 @@ const KIND_TEXT = {
   authorization_code: 'grantsKindCode',
   device_code: 'grantsKindDevice',
   ciba: 'grantsKindCiba',
+  jwt_bearer: 'grantsKindIdentityAssertion',
 } as const satisfies Record<GrantEntry['kind'], keyof PageTexts>
 
 /** What the grant lets the client do: scopes, authorization details, claims and resources. */

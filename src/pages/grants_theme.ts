@@ -22,6 +22,7 @@ export const GRANTS_TEXTS = {
   grantsKindCode: 'Signing in',
   grantsKindDevice: 'Signing in on a device',
   grantsKindCiba: 'A request you approved (CIBA)',
+  grantsKindIdentityAssertion: "Your organization's single sign-on",
   revokeButton: 'Revoke',
   revokeTitle: 'Revoke access?',
   revokeQuestion:

@@ -93,6 +93,8 @@ export interface Theme {
     grantsKindCode?: string
     grantsKindDevice?: string
     grantsKindCiba?: string
+    /** A grant made with an identity provider's assertion (#45, the jwt-bearer grant with an ID-JAG). */
+    grantsKindIdentityAssertion?: string
     revokeButton?: string
     revokeTitle?: string
     revokeQuestion?: string

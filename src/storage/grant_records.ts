@@ -45,7 +45,7 @@ export interface GrantRecord {
   /** The session's store id (SessionRecord.id): lets the service check the session is still alive. */
   sessionId?: string
   /** How it was made. */
-  kind: 'authorization_code' | 'device_code' | 'ciba'
+  kind: 'authorization_code' | 'device_code' | 'ciba' | 'jwt_bearer'
   /** When the end-user authenticated (epoch s). */
   authTime: number
   /** Creation time (epoch s). */

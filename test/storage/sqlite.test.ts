@@ -240,6 +240,9 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
         'test/conformance/grants/device_stores.test.ts',
         'test/conformance/grants/ciba_stores.test.ts',
         'test/conformance/grants/grant_records.test.ts',
+        // #45: the ID-JAG's jti once (concurrent presentations: one token), the opt-in grant.
+        'test/conformance/grants/jwt_bearer_validation.test.ts',
+        'test/conformance/grants/jwt_bearer_accounts.test.ts',
       ]
       // Memory and SQLite only: PostgreSQL and Redis ran them already under this Node.
       const { DATABASE_URL: _d, REDIS_URL: _r, ...env } = process.env

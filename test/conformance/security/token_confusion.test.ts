@@ -104,6 +104,11 @@ const ACCEPTED: Record<Place, readonly Row[]> = {
   // granted (nor one exchanged from it), another client's, or one without the scope.
   'grant_management(GET)': ['grant_management_token(same)'],
   'grant_management(DELETE)': ['grant_management_token(same)'],
+  // #45, docs/security.md "Identity assertion grants": only an ID-JAG of a trusted identity
+  // provider, typed oauth-id-jag+jwt, for this server and for the presenting client; never an ID
+  // token, logout token, access token, client assertion, an ID-JAG of another client, typed plain
+  // JWT or for another authorization server.
+  'assertion(jwt-bearer)': ['id_jag(same)'],
 }
 
 const ROWS: Array<{ kind: Kind; side: Side; row: Row }> = KINDS.flatMap((kind) =>

@@ -32,6 +32,9 @@ import {
 } from '../client_auth/private_key_jwt_fixtures.ts'
 
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
+export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
+/** The identity provider the matrix's service trusts (#45). */
+export const IDP = 'https://idp.example.test'
 export const DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code'
 export const CIBA = 'urn:openid:params:grant-type:ciba'
 const AT_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
@@ -58,6 +61,11 @@ export const KINDS = [
   'request_object',
   'registration_access_token',
   'metadata_document_url',
+  // #45: ID-JAGs of the trusted test identity provider: for the client (same) or another (other),
+  // then the same ID-JAG typed plain JWT, and one for another authorization server.
+  'id_jag',
+  'id_jag_typ_jwt',
+  'id_jag_other_audience',
 ] as const
 export type Kind = (typeof KINDS)[number]
 export type Side = 'same' | 'other'
@@ -86,6 +94,7 @@ export const PLACES = [
   'registration_management',
   'grant_management(GET)',
   'grant_management(DELETE)',
+  'assertion(jwt-bearer)',
 ] as const
 export type Place = (typeof PLACES)[number]
 
@@ -101,6 +110,7 @@ export const SINGLE_USE: ReadonlySet<Kind> = new Set([
   'request_uri',
   'client_assertion',
   'dpop_proof',
+  'id_jag',
 ])
 
 /**
@@ -187,6 +197,7 @@ const PERMISSIONS = [
   'gt:client_credentials',
   `gt:${DEVICE_CODE}`,
   `gt:${TOKEN_EXCHANGE}`,
+  `gt:${JWT_BEARER}`,
   'rst:code',
   'scp:openid',
   'scp:profile',
@@ -226,7 +237,9 @@ const CLIENT_PREFIXES = ['https://alpha.example.test', 'https://beta.example.tes
 /** The service of one store, the two clients, and a browser signed in as alice. */
 export async function matrixSetup(store: Store, time: ReturnType<typeof clock>) {
   const deliveries: Array<{ url: string; token: string }> = []
+  const idp = await clientKey('ES256')
   const { service } = await makeService({
+    identityAssertion: { issuers: [{ issuer: IDP, jwks: { keys: [idp.jwk as Record<string, unknown>] } }] },
     store,
     now: time.now,
     throttle: false,
@@ -243,7 +256,7 @@ export async function matrixSetup(store: Store, time: ReturnType<typeof clock>) 
   for (const p of [alpha, beta]) await service.clients.ensure(registration(p))
   const as = await discover(service.fetch)
   const main = new Browser(service.fetch, CLIENT_PREFIXES)
-  return { service, store, clock: time, as, main, alpha, beta, deliveries }
+  return { service, store, clock: time, as, main, alpha, beta, deliveries, idp }
 }
 
 export type MatrixCtx = Awaited<ReturnType<typeof matrixSetup>> & {
@@ -507,6 +520,27 @@ async function proofOf(ctx: MatrixCtx, p: Party): Promise<string> {
   return proof
 }
 
+/**
+ * An ID-JAG (#45) of the trusted identity provider for alice (by email) and `p`, for this server
+ * (or `aud`), scope api1, typed oauth-id-jag+jwt (or `typ`).
+ */
+function idJag(ctx: MatrixCtx, p: Party, options: { typ?: string; aud?: string } = {}): Promise<string> {
+  const now = ctx.clock.now()
+  return new SignJWT({
+    iss: IDP,
+    sub: 'idp-alice',
+    email: 'alice@example.com',
+    aud: options.aud ?? ISSUER,
+    client_id: p.clientId,
+    jti: crypto.randomUUID(),
+    iat: now,
+    exp: now + 300,
+    scope: 'api1',
+  })
+    .setProtectedHeader({ alg: 'ES256', kid: ctx.idp.kid, typ: options.typ ?? 'oauth-id-jag+jwt' })
+    .sign(ctx.idp.privateKey)
+}
+
 /** Mints a token of `kind` issued to (or made by) `owner`, for real through the service. */
 export async function mint(ctx: MatrixCtx, kind: Kind, owner: Party): Promise<Minted> {
   const of = (value: string): Minted => ({ kind, value, owner })
@@ -550,6 +584,12 @@ export async function mint(ctx: MatrixCtx, kind: Kind, owner: Party): Promise<Mi
     case 'metadata_document_url':
       // A Client ID Metadata Document URL, as a client would name itself.
       return of(`https://${owner.name}.example.test/oauth-client.json`)
+    case 'id_jag':
+      return of(await idJag(ctx, owner))
+    case 'id_jag_typ_jwt':
+      return of(await idJag(ctx, owner, { typ: 'JWT' }))
+    case 'id_jag_other_audience':
+      return of(await idJag(ctx, owner, { aud: 'https://other-as.example.test' }))
   }
 }
 
@@ -815,6 +855,8 @@ export function runPlace(ctx: MatrixCtx, place: Place, token: Minted, actor: Par
       return grantManagement(ctx, token, actor, 'GET')
     case 'grant_management(DELETE)':
       return grantManagement(ctx, token, actor, 'DELETE')
+    case 'assertion(jwt-bearer)':
+      return grant({ grant_type: JWT_BEARER, assertion: token.value })
   }
 }
 
@@ -856,6 +898,8 @@ export const REFUSALS: Record<Place, readonly string[]> = {
   // RFC 6750 §3.1, RFC 9449 §7.1; Grant Management §6.6: a grant the caller may not see is a 404.
   'grant_management(GET)': ['invalid_token', 'invalid_dpop_proof', 'insufficient_scope', 'invalid_grant_id'],
   'grant_management(DELETE)': ['invalid_token', 'invalid_dpop_proof', 'insufficient_scope', 'invalid_grant_id'],
+  // RFC 7521 §4.1.1, RFC 7523 §3.1 (#45).
+  'assertion(jwt-bearer)': ['invalid_grant'],
 }
 
 /** Whether a refusal carries one of the place's RFC errors. */

@@ -10,6 +10,7 @@ import { createRedisStore } from '../../../src/storage/redis.ts'
 import type { Store } from '../../../src/storage/types.ts'
 import { authorizationUrl, setup } from '../../helpers/flow.ts'
 import { basic, clock, form, makeService } from '../../helpers/service.ts'
+import { jagService, redeem, signIdJag } from '../grants/jwt_bearer_fixtures.ts'
 
 /** A memory store whose operations can be switched to fail like an unreachable database. */
 function faultyStore(now: () => number) {
@@ -117,6 +118,17 @@ describe('store failures', () => {
     expect(response.status).toBe(503)
     expect(response.headers.get('content-type')).toMatch(/^text\/html/)
     expect(response.headers.get('location')).toBeNull()
+  })
+
+  it("#45 the jwt-bearer grant: a store that cannot record the ID-JAG's jti is 503, and the ID-JAG stays usable", async () => {
+    const { store, failing } = faultyStore(() => Math.floor(Date.now() / 1000))
+    const ctx = await jagService(store)
+    const assertion = await signIdJag(ctx.key, ctx.time.now())
+    failing.add('replays')
+    const down = await redeem(ctx, assertion)
+    expect({ status: down.status, error: down.body.error }).toEqual({ status: 503, error: 'temporarily_unavailable' })
+    failing.delete('replays')
+    expect((await redeem(ctx, assertion)).status).toBe(200)
   })
 
   it.runIf(process.env.REDIS_URL)('a real Redis connection lost mid-run gives 503, not a hang or a 500', async () => {

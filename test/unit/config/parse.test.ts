@@ -3,7 +3,7 @@ import { parseClientRegistration } from '../../../src/clients/index.ts'
 import { parseOptions } from '../../../src/config/parse.ts'
 import { isLoopback } from '../../../src/security/index.ts'
 import { parseConfigFile } from '../../../src/config/file.ts'
-import { createTokenService } from '../../../src/index.ts'
+import { type IdentityAssertionIssuer, createTokenService } from '../../../src/index.ts'
 
 const ISSUER = 'https://auth.example.test'
 
@@ -446,5 +446,67 @@ describe('#27 item 2 redirectSchemes of self-registered clients', () => {
           .message,
       ).toContain('clientIdMetadataDocuments.redirectSchemes.0: must be a lower-case URI scheme name')
     }
+  })
+})
+
+describe('#45 identityAssertion options', () => {
+  it('#45 identityAssertion.issuers: defaults, exactly one of jwksUri and jwks, each issuer once, also a configuration-file key (no hook there)', () => {
+    const jwks = { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y' }] }
+    const parsed = parseOptions({
+      issuer: ISSUER,
+      identityAssertion: { issuers: [{ issuer: 'https://idp.example.test', jwks }] },
+    })
+    expect(parsed.identityAssertion?.issuers?.[0]).toMatchObject({
+      algorithms: ['ES256', 'RS256', 'EdDSA'],
+      accountClaim: 'email',
+    })
+    const idp = 'https://idp.example.test'
+    expect(construction({ issuer: ISSUER, identityAssertion: { issuers: [{ issuer: idp }] } }).message).toContain(
+      'identityAssertion.issuers.0: give exactly one of jwksUri and jwks',
+    )
+    const both = { issuer: idp, jwks, jwksUri: `${idp}/jwks` }
+    expect(construction({ issuer: ISSUER, identityAssertion: { issuers: [both] } }).message).toContain(
+      'give exactly one of jwksUri and jwks',
+    )
+    const twice = [
+      { issuer: idp, jwks },
+      { issuer: idp, jwksUri: `${idp}/jwks` },
+    ]
+    expect(construction({ issuer: ISSUER, identityAssertion: { issuers: twice } }).message).toContain(
+      'an issuer appears twice',
+    )
+    const secret = { issuer: idp, jwks: { keys: [{ ...jwks.keys[0], d: 'private' }] } }
+    expect(construction({ issuer: ISSUER, identityAssertion: { issuers: [secret] } }).message).toContain(
+      'identityAssertion.issuers.0: jwks must hold public signature keys only',
+    )
+    const file = parseConfigFile(
+      JSON.stringify({
+        identityAssertion: { issuers: [{ issuer: idp, jwksUri: `${idp}/jwks`, accountClaim: 'sub' }] },
+      }),
+    )
+    expect(file.identityAssertion?.issuers?.[0]).toMatchObject({ issuer: idp, accountClaim: 'sub' })
+    // npm start passes the file's settings to createTokenService as they parsed.
+    const fromFile = createTokenService({ issuer: ISSUER, identityAssertion: file.identityAssertion })
+    expect(fromFile).toBeDefined()
+    expect(() =>
+      parseConfigFile(JSON.stringify({ identityAssertion: { findAccount: 'x' } }), 'gatehouse.json'),
+    ).toThrow(/identityAssertion\.findAccount: unknown key `findAccount`/)
+  })
+
+  it("#45 an issuer mapping users by email with the host's accounts provider needs identityAssertion.findAccount", () => {
+    const accounts = { findAccount: async () => undefined }
+    const issuers: IdentityAssertionIssuer[] = [
+      { issuer: 'https://idp.example.test', jwksUri: 'https://idp.example.test/jwks' },
+    ]
+    expect(construction({ issuer: ISSUER, accounts, identityAssertion: { issuers } }).message).toContain(
+      "maps users by email, which the host's accounts provider cannot look up",
+    )
+    expect(() =>
+      createTokenService({ issuer: ISSUER, accounts, identityAssertion: { issuers, findAccount: () => undefined } }),
+    ).not.toThrow()
+    const bySub: IdentityAssertionIssuer[] = [
+      { issuer: 'https://idp.example.test', jwksUri: 'https://idp.example.test/jwks', accountClaim: 'sub' },
+    ]
+    expect(() => createTokenService({ issuer: ISSUER, accounts, identityAssertion: { issuers: bySub } })).not.toThrow()
   })
 })
