@@ -7,6 +7,7 @@ import * as v from 'valibot'
 import { ClientRegistrationSchema } from '../clients/index.ts'
 import { OptionsSchema, ScopeSchema, UserSchema, clientIdMetadataDocumentSettings } from './schema.ts'
 import { throttleSettings } from './throttle.ts'
+import { identityAssertionIdpFileEntries } from './identity_assertion_audiences.ts'
 import { formatIssues, strictObject } from '../schema_issues.ts'
 
 const settings = OptionsSchema.entries
@@ -89,6 +90,8 @@ export const ConfigFileSchema = strictObject({
   // #42: the end-user's grants page
   grantsPage: settings.grantsPage,
   ciba: v.optional(strictObject({ notifyUrl: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))) })),
+  // #45: the ID-JAG audiences and lifetime (no `authorize` hook in a file).
+  identityAssertion: v.optional(strictObject({ ...identityAssertionIdpFileEntries })),
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

@@ -12,6 +12,7 @@ import type { DpopVerifier, JwsSigner, SigningAlgorithm } from '../crypto/index.
 import type { AccountProvider, AccountRequest, AddressClaim, UserConfig } from '../accounts/index.ts'
 import type { Theme } from '../pages/index.ts'
 import type { TokenExchangeOptions } from './token_exchange.ts'
+import type { IdentityAssertionIdpOptions } from './identity_assertion_audiences.ts'
 import type { BackchannelLogoutOptions } from './backchannel_logout.ts'
 import type { AuthorizationDetailsOptions } from './authorization_details.ts'
 import type { CibaOptions } from './ciba.ts'
@@ -355,6 +356,8 @@ export interface TokenServiceOptions {
   authorizationDetails?: AuthorizationDetailsOptions
   /** Client-Initiated Backchannel Authentication (OpenID CIBA): how the end-user is reached (docs/agents.md). */
   ciba?: CibaOptions
+  /** ID-JAGs (#45, draft-ietf-oauth-identity-assertion-authz-grant): see docs/configuration.md. */
+  identityAssertion?: IdentityAssertionIdpOptions
 }
 
 /** Settings of the `dpop` option. */

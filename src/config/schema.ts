@@ -22,6 +22,7 @@ import type { Limiter, OutboundFetch, SecretDigest } from '../security/index.ts'
 import { SCHEME_NAME, isForbiddenScheme } from '../clients/index.ts'
 import type { Store } from '../storage/index.ts'
 import { TokenExchangeSchema } from './token_exchange.ts'
+import { identityAssertionIdpEntries } from './identity_assertion_audiences.ts'
 import { throttleSettings } from './throttle.ts'
 
 const { limits, dynamicClientRegistration: dcr } = OPTION_DEFAULTS
@@ -381,6 +382,8 @@ export const OptionsSchema = strictObject({
   authorizationDetails: AuthorizationDetailsSchema,
   /** Client-Initiated Backchannel Authentication (OpenID CIBA). */
   ciba: CibaSchema,
+  /** ID-JAGs (#45): the identity provider's audiences, lifetime and policy hook. */
+  identityAssertion: v.optional(strictObject({ ...identityAssertionIdpEntries }), {}),
 })
 
 /** The options as parsed: every default filled in. */
