@@ -87,6 +87,12 @@ export type {
   TokenExchangeParty,
   TokenExchangeRequest,
 } from './config/index.ts'
+export type {
+  IdentityAssertionAudience,
+  IdentityAssertionDecision,
+  IdentityAssertionIdpOptions,
+  IdentityAssertionRequest,
+} from './config/index.ts'
 export { CIBA_REQUEST_RETENTION, createMemoryStore, DEVICE_CODE_RETENTION } from './storage/index.ts'
 export type {
   AttemptCounter,

@@ -8,6 +8,7 @@ import { ClientRegistrationSchema } from '../clients/index.ts'
 import { OptionsSchema, ScopeSchema, UserSchema, clientIdMetadataDocumentSettings } from './schema.ts'
 import { throttleSettings } from './throttle.ts'
 import { IDENTITY_ASSERTION_TRUST_FILE_ENTRIES } from './identity_assertion.ts'
+import { identityAssertionIdpFileEntries } from './identity_assertion_audiences.ts'
 import { formatIssues, strictObject } from '../schema_issues.ts'
 
 const settings = OptionsSchema.entries
@@ -93,8 +94,10 @@ export const ConfigFileSchema = strictObject({
   // #42: the end-user's grants page
   grantsPage: settings.grantsPage,
   ciba: v.optional(strictObject({ notifyUrl: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))) })),
-  // #45: the identity providers whose ID-JAGs the jwt-bearer grant accepts (no hook in a file).
-  identityAssertion: v.optional(strictObject({ ...IDENTITY_ASSERTION_TRUST_FILE_ENTRIES })),
+  // #45: trusted identity providers (jwt-bearer grant) and the ID-JAG audiences and lifetime (no hooks in a file).
+  identityAssertion: v.optional(
+    strictObject({ ...IDENTITY_ASSERTION_TRUST_FILE_ENTRIES, ...identityAssertionIdpFileEntries }),
+  ),
 })
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>
 

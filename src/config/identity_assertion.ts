@@ -8,6 +8,7 @@
 import * as v from 'valibot'
 import { strictObject } from '../schema_issues.ts'
 import { publicSignatureKeys } from '../clients/index.ts'
+import type { IdentityAssertionIdpOptions } from './identity_assertion_audiences.ts'
 
 /** The `alg` values an identity provider's ID-JAGs may use when its entry names none. */
 export const DEFAULT_ASSERTION_ALGORITHMS = ['ES256', 'RS256', 'EdDSA'] as const
@@ -71,7 +72,7 @@ export interface IdentityAssertionTrustOptions {
  * Settings of the `identityAssertion` option: this side's (the identity provider side's join them
  * by `extends`).
  */
-export interface IdentityAssertionOptions extends IdentityAssertionTrustOptions {}
+export interface IdentityAssertionOptions extends IdentityAssertionTrustOptions, IdentityAssertionIdpOptions {}
 
 /** The data parts of an issuer entry, which a configuration file holds too. */
 const issuerEntries = {

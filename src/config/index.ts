@@ -10,6 +10,13 @@ export type {
   StandardSchemaLike,
 } from './authorization_details.ts'
 export type { BackchannelLogoutOptions } from './backchannel_logout.ts'
+export {
+  type IdentityAssertionAudience,
+  type IdentityAssertionDecision,
+  type IdentityAssertionIdpOptions,
+  type IdentityAssertionRequest,
+  isResourceIndicator,
+} from './identity_assertion_audiences.ts'
 export type { CibaNotification, CibaOptions } from './ciba.ts'
 export { type ConfigFile, parseConfigFile, type StoreConfig } from './file.ts'
 export { HealthSchema } from './health.ts'

@@ -23,6 +23,7 @@ import { SCHEME_NAME, isForbiddenScheme } from '../clients/index.ts'
 import type { Store } from '../storage/index.ts'
 import { TokenExchangeSchema } from './token_exchange.ts'
 import { IDENTITY_ASSERTION_TRUST_ENTRIES } from './identity_assertion.ts'
+import { identityAssertionIdpEntries } from './identity_assertion_audiences.ts'
 import { throttleSettings } from './throttle.ts'
 
 const { limits, dynamicClientRegistration: dcr } = OPTION_DEFAULTS
@@ -382,8 +383,11 @@ export const OptionsSchema = strictObject({
   authorizationDetails: AuthorizationDetailsSchema,
   /** Client-Initiated Backchannel Authentication (OpenID CIBA). */
   ciba: CibaSchema,
-  /** Identity Assertion JWT Authorization Grants (#45): the identity providers trusted here. */
-  identityAssertion: v.optional(strictObject({ ...IDENTITY_ASSERTION_TRUST_ENTRIES })),
+  /** Identity Assertion JWT Authorization Grants (#45): the identity providers trusted here, and as an IdP the audiences, lifetime and policy hook. */
+  identityAssertion: v.optional(
+    strictObject({ ...IDENTITY_ASSERTION_TRUST_ENTRIES, ...identityAssertionIdpEntries }),
+    {},
+  ),
 })
 
 /** The options as parsed: every default filled in. */

@@ -121,6 +121,16 @@ export type GatehouseEvent = EventBase &
         subjectTokenType: 'access_token' | 'id_token'
         scope: string
       } & Subjects)
+    | ({
+        /**
+         * #45: `clientId` exchanged an ID token of `sub` (grant `grantId`) for an ID-JAG (`jti`) for
+         * the authorization server `audience`.
+         */
+        type: 'identity_assertion.issued'
+        audience: string
+        scope: string
+        resource?: string
+      } & Subjects)
     | ({ type: 'code.redeemed' } & Subjects)
     | ({ type: 'code.replay_detected' } & Subjects)
     | ({ type: 'refresh_token.reuse_detected' } & Subjects)

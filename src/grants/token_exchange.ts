@@ -4,7 +4,8 @@
  * subject token (an active access token or an ID token of this issuer) for an access token about
  * the same subject that names the client, or the actor token's subject, as its actor (`act`, §4.1).
  * Threat model: docs/security.md "Token exchange" (#39 items 1, 3, 6).
- * - `requested_token_type` absent or access_token (§2.1), else invalid_request
+ * - `requested_token_type` absent or access_token (§2.1), else invalid_request; id-jag: an ID-JAG
+ *   for another authorization server instead (#45, grants/id_jag.ts)
  * - subject and actor tokens: see `readExchangeToken` (anything wrong is invalid_request, §2.2.2);
  *   the subject's account (and a user actor's) must still exist, as at refresh
  * - scope ⊆ the subject's scope ∩ the client's `scp:` permissions, else invalid_scope; none
@@ -37,14 +38,15 @@ import { type TokenActor, issueAccessToken } from '../tokens/index.ts'
 import { type ExchangeParty, checkBoundParty, readExchangeToken } from './token_exchange_subject.ts'
 import type { Grant } from './types.ts'
 import { touchGrant } from './grant_update.ts'
+import { ID_JAG_TOKEN_TYPE, issueIdJag } from './id_jag_exchange.ts'
 
 /** The grant type (RFC 8693 §2.1). */
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
 
-/** RFC 8693 §2.1: only access tokens are issued here. */
+/** RFC 8693 §2.1: access tokens are issued here (and ID-JAGs, grants/id_jag.ts). */
 function checkRequestedTokenType(value: string | undefined): void {
   if (value !== undefined && value !== TokenTypes.AccessToken) {
-    throw new OAuthError('invalid_request', 'requested_token_type must be an access token')
+    throw new OAuthError('invalid_request', 'requested_token_type must be an access token or an ID-JAG')
   }
 }
 
@@ -166,6 +168,7 @@ export const tokenExchange: Grant = {
   permission: Permissions.GrantTypes.TokenExchange,
   allowPublic: false,
   async handle(params, { client, request }, ctx, proof) {
+    if (params.get('requested_token_type') === ID_JAG_TOKEN_TYPE) return issueIdJag(params, client, request, ctx)
     checkRequestedTokenType(params.get('requested_token_type'))
     const subject = (await readExchangeToken(params, 'subject', client, ctx)) as ExchangeParty
     const actor = await readExchangeToken(params, 'actor', client, ctx)

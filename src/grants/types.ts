@@ -36,8 +36,8 @@ export interface Grant {
 /** RFC 6749 §5.1 token response. */
 export interface TokenResponse {
   access_token: string
-  /** RFC 9449 §5: `DPoP` for an access token bound to the proof's key. */
-  token_type: 'Bearer' | 'DPoP'
+  /** RFC 9449 §5: `DPoP` for an access token bound to the proof's key; RFC 8693 §2.2.1 `N_A`: not an access token (an ID-JAG). */
+  token_type: 'Bearer' | 'DPoP' | 'N_A'
   expires_in: number
   refresh_token?: string
   id_token?: string

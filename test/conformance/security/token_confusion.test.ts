@@ -37,6 +37,9 @@ type Row = `${Kind}(${Side})`
  * The anchors are the sections of docs/security.md that state each rule.
  */
 const ACCEPTED: Record<Place, readonly Row[]> = {
+  // #45 (#id-jags-identity-provider-side): an ID-JAG this service issued (`issued_id_jag`) is accepted at
+  // no place here: it is a grant for another authorization server, never an access token, ID token
+  // or subject token of this one.
   // #threat-model-per-grant, token exchange: a user's active access token issued to any client
   // (delegation); a client credentials token only of the exchanging client; a DPoP-bound one only
   // with a proof of its key.

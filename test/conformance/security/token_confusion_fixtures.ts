@@ -39,6 +39,9 @@ export const DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code'
 export const CIBA = 'urn:openid:params:grant-type:ciba'
 const AT_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
 const IDT_TYPE = 'urn:ietf:params:oauth:token-type:id_token'
+const ID_JAG_TYPE = 'urn:ietf:params:oauth:token-type:id-jag'
+/** #45: the authorization server the ID-JAGs of the matrix are for (this service as its users' IdP). */
+const ID_JAG_AUDIENCE = 'https://mcp-as.example.test'
 const ADDRESS = '203.0.113.39'
 
 /** The kinds of token (rows), each offered as issued to the acting client (`same`) and to the other. */
@@ -49,6 +52,8 @@ export const KINDS = [
   'grant_management_token',
   'exchanged_token',
   'id_token',
+  // #45: an ID-JAG this service issued as an identity provider (for another authorization server).
+  'issued_id_jag',
   'refresh_token',
   'logout_token',
   'authorization_code',
@@ -239,7 +244,10 @@ export async function matrixSetup(store: Store, time: ReturnType<typeof clock>) 
   const deliveries: Array<{ url: string; token: string }> = []
   const idp = await clientKey('ES256')
   const { service } = await makeService({
-    identityAssertion: { issuers: [{ issuer: IDP, jwks: { keys: [idp.jwk as Record<string, unknown>] } }] },
+    identityAssertion: {
+      issuers: [{ issuer: IDP, jwks: { keys: [idp.jwk as Record<string, unknown>] } }],
+      audiences: [{ issuer: ID_JAG_AUDIENCE, clientId: 'at-mcp', scopes: ['tools.read'] }],
+    },
     store,
     now: time.now,
     throttle: false,
@@ -507,6 +515,18 @@ async function exchangedToken(ctx: MatrixCtx, p: Party): Promise<string> {
   return (await tokens(response, `exchange of ${p.name}`)).access_token as string
 }
 
+/** #45: `p` exchanges alice's ID token issued to it for an ID-JAG (this service as the IdP). */
+async function issuedIdJag(ctx: MatrixCtx, p: Party): Promise<string> {
+  const response = await tokenRequest(ctx, p, {
+    grant_type: TOKEN_EXCHANGE,
+    requested_token_type: ID_JAG_TYPE,
+    subject_token: (await userTokens(ctx, p)).id_token as string,
+    subject_token_type: IDT_TYPE,
+    audience: ID_JAG_AUDIENCE,
+  })
+  return (await tokens(response, `ID-JAG of ${p.name}`)).access_token as string
+}
+
 /**
  * A DPoP proof of `p` for a token request: `alpha`'s is fresh (it acts with it); `beta`'s is one
  * it already sent with its own token request, as whoever captured it would hold it.
@@ -557,6 +577,8 @@ export async function mint(ctx: MatrixCtx, kind: Kind, owner: Party): Promise<Mi
       return of(await exchangedToken(ctx, owner))
     case 'id_token':
       return of((await userTokens(ctx, owner)).id_token as string)
+    case 'issued_id_jag':
+      return of(await issuedIdJag(ctx, owner))
     case 'refresh_token':
       return of((await userTokens(ctx, owner)).refresh_token as string)
     case 'logout_token':
