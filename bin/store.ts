@@ -7,7 +7,9 @@
  * PostgreSQL: DATABASE_URL, GATEHOUSE_PG_SCHEMA (default public); migrations run at start (the
  * other CLI commands only check that there is none pending: they never change the schema).
  * Redis: REDIS_URL, GATEHOUSE_REDIS_PREFIX (default `gatehouse:`). A Redis Cluster (#43):
- * REDIS_CLUSTER_NODES, comma-separated `host:port` seed nodes; it wins over REDIS_URL.
+ * REDIS_CLUSTER_NODES, comma-separated `host:port` seed nodes; it wins over REDIS_URL. Writes that
+ * must survive a failover wait for replicas (#43 item 4): REDIS_WAIT_REPLICAS (default 0),
+ * REDIS_WAIT_TIMEOUT (milliseconds, default 250).
  * PGlite: GATEHOUSE_DATA_DIR (default ./gatehouse-data); migrations run at start.
  * SQLite (#28): the file gatehouse.db in GATEHOUSE_DATA_DIR (default ./gatehouse-data), created with
  * the folder; migrations run at start. Needs Node ≥ 22.5, Bun or Deno.
@@ -27,11 +29,12 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
   const schema = env('GATEHOUSE_PG_SCHEMA')
   const prefix = env('GATEHOUSE_REDIS_PREFIX')
   const postgres = (url: string): StoreConfig => ({ type: 'postgres', url, ...(schema ? { schema } : {}) })
-  const redis = (url: string): StoreConfig => ({ type: 'redis', url, ...(prefix ? { prefix } : {}) })
+  const behaviour = { ...(prefix ? { prefix } : {}), ...replicaWaitEnv(env) }
+  const redis = (url: string): StoreConfig => ({ type: 'redis', url, ...behaviour })
   const redisCluster = (nodes: string): StoreConfig => ({
     type: 'redis',
     cluster: parseClusterNodes(nodes),
-    ...(prefix ? { prefix } : {}),
+    ...behaviour,
   })
   switch (kind) {
     case undefined:
@@ -57,6 +60,22 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
       throw new TypeError(
         `GATEHOUSE_STORE must be memory, postgres, redis, pglite or sqlite, got ${JSON.stringify(kind)}`,
       )
+  }
+}
+
+/** REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT, as the store options they set (the store checks their range). */
+function replicaWaitEnv(env: (name: string) => string | undefined): { waitReplicas?: number; waitTimeout?: number } {
+  const integer = (name: string): number | undefined => {
+    const value = env(name)
+    if (value === undefined || value === '') return undefined
+    if (!/^\d{1,6}$/.test(value)) throw new TypeError(`${name} must be a whole number, got ${JSON.stringify(value)}`)
+    return Number(value)
+  }
+  const waitReplicas = integer('REDIS_WAIT_REPLICAS')
+  const waitTimeout = integer('REDIS_WAIT_TIMEOUT')
+  return {
+    ...(waitReplicas !== undefined ? { waitReplicas } : {}),
+    ...(waitTimeout !== undefined ? { waitTimeout } : {}),
   }
 }
 
@@ -141,7 +160,13 @@ export async function openStore(config: StoreConfig, { migrate = true } = {}): P
     case 'redis': {
       const { createRedisStore } = await import('../src/storage/redis.ts')
       const where = config.cluster ? { cluster: config.cluster } : { url: config.url as string }
-      const store = createRedisStore({ ...where, ...(config.prefix ? { prefix: config.prefix } : {}) })
+      const { prefix, waitReplicas, waitTimeout } = config
+      const store = createRedisStore({
+        ...where,
+        ...(prefix ? { prefix } : {}),
+        ...(waitReplicas !== undefined ? { waitReplicas } : {}),
+        ...(waitTimeout !== undefined ? { waitTimeout } : {}),
+      })
       return prepared(store, () => store.connect())
     }
     case 'pglite': {

@@ -31,6 +31,9 @@ export const StoreConfigSchema = v.variant('type', [
         ),
       ),
       prefix: v.optional(v.pipe(v.string(), v.minLength(1))),
+      // Replicas that must acknowledge the writes that must survive a failover (#43 item 4).
+      waitReplicas: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(16))),
+      waitTimeout: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
     }),
     v.check(
       (store) => (store.url === undefined) !== (store.cluster === undefined),

@@ -29,10 +29,18 @@ import { type AttemptScripts, defineAttemptScripts, redisAttempts } from './redi
 import { redisDeviceCodes } from './redis_device_codes.ts'
 import { redisGrants } from './redis_grants.ts'
 import { clearKeys, redisClients } from './redis_clients.ts'
-import { clusterSeeds, createRedisClient, isCluster, type RedisConnectionOptions, readMany } from './redis_cluster.ts'
+import {
+  clusterSeeds,
+  createRedisClient,
+  isCluster,
+  type RedisClient,
+  type RedisConnectionOptions,
+  readMany,
+} from './redis_cluster.ts'
 import { clusterGrantClient } from './redis_grants_cluster.ts'
 import { redisRefreshTokens, type ScriptResult } from './redis_refresh.ts'
 import { redisSessions } from './redis_sessions.ts'
+import { replicaWait, withReplicaWait } from './redis_wait.ts'
 import { redisCibaRequests } from './redis_ciba.ts'
 import type { CodeRecord, Consumed, InteractionRecord, KeyRecord, PushedRequestRecord, Store } from './types.ts'
 
@@ -53,6 +61,15 @@ interface RedisBehaviour {
    * not a timer per command. Default 2000; 0 turns it off.
    */
   commandTimeout?: number
+  /**
+   * Replicas that must acknowledge each write that must survive a failover (one-time steps, codes,
+   * refresh tokens, revocations: redis_wait.ts) before it counts: Redis `WAIT`, in the write's
+   * round trip. Fewer within `waitTimeout` fail the operation (503). Default 0 (asynchronous
+   * replication alone: a failover may lose the last writes, see docs/storage-and-deployment.md).
+   */
+  waitReplicas?: number
+  /** Milliseconds WAIT may take before the write fails. Default 250. */
+  waitTimeout?: number
   now?: () => number
 }
 
@@ -120,9 +137,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     // Back within a second of Redis (the default waits up to 5 s between attempts).
     retryStrategy: (times) => Math.min(times * 100, 1000),
   }
+  const wait = replicaWait(options)
   const client = createRedisClient(driver, options, redisOptions)
   // The commands the store uses take the same arguments on a Cluster (routed by their first key).
   const redis = client as unknown as ScriptedRedis
+  // The same client; with waitReplicas, its writes that must survive a failover wait for replicas.
+  const durable = (wait ? withReplicaWait(client, wait) : client) as unknown as ScriptedRedis
   redis.on('error', () => {}) // surfaced per command as StoreUnavailableError
   redis.defineCommand('gatehouseConsume', { numberOfKeys: 1, lua: CONSUME })
   redis.defineCommand('gatehousePutOnce', { numberOfKeys: 1, lua: PUT_ONCE })
@@ -165,7 +185,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   /** A one-time record: a hash of the record (`r`), its end (`e`) and later its use (`c`). */
   async function putOnce(key: string, record: { expiresAt: number }): Promise<void> {
-    await redis.gatehousePutOnce(key, JSON.stringify(record), record.expiresAt, ttl(record.expiresAt))
+    await durable.gatehousePutOnce(key, JSON.stringify(record), record.expiresAt, ttl(record.expiresAt))
   }
 
   /** A one-time record with its `consumedAt`, or undefined when unknown or expired. */
@@ -193,9 +213,17 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       insert: (record) => run('codes.insert', () => putOnce(k('code', record.id), record)),
       get: (id) => run('codes.get', () => getOnce<CodeRecord>(k('code', id))),
       consume: (id, at) =>
-        run('codes.consume', async () => consumed<CodeRecord>(await redis.gatehouseConsume(k('code', id), at), at)),
+        run('codes.consume', async () => consumed<CodeRecord>(await durable.gatehouseConsume(k('code', id), at), at)),
     },
-    refreshTokens: redisRefreshTokens({ redis, k, ttl, run, putOnce, getOnce, consumed }),
+    refreshTokens: redisRefreshTokens({
+      redis: durable as unknown as RedisClient,
+      k,
+      ttl,
+      run,
+      putOnce,
+      getOnce,
+      consumed,
+    }),
     sessions: redisSessions(redis, k, ttl, now, run),
     grants: redisGrants(isCluster(client) ? clusterGrantClient(client) : redis, k, ttl, run),
     interactions: {
@@ -218,13 +246,13 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       revokeFamily: (familyId, until) =>
         run(
           'revocations.revokeFamily',
-          async () => void (await redis.gatehouseExtend(k('revoked-family', familyId), until, ttl(until))),
+          async () => void (await durable.gatehouseExtend(k('revoked-family', familyId), until, ttl(until))),
         ),
       isFamilyRevoked: (familyId) => run('revocations.isFamilyRevoked', () => isMarked(k('revoked-family', familyId))),
       revokeAccessToken: (jti, until) =>
         run(
           'revocations.revokeAccessToken',
-          async () => void (await redis.gatehouseExtend(k('revoked-at', jti), until, ttl(until))),
+          async () => void (await durable.gatehouseExtend(k('revoked-at', jti), until, ttl(until))),
         ),
       isAccessTokenRevoked: (jti) => run('revocations.isAccessTokenRevoked', () => isMarked(k('revoked-at', jti))),
     },
@@ -259,13 +287,13 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
           return record.expiresAt > at ? record : undefined
         }),
     },
-    deviceCodes: redisDeviceCodes(redis, k, now, run),
-    cibaRequests: redisCibaRequests(redis, k, now, run),
+    deviceCodes: redisDeviceCodes(durable, k, now, run),
+    cibaRequests: redisCibaRequests(durable, k, now, run),
     replays: {
       use: (key, expiresAt, at) =>
         run(
           'replays.use',
-          async () => (await redis.gatehouseUseOnce(k('replay', key), expiresAt, at, ttl(expiresAt))) === 1,
+          async () => (await durable.gatehouseUseOnce(k('replay', key), expiresAt, at, ttl(expiresAt))) === 1,
         ),
     },
     async connect() {

@@ -130,6 +130,19 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedi
         30_000,
       )
     }
+    // Replication in sync (WAIT and failover need it): every replica's link up, every master's replica online.
+    for (const node of nodes) {
+      await waitFor(
+        `replication on ${node}`,
+        async () => {
+          const info = await cli(node, 'info', 'replication')
+          return info.includes('role:slave')
+            ? info.includes('master_link_status:up')
+            : /slave0:.*state=online/.test(info)
+        },
+        30_000,
+      )
+    }
     return { nodes, processes, cli, stop }
   } catch (err) {
     await stop()

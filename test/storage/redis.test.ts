@@ -5,7 +5,14 @@
 import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.ts'
 import { type RedisStore, createRedisStore } from '../../src/storage/redis.ts'
-import { describeStorageContract, grantRecord, uniqueId } from './contract.ts'
+import {
+  codeRecord,
+  describeStorageContract,
+  grantRecord,
+  interactionRecord,
+  sessionRecord,
+  uniqueId,
+} from './contract.ts'
 
 const url = process.env.REDIS_URL
 
@@ -33,6 +40,48 @@ describe.runIf(url)('Redis store', () => {
     await expect(store.connect()).rejects.toThrow(/cannot connect to Redis at 127\.0\.0\.1:1/)
     await expect(store.clients.get('x')).rejects.toBeInstanceOf(StoreUnavailableError)
     await store.close()
+  })
+
+  it('#43 item 4: with waitReplicas, a write no replica acknowledged fails (503) and names the shortfall; other writes go on', async () => {
+    // The local server has no replica: WAIT answers 0 after waitTimeout.
+    const now = Math.floor(Date.now() / 1000)
+    const store = createRedisStore({
+      url: url as string,
+      prefix: `${uniqueId('gh-wait')}:`,
+      waitReplicas: 1,
+      waitTimeout: 20,
+    })
+    await store.connect()
+    try {
+      const code = codeRecord(now)
+      const refused = store.codes.insert(code)
+      await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(refused).rejects.toThrow(/during codes\.insert/)
+      expect(((await refused.catch((err: Error) => err)) as Error).cause).toMatchObject({
+        message: '0 of 1 replicas acknowledged a write within 20 ms',
+      })
+      // The write itself happened on the primary (failing closed promises nothing, loses nothing).
+      expect(await store.codes.get(code.id)).toMatchObject({ id: code.id })
+      await expect(store.codes.consume(code.id, now)).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(store.revocations.revokeFamily('f', now + 60)).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(store.replays.use('jti', now + 60, now)).rejects.toBeInstanceOf(StoreUnavailableError)
+      // Writes whose loss costs a retry, not a double use, do not wait.
+      await store.sessions.put(sessionRecord(now))
+      await store.interactions.put(interactionRecord(now))
+    } finally {
+      await store.clear()
+      await store.close()
+    }
+  })
+
+  it('#43 item 4: waitReplicas and waitTimeout are checked', () => {
+    expect(() => createRedisStore({ url: url as string, waitReplicas: -1 })).toThrow(
+      /waitReplicas: must be an integer from 0 to 16/,
+    )
+    expect(() => createRedisStore({ url: url as string, waitReplicas: 1.5 })).toThrow(/waitReplicas/)
+    expect(() => createRedisStore({ url: url as string, waitReplicas: 1, waitTimeout: 0 })).toThrow(
+      /waitTimeout: must be an integer/,
+    )
   })
 
   it('#39 the index of an end-user’s grants lives as long as its longest grant (a shorter one put later does not shorten it)', async () => {

@@ -45,6 +45,30 @@ describe.runIf(hasRedisServer)('Redis Cluster store', () => {
     },
   })
 
+  // #43 item 4: the same guarantees when the writes that must survive a failover wait for a replica.
+  let waitPrefix = ''
+  describeStorageContract({
+    name: 'redis cluster, waitReplicas 1',
+    async create({ now }) {
+      waitPrefix = `${uniqueId('gh-test-wait')}:`
+      const store = createRedisStore({
+        cluster: cluster.nodes,
+        prefix: waitPrefix,
+        now,
+        waitReplicas: 1,
+        waitTimeout: 2000,
+      })
+      await store.connect()
+      return store
+    },
+    async cleanup() {
+      const sweeper: RedisStore = createRedisStore({ cluster: cluster.nodes, prefix: waitPrefix })
+      await sweeper.connect()
+      await sweeper.clear()
+      await sweeper.close()
+    },
+  })
+
   /** Every key under `prefix`, from every master, with the master that holds it. */
   async function keysByMaster(store: string): Promise<Map<string, string[]>> {
     const byMaster = new Map<string, string[]>()
@@ -156,6 +180,46 @@ describe.runIf(hasRedisServer)('Redis Cluster store', () => {
     } finally {
       await store.clear()
       await store.close()
+    }
+  })
+
+  it('#43 item 4: REDIS_WAIT_REPLICAS / REDIS_WAIT_TIMEOUT and the file’s waitReplicas / waitTimeout reach the store', async () => {
+    const env = (vars: Record<string, string>) => (name: string) => vars[name]
+    const config = chooseStore(
+      env({ REDIS_CLUSTER_NODES: cluster.nodes.join(','), REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT: '1500' }),
+      undefined,
+    )
+    expect(config).toEqual({ type: 'redis', cluster: cluster.nodes, waitReplicas: 1, waitTimeout: 1500 })
+    expect(chooseStore(env({ REDIS_URL: 'redis://h:1', REDIS_WAIT_REPLICAS: '2' }), undefined)).toEqual({
+      type: 'redis',
+      url: 'redis://h:1',
+      waitReplicas: 2,
+    })
+    expect(() => chooseStore(env({ REDIS_URL: 'redis://h:1', REDIS_WAIT_REPLICAS: 'one' }), undefined)).toThrow(
+      /REDIS_WAIT_REPLICAS must be a whole number, got "one"/,
+    )
+    const parse = (store: unknown) => v.safeParse(StoreConfigSchema, store).success
+    expect(parse({ type: 'redis', url: 'redis://h:6379', waitReplicas: 1, waitTimeout: 100 })).toBe(true)
+    expect(parse({ type: 'redis', url: 'redis://h:6379', waitReplicas: -1 })).toBe(false)
+    expect(parse({ type: 'redis', url: 'redis://h:6379', waitTimeout: 0 })).toBe(false)
+    // On the cluster every master has its replica: the waiting store works; asking for two fails closed.
+    for (const [replicas, works] of [
+      [1, true],
+      [2, false],
+    ] as const) {
+      const store = (await openStore({
+        ...config,
+        waitReplicas: replicas,
+        prefix: `${uniqueId('gh-open')}:`,
+      })) as RedisStore
+      try {
+        const insert = store.codes.insert(codeRecord(Math.floor(Date.now() / 1000)))
+        if (works) await insert
+        else await expect(insert).rejects.toThrow(/redis unavailable during codes\.insert/)
+      } finally {
+        await store.clear()
+        await store.close()
+      }
     }
   })
 
