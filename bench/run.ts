@@ -334,7 +334,7 @@ const SERVERS: ServerDef[] = [
     label: 'Gatehouse · Node · Redis',
     flavor: 'gatehouse',
     command: [...node, 'bench/servers/gatehouse_node.ts'],
-    env: { STORE: 'redis', REDIS_CLUSTER_NODES: '' },
+    env: { STORE: 'redis', REDIS_CLUSTER_NODES: '', REDIS_WAIT_REPLICAS: '' },
     scenarios: USER_FLOWS,
     skip: await storeSkip('createRedisStore', 'REDIS_URL'),
   },
@@ -345,7 +345,20 @@ const SERVERS: ServerDef[] = [
     label: 'Gatehouse · Node · Redis Cluster (3 masters + 3 replicas)',
     flavor: 'gatehouse',
     command: [...node, 'bench/servers/gatehouse_node.ts'],
-    env: { STORE: 'redis' },
+    env: { STORE: 'redis', REDIS_WAIT_REPLICAS: '' },
+    redisCluster: true,
+    scenarios: CLUSTER_FLOWS,
+    ...(clusterSkip ? { skip: clusterSkip } : {}),
+  },
+  {
+    // #43 item 4's cost: the same with REDIS_WAIT_REPLICAS=1 (the writes that must survive a
+    // failover wait for one replica; REDIS_WAIT_TIMEOUT the store's default), judged against the
+    // cluster row without WAIT.
+    id: 'gatehouse-node-redis-cluster-wait',
+    label: 'Gatehouse · Node · Redis Cluster, WAIT for 1 replica',
+    flavor: 'gatehouse',
+    command: [...node, 'bench/servers/gatehouse_node.ts'],
+    env: { STORE: 'redis', REDIS_WAIT_REPLICAS: '1' },
     redisCluster: true,
     scenarios: CLUSTER_FLOWS,
     ...(clusterSkip ? { skip: clusterSkip } : {}),
@@ -1216,6 +1229,7 @@ const report: ReportInput = {
     'gatehouse-node-postgres',
     'gatehouse-node-redis',
     'gatehouse-node-redis-cluster',
+    'gatehouse-node-redis-cluster-wait',
     'gatehouse-node-sqlite',
     'gatehouse-workers-d1',
     'gatehouse-workers',
@@ -1243,8 +1257,11 @@ const report: ReportInput = {
     plainOf: { 'gatehouse-node-inline-dpop': 'gatehouse-node' },
   },
 }
-/** #43 item 5: each cluster row against the row it is judged by. */
-const CLUSTER_PAIRS = [{ server: 'gatehouse-node-redis-cluster', base: 'gatehouse-node-redis' }]
+/** #43 item 5: each cluster row against the row it is judged by (the cluster; WAIT's cost on it). */
+const CLUSTER_PAIRS = [
+  { server: 'gatehouse-node-redis-cluster', base: 'gatehouse-node-redis' },
+  { server: 'gatehouse-node-redis-cluster-wait', base: 'gatehouse-node-redis-cluster' },
+]
 const bridges = bridgeTable(report)
 const sameRuntime = sameRuntimeTable(report)
 const ratios = ratioTable(report)
@@ -1257,6 +1274,7 @@ const storeCost = cpuTable(
     'gatehouse-node-postgres',
     'gatehouse-node-redis',
     'gatehouse-node-redis-cluster',
+    'gatehouse-node-redis-cluster-wait',
     'gatehouse-node-sqlite',
     'gatehouse-workers-d1',
     'oidc-provider',
@@ -1308,7 +1326,7 @@ const markdown = [
   ...(clusterPairs
     ? [
         '',
-        '## Redis Cluster ÷ single-node Redis (#43 item 5; the same-round ratio is the one to read)',
+        '## Redis Cluster ÷ single-node Redis, and WAIT ÷ no WAIT on the cluster (#43 items 5 and 4; read the same-round ratio)',
         '',
         clusterPairs,
       ]
