@@ -165,6 +165,9 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       return await fn()
     } catch (err) {
       if (err instanceof SyntaxError || err instanceof TypeError) throw err
+      // On a cluster, a failure may mean a master was lost: read the slot map again (one read at a
+      // time however many commands failed), so a promoted replica serves the next request.
+      if (isCluster(client)) client.refreshSlotsCache()
       throw new StoreUnavailableError(`redis unavailable during ${operation}`, { cause: err })
     }
   }

@@ -81,11 +81,15 @@ export function createRedisClient(
   }
   const { nodes, options: clusterOptions } = parseCluster(options.cluster)
   return new driver.Cluster(nodes, {
+    // The slot map is read again every 2 s (a promoted replica is found without a redirection to
+    // wait for) and after every failed command (the store's `run`).
+    slotsRefreshInterval: 2000,
     ...clusterOptions,
     lazyConnect: true,
     enableOfflineQueue: false,
     // A cluster that cannot be reached or is down fails the command (503) instead of queueing it.
     clusterRetryStrategy: (times) => Math.min(times * 100, 1000),
+
     redisOptions: { ...clusterOptions.redisOptions, ...nodeOptions },
   })
 }

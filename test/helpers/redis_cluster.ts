@@ -24,6 +24,8 @@ export interface LocalRedisCluster {
   processes: Map<string, ChildProcess>
   /** `redis-cli` against one node, e.g. `cli(node, 'cluster', 'info')`. */
   cli(node: string, ...args: string[]): Promise<string>
+  /** Starts a node that was killed again (same port, same folder), resolving once it answers. */
+  restart(node: string): Promise<void>
   stop(): Promise<void>
 }
 
@@ -57,8 +59,11 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
   throw new Error(`local Redis Cluster: ${what} not reached within ${timeoutMs} ms`)
 }
 
-/** Starts a cluster of `masters` masters with one replica each (default 3 + 3). */
-export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedisCluster> {
+/**
+ * Starts a cluster of `masters` masters with one replica each (default 3 + 3); `serverArgs` are
+ * added to every node's command line (e.g. `['--cluster-require-full-coverage', 'no']`).
+ */
+export async function startRedisCluster({ masters = 3, serverArgs = [] as string[] } = {}): Promise<LocalRedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-redis-cluster-'))
   const taken = new Set<number>()
   const ports: number[] = []
@@ -88,36 +93,39 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedi
     )
     rmSync(dir, { recursive: true, force: true })
   }
+  /** Starts node `i` (again, after a kill: it rejoins with its nodes.conf, as a replica once its slots moved). */
+  const spawnNode = (i: number, port: number) => {
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        '2000',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+        '--logfile',
+        `node-${i}.log`,
+        ...serverArgs,
+      ],
+      { cwd: dir, stdio: 'ignore' },
+    )
+    processes.set(nodes[i] as string, child)
+  }
   try {
-    for (const [i, port] of ports.entries()) {
-      const child = spawn(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          `nodes-${port}.conf`,
-          '--cluster-node-timeout',
-          '2000',
-          '--dir',
-          dir,
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--daemonize',
-          'no',
-          '--logfile',
-          `node-${i}.log`,
-        ],
-        { cwd: dir, stdio: 'ignore' },
-      )
-      processes.set(nodes[i] as string, child)
-    }
+    for (const [i, port] of ports.entries()) spawnNode(i, port)
     for (const node of nodes)
       await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
     await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '1', '--cluster-yes'], {
@@ -143,7 +151,12 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<LocalRedi
         30_000,
       )
     }
-    return { nodes, processes, cli, stop }
+    const restart = async (node: string) => {
+      const i = nodes.indexOf(node)
+      spawnNode(i, ports[i] as number)
+      await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
+    }
+    return { nodes, processes, cli, restart, stop }
   } catch (err) {
     await stop()
     throw err

@@ -208,7 +208,8 @@ describe.runIf(hasRedisServer)('Redis Cluster store', () => {
       [2, false],
     ] as const) {
       const store = (await openStore({
-        ...config,
+        type: 'redis',
+        cluster: cluster.nodes,
         waitReplicas: replicas,
         prefix: `${uniqueId('gh-open')}:`,
       })) as RedisStore
