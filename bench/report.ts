@@ -1,7 +1,8 @@
 /**
  * Turns the benchmark's samples into Markdown: the main table (median requests/s, p50, p99 and
  * peak RSS per server and scenario), the ratio table (Gatehouse / node-oidc-provider and
- * Gatehouse / ceiling) and the store-size table (flat cost, memory per refresh token).
+ * Gatehouse / ceiling), one row against another from the same rounds (#43: the Redis Cluster
+ * against one node) and the store-size table (flat cost, memory per refresh token).
  * Pure functions: no I/O.
  */
 import type { ColdStart } from './cold_start.ts'
@@ -126,21 +127,8 @@ export function sameRuntimeTable(input: ReportInput): string {
     const valid = findCell(input, scenario, server)?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0)
     return valid?.length ? median(valid.map((x) => x.cpu?.server ?? Number.NaN)) : undefined
   }
-  /**
-   * The median over rounds of the two cells' ratio within one round: the machine's speed drifts
-   * over minutes (#31), and the two cells of one round ran minutes apart at most.
-   */
-  const perRound = (scenario: string, server: string, ceiling: string) => {
-    const valid = (id: string) =>
-      findCell(input, scenario, id)?.samples.filter((x) => !x.exhausted && x.requests > 0 && x.round !== undefined) ??
-      []
-    const theirs = valid(ceiling)
-    const ratios = valid(server).flatMap((own) => {
-      const other = theirs.find((x) => x.round === own.round)
-      return other ? [own.rps / other.rps] : []
-    })
-    return ratios.length ? median(ratios) : undefined
-  }
+  const perRound = (scenario: string, server: string, ceiling: string) =>
+    sameRoundRatio(input, scenario, server, ceiling)?.ratio
   const lines = [
     '| scenario | Gatehouse on | req/s | fastest ceiling of its runtime | ceiling req/s | ÷ ceiling | ÷ ceiling, same round (median) | CPU µs/req | ceiling CPU µs/req | ÷ ceiling by CPU |',
     '|---|---|--:|---|--:|--:|--:|--:|--:|--:|',
@@ -179,6 +167,69 @@ export function sameRuntimeTable(input: ReportInput): string {
 
 function findCell(input: ReportInput, scenario: string, server: string): Cell | undefined {
   return input.cells.find((c) => c.scenario === scenario && c.server === server)
+}
+
+/**
+ * The median over rounds of `server`'s req/s ÷ `base`'s within one round, and how many rounds had
+ * a valid sample of both: this machine's speed drifts over minutes (#31), and the two cells of one
+ * round ran minutes apart at most. Undefined when no round has both.
+ */
+export function sameRoundRatio(
+  input: ReportInput,
+  scenario: string,
+  server: string,
+  base: string,
+): { ratio: number; rounds: number } | undefined {
+  const valid = (id: string) =>
+    findCell(input, scenario, id)?.samples.filter((x) => !x.exhausted && x.requests > 0 && x.round !== undefined) ?? []
+  const theirs = valid(base)
+  const ratios = valid(server).flatMap((own) => {
+    const other = theirs.find((x) => x.round === own.round)
+    return other ? [own.rps / other.rps] : []
+  })
+  return ratios.length ? { ratio: median(ratios), rounds: ratios.length } : undefined
+}
+
+/** One row judged against another in the same run (#43 item 5: the Redis Cluster against one node). */
+export interface Pair {
+  server: string
+  base: string
+}
+
+/**
+ * #43 item 5: each pair's req/s beside its base's, per scenario: the ratio of the medians and the
+ * median of the same-round ratios (the one to read, as for the ceilings of #31), with the rounds
+ * paired and why a row has no figure (skipped, failed). Empty when no pair has a cell in the run.
+ */
+export function pairTable(input: ReportInput, scenarios: string[], pairs: Pair[]): string {
+  const label = (id: string) => input.servers.find((s) => s.id === id)?.label ?? id
+  const lines = [
+    '| scenario | server | req/s | against | its req/s | ÷, medians | ÷, same round (median) | rounds paired | notes |',
+    '|---|---|--:|---|--:|--:|--:|--:|---|',
+  ]
+  for (const scenario of input.scenarios.filter((s) => scenarios.includes(s.id))) {
+    for (const { server, base } of pairs) {
+      const own = findCell(input, scenario.id, server)
+      const other = findCell(input, scenario.id, base)
+      if (!own && !other) continue
+      const ownRps = own ? summarize(own)?.rps : undefined
+      const baseRps = other ? summarize(other)?.rps : undefined
+      const paired = sameRoundRatio(input, scenario.id, server, base)
+      const notes = [...(own?.notes ?? []), ...(other?.notes ?? []).map((note) => `${label(base)}: ${note}`)]
+      const cells = [
+        label(server),
+        ownRps === undefined ? '–' : int(ownRps),
+        label(base),
+        baseRps === undefined ? '–' : int(baseRps),
+        ratio(ownRps, baseRps),
+        paired ? `${paired.ratio.toFixed(2)}×` : '–',
+        String(paired?.rounds ?? 0),
+        [...new Set(notes)].join('; '),
+      ]
+      lines.push(`| ${scenario.label} | ${cells.join(' | ')} |`)
+    }
+  }
+  return lines.length > 2 ? lines.join('\n') : ''
 }
 
 /** The main table: one row per scenario and server. */

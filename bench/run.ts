@@ -16,6 +16,9 @@
  * BENCH_SIGNIN_USERS (8), BENCH_SIZE_COUNTS (100000,1000000), BENCH_CODE_RATE (round 1's guess of
  * the code-redemption rates: the codes pre-created per cell), DATABASE_URL, REDIS_URL,
  * GATEHOUSE_NODE22 (a Node ≥ 22.5 for the workerd and SQLite rows, as .ci/run exports it).
+ * The Redis Cluster rows (#43) need no variable: the run starts a local cluster of three masters
+ * with a replica each (test/helpers/redis_cluster.ts, `redis-server` and `redis-cli`) the first
+ * time one of them is measured, and stops it at the end.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
@@ -25,6 +28,7 @@ import { availableParallelism, release, tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { type LocalRedisCluster, hasRedisServer, startRedisCluster } from '../test/helpers/redis_cluster.ts'
 import type { ColdResult, ColdSpec } from './cold_start.ts'
 import type { ProofAlg } from './dpop_proofs.ts'
 import { API_RESOURCE, API_SCOPE, SERVICE_CLIENT, basicAuth } from './fixtures.ts'
@@ -40,6 +44,7 @@ import {
   cpuTable,
   dpopTable,
   mainTable,
+  pairTable,
   SAME_RUNTIME_TARGET,
   ratioTable,
   sameRuntimeTable,
@@ -186,6 +191,8 @@ interface ServerDef {
   inProcessStore?: boolean
   /** Round 1's guess of its code-redemption rate, which sizes the pre-created codes (default 3,000/s). */
   codeRate?: number
+  /** #43: runs on the local Redis Cluster this run starts (its seed nodes in REDIS_CLUSTER_NODES). */
+  redisCluster?: boolean
 }
 
 const node = [process.execPath, '--import', 'tsx']
@@ -222,6 +229,12 @@ const node22 = ((): { path?: string; skip?: string } => {
   return { skip: 'skipped: needs Node ≥ 22.5 (set GATEHOUSE_NODE22)' }
 })()
 const node22Command = [node22.path ?? 'node', '--import', 'tsx']
+
+/** #43 item 5: the Redis Cluster rows, beside single-node Redis (code redemption and refresh). */
+const CLUSTER_FLOWS = ['authorization_code', 'refresh_token']
+const clusterSkip = hasRedisServer
+  ? undefined
+  : 'skipped: redis-server or redis-cli not found (the bench starts a local Redis Cluster with them)'
 
 /** A shared-store row runs only when its server's URL is set. */
 async function storeSkip(_store: string, variable: string): Promise<string | undefined> {
@@ -321,9 +334,34 @@ const SERVERS: ServerDef[] = [
     label: 'Gatehouse · Node · Redis',
     flavor: 'gatehouse',
     command: [...node, 'bench/servers/gatehouse_node.ts'],
-    env: { STORE: 'redis' },
+    env: { STORE: 'redis', REDIS_CLUSTER_NODES: '', REDIS_WAIT_REPLICAS: '' },
     scenarios: USER_FLOWS,
     skip: await storeSkip('createRedisStore', 'REDIS_URL'),
+  },
+  {
+    // #43 item 5: the same server on a local Redis Cluster (3 masters, a replica each) the run
+    // starts, read from REDIS_CLUSTER_NODES as the standalone server reads it.
+    id: 'gatehouse-node-redis-cluster',
+    label: 'Gatehouse · Node · Redis Cluster (3 masters + 3 replicas)',
+    flavor: 'gatehouse',
+    command: [...node, 'bench/servers/gatehouse_node.ts'],
+    env: { STORE: 'redis', REDIS_WAIT_REPLICAS: '' },
+    redisCluster: true,
+    scenarios: CLUSTER_FLOWS,
+    ...(clusterSkip ? { skip: clusterSkip } : {}),
+  },
+  {
+    // #43 item 4's cost: the same with REDIS_WAIT_REPLICAS=1 (the writes that must survive a
+    // failover wait for one replica; REDIS_WAIT_TIMEOUT the store's default), judged against the
+    // cluster row without WAIT.
+    id: 'gatehouse-node-redis-cluster-wait',
+    label: 'Gatehouse · Node · Redis Cluster, WAIT for 1 replica',
+    flavor: 'gatehouse',
+    command: [...node, 'bench/servers/gatehouse_node.ts'],
+    env: { STORE: 'redis', REDIS_WAIT_REPLICAS: '1' },
+    redisCluster: true,
+    scenarios: CLUSTER_FLOWS,
+    ...(clusterSkip ? { skip: clusterSkip } : {}),
   },
   {
     id: 'gatehouse-bun',
@@ -649,6 +687,22 @@ function foreignShare(
 // ---------------------------------------------------------------------------------------------
 // One measurement
 
+let localCluster: Promise<LocalRedisCluster> | undefined
+/**
+ * #43: the local Redis Cluster of the cluster rows, started once (unpinned, like the PostgreSQL and
+ * Redis servers of the other store rows) and kept for the run; every server process empties its
+ * prefix first, as on one node.
+ */
+function redisCluster(): Promise<LocalRedisCluster> {
+  localCluster ??= (async () => {
+    const started = Date.now()
+    const cluster = await startRedisCluster()
+    log(`bench: local Redis Cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s: ${cluster.nodes.join(',')}`)
+    return cluster
+  })()
+  return localCluster
+}
+
 /** Highest rate seen per cell: sizes the pre-created codes of later rounds. */
 const seenRate = new Map<string, number>()
 
@@ -676,8 +730,10 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
   const codesFile = join(workdir, `codes-${server.id}-${scenario.id}.txt`)
   const codes = codesNeeded(scenario, server)
   const dataDir = server.dataDir ? await mkdtemp(join(workdir, `data-${server.id}-`)) : undefined
+  const cluster = server.redisCluster ? await redisCluster() : undefined
   const child = start(pinned(0, server.command), {
     ...(dataDir ? { GATEHOUSE_DATA_DIR: dataDir } : {}),
+    ...(cluster ? { REDIS_CLUSTER_NODES: cluster.nodes.join(',') } : {}),
     ...server.env,
     ...scenario.serverEnv,
     PORT: String(port),
@@ -1159,6 +1215,7 @@ try {
   }
 } finally {
   await rm(workdir, { recursive: true, force: true })
+  await (await localCluster?.catch(() => undefined))?.stop()
 }
 
 const report: ReportInput = {
@@ -1171,6 +1228,8 @@ const report: ReportInput = {
     'gatehouse-node-cheap-password',
     'gatehouse-node-postgres',
     'gatehouse-node-redis',
+    'gatehouse-node-redis-cluster',
+    'gatehouse-node-redis-cluster-wait',
     'gatehouse-node-sqlite',
     'gatehouse-workers-d1',
     'gatehouse-workers',
@@ -1198,6 +1257,11 @@ const report: ReportInput = {
     plainOf: { 'gatehouse-node-inline-dpop': 'gatehouse-node' },
   },
 }
+/** #43 item 5: each cluster row against the row it is judged by (the cluster; WAIT's cost on it). */
+const CLUSTER_PAIRS = [
+  { server: 'gatehouse-node-redis-cluster', base: 'gatehouse-node-redis' },
+  { server: 'gatehouse-node-redis-cluster-wait', base: 'gatehouse-node-redis-cluster' },
+]
 const bridges = bridgeTable(report)
 const sameRuntime = sameRuntimeTable(report)
 const ratios = ratioTable(report)
@@ -1209,12 +1273,15 @@ const storeCost = cpuTable(
     'gatehouse-node',
     'gatehouse-node-postgres',
     'gatehouse-node-redis',
+    'gatehouse-node-redis-cluster',
+    'gatehouse-node-redis-cluster-wait',
     'gatehouse-node-sqlite',
     'gatehouse-workers-d1',
     'oidc-provider',
     'oidc-provider-postgres',
   ],
 )
+const clusterPairs = pairTable(report, CLUSTER_FLOWS, CLUSTER_PAIRS)
 const signin = signinTable(report, 'signin_flow')
 const cold = wantCold ? coldTable(coldCells, settings.coldStarts) : ''
 const sizes = wantSize ? sizeTable(sizeCells) : ''
@@ -1255,6 +1322,14 @@ const markdown = [
     : []),
   ...(dpopCost
     ? ['', '## DPoP: cost of a client_credentials request with a proof ÷ without (same server)', '', dpopCost]
+    : []),
+  ...(clusterPairs
+    ? [
+        '',
+        '## Redis Cluster ÷ single-node Redis, and WAIT ÷ no WAIT on the cluster (#43 items 5 and 4; read the same-round ratio)',
+        '',
+        clusterPairs,
+      ]
     : []),
   ...(storeCost
     ? [

@@ -2,7 +2,8 @@
  * Bench server: Gatehouse on Node through adapters/node.ts (@hono/node-server), as shipped.
  *
  * Environment: PORT, CODES, CODES_FILE (see gatehouse_setup.ts), and
- * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL) | sqlite (#28: the file
+ * - STORE=memory (default) | postgres (DATABASE_URL) | redis (REDIS_URL, or REDIS_CLUSTER_NODES for
+ *   a Redis Cluster, #43: read by bin/store.ts as `npm start` reads them) | sqlite (#28: the file
  *   gatehouse.db in GATEHOUSE_DATA_DIR, opened as `GATEHOUSE_STORE=sqlite npm start` opens it;
  *   needs Node ≥ 22.5); PG_MAX=N: the PostgreSQL pool's size (default the store's, 10);
  * - SIGNER=inline: `nodeSigner({ batch: false })` instead of the default batched signer, and
@@ -21,8 +22,8 @@ import { setupGatehouse } from './gatehouse_setup.ts'
 
 /**
  * The shared stores, each emptied first so that every measurement starts alike: PostgreSQL in the
- * schema `gatehouse_bench` (dropped and migrated), Redis under the prefix `gatehouse-bench:`;
- * SQLite in a fresh folder (migrated as at start).
+ * schema `gatehouse_bench` (dropped and migrated), Redis (one node or a cluster) under the prefix
+ * `gatehouse-bench:`; SQLite in a fresh folder (migrated as at start).
  */
 async function openStore(kind: string): Promise<Store | undefined> {
   if (kind === 'memory') return undefined
@@ -50,11 +51,12 @@ async function openStore(kind: string): Promise<Store | undefined> {
     await store.migrate()
     return store
   }
-  const url = process.env.REDIS_URL
-  if (!url) throw new Error('STORE=redis needs REDIS_URL')
-  const { createRedisStore } = await import('../../src/storage/redis.ts')
-  const store = createRedisStore({ url, prefix: 'gatehouse-bench:' })
-  await store.connect()
+  // Redis as the standalone server opens it (bin/store.ts): REDIS_URL, or a Redis Cluster's seed
+  // nodes in REDIS_CLUSTER_NODES (#43), and whatever else its variables say; the prefix is ours.
+  const { chooseStore, openStore: openStartStore } = await import('../../bin/store.ts')
+  const ours: Record<string, string> = { GATEHOUSE_STORE: 'redis', GATEHOUSE_REDIS_PREFIX: 'gatehouse-bench:' }
+  const env = (name: string) => ours[name] ?? process.env[name]
+  const store = (await openStartStore(chooseStore(env, undefined))) as Store & { clear(): Promise<void> }
   await store.clear()
   return store
 }
