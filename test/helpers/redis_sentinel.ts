@@ -14,6 +14,7 @@
  *   await setup.cli(setup.sentinels[0], 'sentinel', 'failover', setup.name)   // or:
  *   setup.processes.get(before)?.kill('SIGKILL')          // the primary lost
  *   const after = await setup.waitForFailover(before)     // the promoted replica, once every sentinel names it
+ *   await setup.waitForReplica()                          // before another failover: the demoted one in sync
  *   await setup.stop()
  *
  * `processes` holds every process (data nodes and sentinels) by `host:port`; `nodes` the data
@@ -43,6 +44,12 @@ export interface LocalRedisSentinel {
   primary(): Promise<string>
   /** Waits until every live sentinel names a primary other than `old`, and that node says it is master. */
   waitForFailover(old: string, timeoutMs?: number): Promise<string>
+  /**
+   * Waits until a live data node other than the primary is in sync with it and every live sentinel
+   * lists it as a replica in good standing (flags `slave` only), as a failover needs: after one,
+   * the demoted primary takes a while (the sentinels look at replicas every 10 s). Its `host:port`.
+   */
+  waitForReplica(timeoutMs?: number): Promise<string>
   /** Every process, data nodes and sentinels, by its `host:port`. */
   processes: Map<string, ChildProcess>
   /** `redis-cli` against one node or sentinel, e.g. `cli(sentinel, 'sentinel', 'failover', name)`. */
@@ -68,6 +75,17 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`local Redis Sentinel: ${what} not reached within ${timeoutMs} ms`)
+}
+
+/** The flags `SENTINEL REPLICAS` (as redis-cli prints it: a key, then its value, line by line) gives `node`. */
+function replicaFlags(answer: string, node: string): string | undefined {
+  const lines = answer.trim().split('\n')
+  let name: string | undefined
+  for (let i = 0; i + 1 < lines.length; i += 2) {
+    if (lines[i] === 'name') name = lines[i + 1]
+    else if (lines[i] === 'flags' && name === node) return lines[i + 1]
+  }
+  return undefined
 }
 
 const alive = (child: ChildProcess | undefined): boolean =>
@@ -160,6 +178,28 @@ export async function startRedisSentinel({
     )
     return promoted
   }
+  const waitForReplica = async (timeoutMs = 30_000): Promise<string> => {
+    let replica = ''
+    await waitFor(
+      'a replica in sync, in good standing with every sentinel',
+      async () => {
+        const current = await primary()
+        const candidates = nodes.filter((node) => node !== current && alive(processes.get(node)))
+        for (const node of candidates) {
+          if (!(await cli(node, 'info', 'replication')).includes('master_link_status:up')) continue
+          const live = sentinels.filter((sentinel) => alive(processes.get(sentinel)))
+          const seen = await Promise.all(live.map((sentinel) => cli(sentinel, 'sentinel', 'replicas', name)))
+          if (seen.every((answer) => replicaFlags(answer, node) === 'slave')) {
+            replica = node
+            return true
+          }
+        }
+        return false
+      },
+      timeoutMs,
+    )
+    return replica
+  }
   try {
     start(nodes[0] as string, dataNode(primaryPort))
     start(nodes[1] as string, [...dataNode(replicaPort), '--replicaof', '127.0.0.1', String(primaryPort)])
@@ -203,7 +243,7 @@ export async function startRedisSentinel({
         30_000,
       )
     }
-    return { sentinels, name, nodes, primary, waitForFailover, processes, cli, stop }
+    return { sentinels, name, nodes, primary, waitForFailover, waitForReplica, processes, cli, stop }
   } catch (err) {
     await stop()
     throw err
