@@ -1,15 +1,18 @@
 /**
  * Picks and opens the store of `npm start`. In order: GATEHOUSE_STORE (memory, postgres, redis,
- * pglite, sqlite) with the variables below, else DATABASE_URL (PostgreSQL), else REDIS_CLUSTER_NODES or
- * REDIS_URL (Redis), else
- * the configuration file's `store`, else memory.
+ * pglite, sqlite) with the variables below, else DATABASE_URL (PostgreSQL), else REDIS_CLUSTER_NODES,
+ * REDIS_SENTINELS or REDIS_URL (Redis, in this order), else the configuration file's `store`, else memory.
  *
  * PostgreSQL: DATABASE_URL, GATEHOUSE_PG_SCHEMA (default public); migrations run at start (the
  * other CLI commands only check that there is none pending: they never change the schema).
  * Redis: REDIS_URL, GATEHOUSE_REDIS_PREFIX (default `gatehouse:`). A Redis Cluster (#43):
- * REDIS_CLUSTER_NODES, comma-separated `host:port` seed nodes; it wins over REDIS_URL. Writes that
- * must survive a failover wait for replicas (#43 item 4): REDIS_WAIT_REPLICAS (default 0),
- * REDIS_WAIT_TIMEOUT (milliseconds, default 250).
+ * REDIS_CLUSTER_NODES, comma-separated `host:port` seed nodes; it wins over REDIS_SENTINELS and
+ * REDIS_URL. Redis Sentinel (#43): REDIS_SENTINELS, comma-separated `host:port` sentinels, with
+ * REDIS_SENTINEL_NAME, the master name they monitor (required with it); it wins over REDIS_URL.
+ * With it, REDIS_PASSWORD (the primary's and replicas' `requirepass`) and REDIS_SENTINEL_PASSWORD
+ * (the sentinels' own), each when set.
+ * Writes that must survive a failover wait for replicas (#43 item 4): REDIS_WAIT_REPLICAS
+ * (default 0), REDIS_WAIT_TIMEOUT (milliseconds, default 250).
  * PGlite: GATEHOUSE_DATA_DIR (default ./gatehouse-data); migrations run at start.
  * SQLite (#28): the file gatehouse.db in GATEHOUSE_DATA_DIR (default ./gatehouse-data), created with
  * the folder; migrations run at start. Needs Node ≥ 22.5, Bun or Deno.
@@ -26,6 +29,7 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
   const databaseUrl = env('DATABASE_URL')
   const redisUrl = env('REDIS_URL')
   const clusterNodes = env('REDIS_CLUSTER_NODES')
+  const sentinels = env('REDIS_SENTINELS')
   const schema = env('GATEHOUSE_PG_SCHEMA')
   const prefix = env('GATEHOUSE_REDIS_PREFIX')
   const postgres = (url: string): StoreConfig => ({ type: 'postgres', url, ...(schema ? { schema } : {}) })
@@ -36,11 +40,22 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
     cluster: parseClusterNodes(nodes),
     ...behaviour,
   })
+  const redisSentinel = (nodes: string): StoreConfig => ({
+    type: 'redis',
+    sentinel: {
+      nodes: parseClusterNodes(nodes, 'REDIS_SENTINELS'),
+      name: sentinelName(env('REDIS_SENTINEL_NAME')),
+      ...(env('REDIS_PASSWORD') ? { password: env('REDIS_PASSWORD') } : {}),
+      ...(env('REDIS_SENTINEL_PASSWORD') ? { sentinelPassword: env('REDIS_SENTINEL_PASSWORD') } : {}),
+    },
+    ...behaviour,
+  })
   switch (kind) {
     case undefined:
     case '':
       if (databaseUrl) return postgres(databaseUrl)
       if (clusterNodes) return redisCluster(clusterNodes)
+      if (sentinels) return redisSentinel(sentinels)
       if (redisUrl) return redis(redisUrl)
       return file ?? { type: 'memory' }
     case 'memory':
@@ -50,7 +65,9 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
       return postgres(databaseUrl)
     case 'redis':
       if (clusterNodes) return redisCluster(clusterNodes)
-      if (!redisUrl) throw new TypeError('GATEHOUSE_STORE=redis needs REDIS_URL or REDIS_CLUSTER_NODES')
+      if (sentinels) return redisSentinel(sentinels)
+      if (!redisUrl)
+        throw new TypeError('GATEHOUSE_STORE=redis needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS')
       return redis(redisUrl)
     case 'pglite':
       return { type: 'pglite', dataDir: env('GATEHOUSE_DATA_DIR') ?? './gatehouse-data' }
@@ -79,19 +96,33 @@ function replicaWaitEnv(env: (name: string) => string | undefined): { waitReplic
   }
 }
 
-/** REDIS_CLUSTER_NODES: comma-separated `host:port` seed nodes, checked (a TypeError names a bad one). */
-export function parseClusterNodes(value: string): string[] {
+/**
+ * REDIS_CLUSTER_NODES (or REDIS_SENTINELS, `variable`): comma-separated `host:port` nodes, checked (a
+ * TypeError names a bad one).
+ */
+export function parseClusterNodes(value: string, variable = 'REDIS_CLUSTER_NODES'): string[] {
   const nodes = value
     .split(',')
     .map((node) => node.trim())
     .filter((node) => node !== '')
-  if (nodes.length === 0) throw new TypeError('REDIS_CLUSTER_NODES must list host:port seed nodes, separated by commas')
+  if (nodes.length === 0) throw new TypeError(`${variable} must list host:port nodes, separated by commas`)
   for (const node of nodes) {
     if (!/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/.test(node)) {
-      throw new TypeError(`REDIS_CLUSTER_NODES: each node must be host:port, got ${JSON.stringify(node)}`)
+      throw new TypeError(`${variable}: each node must be host:port, got ${JSON.stringify(node)}`)
     }
   }
   return nodes
+}
+
+/** REDIS_SENTINEL_NAME: the master name the sentinels monitor, required with REDIS_SENTINELS. */
+function sentinelName(value: string | undefined): string {
+  const name = value?.trim() ?? ''
+  if (name === '') {
+    throw new TypeError(
+      'REDIS_SENTINELS needs REDIS_SENTINEL_NAME, the name of the master the sentinels monitor (sentinel monitor <name> …)',
+    )
+  }
+  return name
 }
 
 /** A description without credentials, for the start-up line. */
@@ -105,6 +136,9 @@ export function describeStore(config: StoreConfig): string {
       return `SQLite store in ${sqliteFile(config.dataDir)}`
     case 'redis': {
       if (config.cluster) return `Redis Cluster store at ${config.cluster.join(',')}`
+      if (config.sentinel) {
+        return `Redis Sentinel store at ${config.sentinel.nodes.join(',')} (master ${config.sentinel.name})`
+      }
       const url = new URL(config.url as string)
       return `Redis store at ${url.hostname}:${url.port || 6379}${url.pathname}`
     }
@@ -159,7 +193,11 @@ export async function openStore(config: StoreConfig, { migrate = true } = {}): P
     }
     case 'redis': {
       const { createRedisStore } = await import('../src/storage/redis.ts')
-      const where = config.cluster ? { cluster: config.cluster } : { url: config.url as string }
+      const where = config.cluster
+        ? { cluster: config.cluster }
+        : config.sentinel
+          ? { sentinel: sentinelConnection(config.sentinel) }
+          : { url: config.url as string }
       const { prefix, waitReplicas, waitTimeout } = config
       const store = createRedisStore({
         ...where,
@@ -186,6 +224,20 @@ export async function openStore(config: StoreConfig, { migrate = true } = {}): P
         else await checkMigrated(store, config, 'GATEHOUSE_DATA_DIR')
       })
     }
+  }
+}
+
+/** The store's Sentinel option from the configuration's (the passwords go to ioredis as they are). */
+function sentinelConnection(sentinel: NonNullable<Extract<StoreConfig, { type: 'redis' }>['sentinel']>): {
+  nodes: string[]
+  name: string
+  options: { password?: string; sentinelPassword?: string }
+} {
+  const { nodes, name, password, sentinelPassword } = sentinel
+  return {
+    nodes,
+    name,
+    options: { ...(password ? { password } : {}), ...(sentinelPassword ? { sentinelPassword } : {}) },
   }
 }
 

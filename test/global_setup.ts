@@ -25,7 +25,7 @@ export function skippedGroups(
     },
     { name: 'Redis store tests', runs: Boolean(env.REDIS_URL), how: 'set REDIS_URL=redis://host:6379' },
     {
-      name: 'Redis Cluster store tests (#43: a local 3 + 3 cluster the tests start)',
+      name: 'Redis Cluster and Sentinel store tests (#43: a local 3 + 3 cluster, and a primary, a replica and three sentinels, the tests start)',
       runs: exists('/usr/bin/redis-server') || exists('/usr/local/bin/redis-server'),
       how: 'install redis-server and redis-cli (apt-get install redis-server)',
     },

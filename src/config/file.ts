@@ -13,6 +13,9 @@ import { formatIssues, strictObject } from '../schema_issues.ts'
 
 const settings = OptionsSchema.entries
 
+/** A Redis node or sentinel, `host:port` (a host name, IPv4, or bracketed IPv6). */
+const HostPortSchema = v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be "host:port"'))
+
 /** Which store `npm start` uses (the environment may override it, see `bin/store.ts`). */
 export const StoreConfigSchema = v.variant('type', [
   strictObject({ type: v.literal('memory') }),
@@ -21,16 +24,21 @@ export const StoreConfigSchema = v.variant('type', [
     url: v.pipe(v.string(), v.regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')),
     schema: v.optional(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier'))),
   }),
-  // One node (`url`) or a Redis Cluster (`cluster`: its seed nodes, #43), exactly one of the two.
+  // One node (`url`), a Redis Cluster (`cluster`: its seed nodes, #43) or a Sentinel-managed primary
+  // (`sentinel`: the sentinels and the master name, #43), exactly one of the three.
   v.pipe(
     strictObject({
       type: v.literal('redis'),
       url: v.optional(v.pipe(v.string(), v.regex(/^rediss?:\/\//, 'must be a redis:// URL'))),
-      cluster: v.optional(
-        v.pipe(
-          v.array(v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be "host:port"'))),
-          v.minLength(1, 'must name at least one seed node'),
-        ),
+      cluster: v.optional(v.pipe(v.array(HostPortSchema), v.minLength(1, 'must name at least one seed node'))),
+      sentinel: v.optional(
+        strictObject({
+          nodes: v.pipe(v.array(HostPortSchema), v.minLength(1, 'must name at least one sentinel')),
+          name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must be the master name the sentinels monitor')),
+          /** The data nodes' password (`requirepass`), and the sentinels' own. */
+          password: v.optional(v.pipe(v.string(), v.minLength(1))),
+          sentinelPassword: v.optional(v.pipe(v.string(), v.minLength(1))),
+        }),
       ),
       prefix: v.optional(v.pipe(v.string(), v.minLength(1))),
       // Replicas that must acknowledge the writes that must survive a failover (#43 item 4).
@@ -38,8 +46,8 @@ export const StoreConfigSchema = v.variant('type', [
       waitTimeout: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000))),
     }),
     v.check(
-      (store) => (store.url === undefined) !== (store.cluster === undefined),
-      'give exactly one of url and cluster',
+      (store) => [store.url, store.cluster, store.sentinel].filter((form) => form !== undefined).length === 1,
+      'give exactly one of url, cluster and sentinel',
     ),
   ),
   strictObject({ type: v.literal('pglite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),

@@ -4,7 +4,8 @@
  * Lua scripts (atomic on the server); records carry their absolute `expiresAt`, which decides, while
  * native expiry (relative to the store's clock) removes what is dead. Keys live under a prefix.
  *
- * One node (`url`) or a Redis Cluster (`cluster`, redis_cluster.ts). Redis Cluster runs a script or
+ * One node (`url`), a Sentinel-managed primary (`sentinel`, redis_sentinel.ts: one primary, so the
+ * single-node layout) or a Redis Cluster (`cluster`, redis_cluster.ts). Redis Cluster runs a script or
  * a MULTI only on keys of one hash slot, so the cluster layout is (the single-node key names are
  * unchanged, so existing data stays readable; the cluster adds hash tags only where needed):
  * - One-key operations keep their names (`code:<id>`, `device:<id>`, `par:<id>`, `attempt:<key>`,
@@ -29,14 +30,8 @@ import { type AttemptScripts, defineAttemptScripts, redisAttempts } from './redi
 import { redisDeviceCodes } from './redis_device_codes.ts'
 import { redisGrants } from './redis_grants.ts'
 import { clearKeys, redisClients } from './redis_clients.ts'
-import {
-  clusterSeeds,
-  createRedisClient,
-  isCluster,
-  type RedisClient,
-  type RedisConnectionOptions,
-  readMany,
-} from './redis_cluster.ts'
+import { isCluster, type RedisClient, readMany } from './redis_cluster.ts'
+import { createRedisClient, describeConnection, type RedisConnectionOptions } from './redis_connection.ts'
 import { clusterGrantClient } from './redis_grants_cluster.ts'
 import { redisRefreshTokens, type ScriptResult } from './redis_refresh.ts'
 import { redisSessions } from './redis_sessions.ts'
@@ -46,7 +41,7 @@ import type { CodeRecord, Consumed, InteractionRecord, KeyRecord, PushedRequestR
 
 const driver = await importOptional(() => import('ioredis'), 'ioredis', 'gatehouse-oidc/storage/redis')
 
-/** The Redis store's options: where it connects (`url` or `cluster`) and how it behaves. */
+/** The Redis store's options: where it connects (`url`, `cluster` or `sentinel`) and how it behaves. */
 export type RedisStoreOptions = RedisConnectionOptions & RedisBehaviour
 
 interface RedisBehaviour {
@@ -152,12 +147,6 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   redis.defineCommand('gatehouseTakePushed', { numberOfKeys: 1, lua: TAKE_PUSHED })
 
   const k = (kind: string, id: string) => `${prefix}${kind}:${id}`
-  /** Where the store connects, for errors: the URL's host and port, or the cluster's seed nodes. */
-  const where = (): string => {
-    if (options.url === undefined) return `cluster ${clusterSeeds(options.cluster).join(',')}`
-    const url = new URL(options.url)
-    return `${url.hostname}:${url.port || 6379}`
-  }
   const ttl = (expiresAt: number) => Math.max(1, expiresAt - now())
 
   async function run<R>(operation: string, fn: () => Promise<R>): Promise<R> {
@@ -304,9 +293,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       try {
         await client.connect()
       } catch (cause) {
-        throw new StoreUnavailableError(`cannot connect to Redis at ${where()}: ${(cause as Error).message}`, {
-          cause,
-        })
+        throw new StoreUnavailableError(
+          `cannot connect to Redis at ${describeConnection(options)}: ${(cause as Error).message}`,
+          {
+            cause,
+          },
+        )
       }
     },
     async close() {

@@ -1,38 +1,24 @@
 /**
  * @module storage/redis_cluster
- * The connection of the Redis store: one node (`url`) or a Redis Cluster (`cluster`: seed nodes,
- * ioredis `Cluster`), its options checked here, and the few operations that differ on a cluster:
+ * The Redis store on a Redis Cluster (`cluster`: seed nodes, ioredis `Cluster`; the connection's
+ * forms are in redis_connection.ts): its options checked here, and the few operations that differ on a cluster:
  * reading many keys (one MGET on a node; on a cluster, one GET per key, since keys of several hash
  * slots cannot share a command), walking every key (SCAN on each master) and hash tags.
  */
-import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis'
-
-/** Where the Redis store connects: one node by URL, or a Redis Cluster by its seed nodes. */
-export type RedisConnectionOptions =
-  | {
-      /** Connection URL, e.g. `redis://127.0.0.1:6379/0`. */
-      url: string
-      cluster?: undefined
-    }
-  | {
-      url?: undefined
-      /**
-       * A Redis Cluster: its seed nodes as `host:port` (any reachable ones: the client learns the
-       * rest), or `{ nodes, options }` with ioredis `ClusterOptions` for what the store does not set
-       * itself (TLS, `natMap`, `scaleReads`, …).
-       */
-      cluster: string[] | { nodes: string[]; options?: ClusterOptions }
-    }
+import type { Cluster, ClusterOptions, Redis } from 'ioredis'
 
 /** The client the store talks to: one node, or a cluster. */
 export type RedisClient = Redis | Cluster
 
-/** A seed node `host:port` (a host name, IPv4, or bracketed IPv6; a port from 1 to 65535). */
-export function parseClusterNode(node: unknown): { host: string; port: number } {
+/**
+ * A node `host:port` (a host name, IPv4, or bracketed IPv6; a port from 1 to 65535): a cluster's
+ * seed node, or a sentinel (`field` names the option in the message).
+ */
+export function parseClusterNode(node: unknown, field = 'cluster'): { host: string; port: number } {
   const match = typeof node === 'string' ? /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(node) : null
   const port = Number(match?.[2])
   if (!match || port < 1 || port > 65_535) {
-    throw new TypeError(`cluster: each node must be "host:port", got ${JSON.stringify(node)}`)
+    throw new TypeError(`${field}: each node must be "host:port", got ${JSON.stringify(node)}`)
   }
   return { host: (match[1] as string).replace(/^\[(.*)\]$/, '$1'), port }
 }
@@ -44,7 +30,10 @@ export function clusterSeeds(cluster: unknown): string[] {
 }
 
 /** The cluster's seed nodes and options, checked: a TypeError names what is wrong. */
-function parseCluster(cluster: unknown): { nodes: Array<{ host: string; port: number }>; options: ClusterOptions } {
+export function parseCluster(cluster: unknown): {
+  nodes: Array<{ host: string; port: number }>
+  options: ClusterOptions
+} {
   const given = Array.isArray(cluster) ? { nodes: cluster } : (cluster as { nodes?: unknown; options?: unknown })
   if (typeof given !== 'object' || given === null || !Array.isArray(given.nodes) || given.nodes.length === 0) {
     throw new TypeError('cluster: must be a non-empty array of "host:port" seed nodes, or { nodes, options }')
@@ -53,45 +42,7 @@ function parseCluster(cluster: unknown): { nodes: Array<{ host: string; port: nu
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new TypeError('cluster.options: must be an object (ioredis ClusterOptions)')
   }
-  return { nodes: given.nodes.map(parseClusterNode), options: (options ?? {}) as ClusterOptions }
-}
-
-/**
- * Creates the client for `options` (not connected: `lazyConnect`), with the store's failure policy
- * on every node: no offline queue, no re-sent command (a one-time script never runs twice), the
- * silent-connection watchdog. Throws a TypeError for options that are not one of the two forms, or
- * for a cluster prefix holding `{` or `}` (it would put every key in one hash slot).
- */
-export function createRedisClient(
-  driver: { Redis: typeof Redis; Cluster: typeof Cluster },
-  options: RedisConnectionOptions & { prefix?: string },
-  nodeOptions: RedisOptions,
-): RedisClient {
-  const hasUrl = options.url !== undefined
-  const hasCluster = options.cluster !== undefined
-  if (hasUrl === hasCluster) throw new TypeError('createRedisStore: give exactly one of url and cluster')
-  if (hasUrl) {
-    if (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url)) {
-      throw new TypeError('url: must be a redis:// or rediss:// URL')
-    }
-    return new driver.Redis(options.url, nodeOptions)
-  }
-  if (/[{}]/.test(options.prefix ?? '')) {
-    throw new TypeError('prefix: must not contain "{" or "}" with a cluster (it would be the hash tag of every key)')
-  }
-  const { nodes, options: clusterOptions } = parseCluster(options.cluster)
-  return new driver.Cluster(nodes, {
-    // The slot map is read again every 2 s (a promoted replica is found without a redirection to
-    // wait for) and after every failed command (the store's `run`).
-    slotsRefreshInterval: 2000,
-    ...clusterOptions,
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    // A cluster that cannot be reached or is down fails the command (503) instead of queueing it.
-    clusterRetryStrategy: (times) => Math.min(times * 100, 1000),
-
-    redisOptions: { ...clusterOptions.redisOptions, ...nodeOptions },
-  })
+  return { nodes: given.nodes.map((node) => parseClusterNode(node)), options: (options ?? {}) as ClusterOptions }
 }
 
 /** True for a cluster client. */

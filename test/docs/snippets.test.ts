@@ -282,7 +282,7 @@ describe('#27 item 13: the snippets of README.md and docs/ run as written', () =
       'docs/mcp.md': { server: 1 },
       'docs/protocol.md': { run: 1 }, // #41: rich authorization requests, the service's types and hooks
       'docs/resource-servers.md': { run: 1, fragment: 1, typecheck: 2 },
-      'docs/storage-and-deployment.md': { typecheck: 2, run: 1 }, // #28: the SQLite store (Node ≥ 22.5)
+      'docs/storage-and-deployment.md': { typecheck: 2, run: 1, fragment: 1 }, // #28: the SQLite store (Node ≥ 22.5)
       'docs/workers.md': { fragment: 2 }, // the Worker runs under wrangler dev in test/docs/workers_snippet.test.ts (#40 item 3)
     })
     const servers = SNIPPETS.filter((s) => s.kind === 'server').map((s) => s.name)

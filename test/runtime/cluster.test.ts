@@ -2,9 +2,10 @@
  * Many instances, one issuer: three processes (Node, Bun, Deno) on one shared store, each on its own
  * port with the same ISSUER. A flow hops between them: sign in on one, redeem on the second, refresh
  * on the third, introspect and revoke across them; parallel double redemption across instances
- * yields one success. Run for PostgreSQL (DATABASE_URL), Redis (REDIS_URL) and a Redis Cluster of
+ * yields one success. Run for PostgreSQL (DATABASE_URL), Redis (REDIS_URL), a Redis Cluster of
  * three masters with a replica each (#43: started here where redis-server is installed, through
- * REDIS_CLUSTER_NODES).
+ * REDIS_CLUSTER_NODES) and Redis behind Sentinel (#43 item 2: a primary, a replica and three
+ * sentinels, started likewise, through REDIS_SENTINELS and REDIS_SENTINEL_NAME).
  */
 import { join } from 'node:path'
 import * as oauth from 'oauth4webapi'
@@ -13,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisStore } from '../../src/storage/redis.ts'
 import { Browser } from '../helpers/browser.ts'
 import { hasRedisServer, startRedisCluster } from '../helpers/redis_cluster.ts'
+import { startRedisSentinel } from '../helpers/redis_sentinel.ts'
 import { CONFIG, PLRU, ROOT, RU, type Running, freePort, launch, waitUntilServing, writeConfig } from './server.ts'
 
 const bin = (name: string) => join(ROOT, 'node_modules/.bin', name)
@@ -31,6 +33,8 @@ const tag = `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 7)
 
 /** #43: the local Redis Cluster (test/helpers/redis_cluster.ts), stopped by its cleanup below. */
 const redisCluster = hasRedisServer ? await startRedisCluster() : undefined
+/** #43 item 2: a primary, a replica and three sentinels (test/helpers/redis_sentinel.ts), likewise. */
+const redisSentinel = hasRedisServer ? await startRedisSentinel() : undefined
 
 const stores = [
   {
@@ -74,6 +78,27 @@ const stores = [
         await store.close()
       } finally {
         await redisCluster?.stop()
+      }
+    },
+  },
+  {
+    name: 'Redis Sentinel',
+    url: redisSentinel?.sentinels.join(','),
+    env: (sentinels: string) => ({
+      GATEHOUSE_STORE: 'redis',
+      REDIS_SENTINELS: sentinels,
+      REDIS_SENTINEL_NAME: redisSentinel?.name as string,
+      GATEHOUSE_REDIS_PREFIX: `gh-cluster-${tag}:`,
+    }),
+    async cleanup(sentinels: string) {
+      try {
+        const sentinel = { nodes: sentinels.split(','), name: redisSentinel?.name as string }
+        const store = createRedisStore({ sentinel, prefix: `gh-cluster-${tag}:` })
+        await store.connect()
+        await store.clear()
+        await store.close()
+      } finally {
+        await redisSentinel?.stop()
       }
     },
   },

@@ -207,7 +207,10 @@ export interface Running {
 function inherited(): Record<string, string | undefined> {
   const env = { ...process.env }
   for (const name of Object.keys(env)) {
-    if (['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES'].includes(name) || name.startsWith('GATEHOUSE_')) {
+    if (
+      ['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS', 'REDIS_SENTINEL_NAME'].includes(name) ||
+      name.startsWith('GATEHOUSE_')
+    ) {
       delete env[name]
     }
   }

@@ -143,7 +143,9 @@ describe.runIf(hasRedisServer)('Redis Cluster store', () => {
     expect(() => createRedisStore({ cluster: ['h:70000'] })).toThrow(/host:port/)
     expect(() => createRedisStore({ cluster: ['h:7000'], prefix: 'a{b}:' })).toThrow(/prefix: must not contain/)
     // @ts-expect-error both forms at once
-    expect(() => createRedisStore({ url: 'redis://h', cluster: ['h:7000'] })).toThrow(/exactly one of url and cluster/)
+    expect(() => createRedisStore({ url: 'redis://h', cluster: ['h:7000'] })).toThrow(
+      /exactly one of url, cluster and sentinel \(got url and cluster\)/,
+    )
   })
 
   it('#43 item 1: an unreachable cluster fails with StoreUnavailableError naming its seeds', async () => {
