@@ -54,6 +54,12 @@ export interface LocalRedisSentinel {
   processes: Map<string, ChildProcess>
   /** `redis-cli` against one node or sentinel, e.g. `cli(sentinel, 'sentinel', 'failover', name)`. */
   cli(node: string, ...args: string[]): Promise<string>
+  /**
+   * Starts a killed data node again (same port and folder), with `replicaOf` as a replica of that
+   * primary at once (as a supervisor asking the sentinels would), else as a master the sentinels
+   * turn into a replica when they next look at it.
+   */
+  restart(node: string, replicaOf?: string): Promise<void>
   stop(): Promise<void>
 }
 
@@ -243,7 +249,13 @@ export async function startRedisSentinel({
         30_000,
       )
     }
-    return { sentinels, name, nodes, primary, waitForFailover, waitForReplica, processes, cli, stop }
+    const restart = async (node: string, replicaOf?: string) => {
+      const port = Number(node.split(':')[1])
+      const follow = replicaOf ? ['--replicaof', ...replicaOf.split(':')] : []
+      start(node, [...dataNode(port), ...follow])
+      await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
+    }
+    return { sentinels, name, nodes, primary, waitForFailover, waitForReplica, processes, cli, restart, stop }
   } catch (err) {
     await stop()
     throw err
