@@ -14,8 +14,10 @@
  *   target and, when the ID-JAG names resources, one of them, else invalid_target; none
  *   requested: the ID-JAG's
  * - scope = the ID-JAG's `scope` ∩ the client's `scp:` permissions (known scopes, never
- *   `offline_access`) ∩ the request's `scope` when sent (a requested scope outside it is
- *   invalid_scope); nothing left is invalid_scope
+ *   `offline_access` nor `openid`) ∩ the request's `scope` when sent (a requested scope outside it
+ *   is invalid_scope); nothing left is invalid_scope
+ * - never an ID token: nobody authenticated here, and RFC 7523 §2.1 grants an access token; so
+ *   `openid` is not granted, and a refresh of the grant (opt-in) cannot issue one either
  * - the account: the host's `identityAssertion.findAccount`, else the issuer's `accountClaim`
  *   (`email`, the built-in user with that email; `sub`); it must exist, else invalid_grant
  * - the `jti` is used once per issuer (`store.replays.use`, atomic on every store), else
@@ -75,9 +77,11 @@ function assertionScopes(
   client: ClientRecord,
   ctx: Context,
 ): string[] {
+  // No ID token (see the module comment): `openid` is never granted; `offline_access` is the grant's own.
   const available = granted.filter(
     (scope) =>
       scope !== 'offline_access' &&
+      scope !== 'openid' &&
       ctx.scopes.get(scope) !== undefined &&
       client.permissions.includes(scopePermission(scope)),
   )

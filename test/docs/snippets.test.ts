@@ -279,7 +279,7 @@ describe('#27 item 13: the snippets of README.md and docs/ run as written', () =
       'docs/grants.md': { run: 1, fragment: 1 }, // #42: the host's grant API; the grantsPage option
       'docs/high-security.md': { fragment: 2 },
       'docs/logout.md': { typecheck: 1 }, // #30: a relying party's back-channel logout endpoint
-      'docs/mcp.md': { server: 1 },
+      'docs/mcp.md': { server: 1, run: 2 }, // #45: enterprise-managed authorization, both roles
       'docs/protocol.md': { run: 1 }, // #41: rich authorization requests, the service's types and hooks
       'docs/resource-servers.md': { run: 1, fragment: 1, typecheck: 2 },
       'docs/storage-and-deployment.md': { typecheck: 2, run: 1, fragment: 1 }, // #28: the SQLite store (Node ≥ 22.5)

@@ -127,6 +127,40 @@ describe.each(STORES)('#45 jwt-bearer grant with an ID-JAG: accounts, scope, dis
     expect(body.error).toBe('unsupported_grant_type')
   })
 
+  it('#45 no ID token from the jwt-bearer grant (no authentication here, RFC 7523 grants an access token): openid is not granted, refreshTokens off or on, nor at refresh', async () => {
+    const oidc = { ...MCP_CLIENT, clientId: 'mcp-oidc-client', permissions: [...MCP_CLIENT.permissions, 'scp:openid'] }
+    const auth = oauth.ClientSecretBasic(oidc.clientSecret)
+    const jag = { client_id: oidc.clientId, scope: 'openid mcp:tools', resource: undefined }
+    for (const refreshTokens of [false, true]) {
+      const ctx = await start({ options: { identityAssertion: { refreshTokens } } })
+      await ctx.service.clients.ensure(oidc)
+      const { status, body } = await redeem(ctx, await signIdJag(ctx.key, ctx.time.now(), jag), {}, oidc)
+      expect({ status, scope: body.scope, id_token: body.id_token }).toEqual({ status: 200, scope: 'mcp:tools' })
+      expect(accessClaims(body).scope).toBe('mcp:tools')
+      expect(typeof body.refresh_token).toBe(refreshTokens ? 'string' : 'undefined')
+      if (refreshTokens) {
+        const client = { client_id: oidc.clientId }
+        const refreshed = await oauth.refreshTokenGrantRequest(
+          ctx.as,
+          client,
+          auth,
+          String(body.refresh_token),
+          ctx.opts,
+        )
+        const next = (await refreshed.json()) as Record<string, unknown>
+        expect({ status: refreshed.status, scope: next.scope, id_token: next.id_token }).toEqual({
+          status: 200,
+          scope: 'mcp:tools',
+        })
+      }
+      // Asking for openid explicitly: outside what this grant gives.
+      const asked = await redeem(ctx, await signIdJag(ctx.key, ctx.time.now(), jag), { scope: 'openid' }, oidc)
+      expect(asked.body.error).toBe('invalid_scope')
+      await opened?.dispose()
+      opened = undefined
+    }
+  })
+
   it('#45 refreshTokens: true issues a refresh token whose grant is listed, refreshes, and dies with the grant', async () => {
     const ctx = await start({ options: { identityAssertion: { refreshTokens: true } } })
     const { body } = await redeem(ctx, await signIdJag(ctx.key, ctx.time.now()))
