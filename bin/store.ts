@@ -57,7 +57,8 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
       if (clusterNodes) return redisCluster(clusterNodes)
       if (sentinels) return redisSentinel(sentinels)
       if (redisUrl) return redis(redisUrl)
-      return file ?? { type: 'memory' }
+      // The file's Redis store takes REDIS_WAIT_* too (the environment wins, as for every setting).
+      return file?.type === 'redis' ? { ...file, ...replicaWaitEnv(env) } : (file ?? { type: 'memory' })
     case 'memory':
       return { type: 'memory' }
     case 'postgres':

@@ -35,7 +35,7 @@ import { createRedisClient, describeConnection, type RedisConnectionOptions } fr
 import { clusterGrantClient } from './redis_grants_cluster.ts'
 import { redisRefreshTokens, type ScriptResult } from './redis_refresh.ts'
 import { redisSessions } from './redis_sessions.ts'
-import { replicaWait, withReplicaWait } from './redis_wait.ts'
+import { WAIT_CONNECTIONS, replicaWait, withReplicaWait } from './redis_wait.ts'
 import { redisCibaRequests } from './redis_ciba.ts'
 import type { CodeRecord, Consumed, InteractionRecord, KeyRecord, PushedRequestRecord, Store } from './types.ts'
 
@@ -134,11 +134,16 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   }
   const wait = replicaWait(options)
   const client = createRedisClient(driver, options, redisOptions)
+  // With waitReplicas, the writes that must survive a failover go with WAIT over connections of their own.
+  const waiters = wait
+    ? Array.from({ length: WAIT_CONNECTIONS }, () => createRedisClient(driver, options, redisOptions))
+    : []
+  const connections = [client, ...waiters]
   // The commands the store uses take the same arguments on a Cluster (routed by their first key).
   const redis = client as unknown as ScriptedRedis
   // The same client; with waitReplicas, its writes that must survive a failover wait for replicas.
-  const durable = (wait ? withReplicaWait(client, wait) : client) as unknown as ScriptedRedis
-  redis.on('error', () => {}) // surfaced per command as StoreUnavailableError
+  const durable = (wait ? withReplicaWait(client, waiters, wait) : client) as unknown as ScriptedRedis
+  for (const connection of connections) connection.on('error', () => {}) // surfaced per command as StoreUnavailableError
   redis.defineCommand('gatehouseConsume', { numberOfKeys: 1, lua: CONSUME })
   redis.defineCommand('gatehousePutOnce', { numberOfKeys: 1, lua: PUT_ONCE })
   redis.defineCommand('gatehouseExtend', { numberOfKeys: 1, lua: EXTEND })
@@ -200,7 +205,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   })
 
   return {
-    clients: redisClients(redis, prefix, run),
+    clients: redisClients(durable, prefix, run),
     codes: {
       insert: (record) => run('codes.insert', () => putOnce(k('code', record.id), record)),
       get: (id) => run('codes.get', () => getOnce<CodeRecord>(k('code', id))),
@@ -216,7 +221,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       getOnce,
       consumed,
     }),
-    sessions: redisSessions(redis, k, ttl, now, run),
+    sessions: redisSessions(durable, k, ttl, now, run),
     grants: redisGrants(isCluster(client) ? clusterGrantClient(client) : redis, k, ttl, run),
     interactions: {
       put: (record) =>
@@ -272,8 +277,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
           // with clientId, a script that leaves another client's request in place (§2.2).
           const value =
             clientId === undefined
-              ? await redis.getdel(k('par', id))
-              : await redis.gatehouseTakePushed(k('par', id), clientId)
+              ? await durable.getdel(k('par', id))
+              : await durable.gatehouseTakePushed(k('par', id), clientId)
           if (value === null) return undefined
           const record = JSON.parse(value) as PushedRequestRecord
           return record.expiresAt > at ? record : undefined
@@ -289,9 +294,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         ),
     },
     async connect() {
-      if (client.status === 'ready') return
       try {
-        await client.connect()
+        await Promise.all(connections.map((c) => (c.status === 'ready' ? undefined : c.connect())))
       } catch (cause) {
         throw new StoreUnavailableError(
           `cannot connect to Redis at ${describeConnection(options)}: ${(cause as Error).message}`,
@@ -302,7 +306,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       }
     },
     async close() {
-      client.disconnect()
+      for (const connection of connections) connection.disconnect()
     },
     async clear() {
       await clearKeys(redis, prefix)

@@ -6,7 +6,9 @@
  * a revocation undone. With `waitReplicas: n` the store sends Redis `WAIT n timeout` after each such
  * write, in one pipeline with it (one round trip, on the node holding the key: a cluster routes the
  * pipeline by the write's key, and WAIT has none), and fails the operation (503) when fewer than `n`
- * replicas acknowledged within `waitTimeout`. Failing closed: the write happened on the primary,
+ * replicas acknowledged within `waitTimeout`. Redis holds a connection while its WAIT waits, so
+ * these writes go over connections of their own (`WAIT_CONNECTIONS`, taken in turn): the store's
+ * other commands never queue behind a WAIT. Failing closed: the write happened on the primary,
  * the caller learns nothing was promised. A consumed code or refresh token retried after such a 503
  * is then a reuse (`invalid_grant`), never a second redemption.
  *
@@ -17,7 +19,12 @@
  */
 import type { RedisClient } from './redis_cluster.ts'
 
-/** The commands sent with WAIT: the store's one-time scripts, its marks, and `set` (pointers, links). */
+/**
+ * The commands sent with WAIT: the store's one-time scripts, its marks, `set` and `del` where the
+ * store sends them through this client (refresh pointers, CIBA links, sessions, clients: a logout or
+ * a client's deletion lost would come back), the client and device-code inserts and swaps, and the
+ * one-time takes of pushed requests.
+ */
 export const DURABLE_COMMANDS: ReadonlySet<string> = new Set([
   'gatehouseConsume',
   'gatehousePutOnce',
@@ -28,8 +35,19 @@ export const DURABLE_COMMANDS: ReadonlySet<string> = new Set([
   'gatehouseDevicePoll',
   'gatehouseCibaDecide',
   'gatehouseCibaPoll',
+  'gatehouseDeviceInsert',
+  'gatehouseDeviceClaim',
+  'gatehouseDevicePutNew',
+  'gatehouseClientInsert',
+  'gatehouseClientSwap',
+  'gatehouseTakePushed',
+  'getdel',
   'set',
+  'del',
 ])
+
+/** Connections each store keeps for the writes that wait for replicas. */
+export const WAIT_CONNECTIONS = 4
 
 /** How many replicas must acknowledge a durable write, and for how long to wait (ms). */
 export interface ReplicaWait {
@@ -38,13 +56,21 @@ export interface ReplicaWait {
 }
 
 /** Checks `waitReplicas` / `waitTimeout` (TypeError naming the option) and returns the policy, or undefined when off. */
-export function replicaWait(options: { waitReplicas?: unknown; waitTimeout?: unknown }): ReplicaWait | undefined {
-  const { waitReplicas = 0, waitTimeout = 250 } = options
+export function replicaWait(options: {
+  waitReplicas?: unknown
+  waitTimeout?: unknown
+  commandTimeout?: unknown
+}): ReplicaWait | undefined {
+  const { waitReplicas = 0, waitTimeout = 250, commandTimeout = 2000 } = options
   if (typeof waitReplicas !== 'number' || !Number.isInteger(waitReplicas) || waitReplicas < 0 || waitReplicas > 16) {
     throw new TypeError('waitReplicas: must be an integer from 0 to 16')
   }
   if (typeof waitTimeout !== 'number' || !Number.isInteger(waitTimeout) || waitTimeout < 1 || waitTimeout > 10_000) {
     throw new TypeError('waitTimeout: must be an integer number of milliseconds from 1 to 10000')
+  }
+  // The connection's watchdog would drop a connection whose WAIT outlasts it (and fail every write on it).
+  if (waitReplicas > 0 && typeof commandTimeout === 'number' && commandTimeout > 0 && waitTimeout >= commandTimeout) {
+    throw new TypeError(`waitTimeout: must be shorter than commandTimeout (${commandTimeout} ms)`)
   }
   return waitReplicas === 0 ? undefined : { replicas: waitReplicas, timeout: waitTimeout }
 }
@@ -55,15 +81,23 @@ interface Pipelined {
 }
 
 /**
- * `client` with the durable commands sent as `command; WAIT replicas timeout` in one pipeline: each
- * resolves to the command's own answer once enough replicas have it, and rejects when the command
- * failed or too few replicas acknowledged. Every other property is the client's own.
+ * `client` with the durable commands sent as `command; WAIT replicas timeout` in one pipeline on one
+ * of `waiters` (connections like `client`'s, in turn): each resolves to the command's own answer
+ * once enough replicas have it, and rejects when the command failed or too few replicas
+ * acknowledged. Every other property is the client's own; a command defined on `client` from now
+ * on is defined on the waiters too.
  */
-export function withReplicaWait<C extends RedisClient>(client: C, wait: ReplicaWait): C {
+export function withReplicaWait<C extends RedisClient>(client: C, waiters: RedisClient[], wait: ReplicaWait): C {
+  const define = client.defineCommand.bind(client)
+  client.defineCommand = (name, definition) => {
+    define(name, definition)
+    for (const waiter of waiters) waiter.defineCommand(name, definition)
+  }
+  let turn = 0
   const durable =
     (name: string) =>
     async (...args: unknown[]): Promise<unknown> => {
-      const pipeline = client.pipeline()
+      const pipeline = (waiters[turn++ % waiters.length] as RedisClient).pipeline()
       const send = (pipeline as unknown as Record<string, ((...a: unknown[]) => Pipelined) | undefined>)[name]
       if (!send) throw new TypeError(`${name}: not a command of this client`)
       const results = await send.apply(pipeline, args).wait(wait.replicas, wait.timeout).exec()

@@ -10,7 +10,6 @@ import {
   describeStorageContract,
   grantRecord,
   interactionRecord,
-  sessionRecord,
   uniqueId,
 } from './contract.ts'
 
@@ -65,9 +64,34 @@ describe.runIf(url)('Redis store', () => {
       await expect(store.codes.consume(code.id, now)).rejects.toBeInstanceOf(StoreUnavailableError)
       await expect(store.revocations.revokeFamily('f', now + 60)).rejects.toBeInstanceOf(StoreUnavailableError)
       await expect(store.replays.use('jti', now + 60, now)).rejects.toBeInstanceOf(StoreUnavailableError)
+      // A logout lost would bring the session back: its deletion waits too.
+      await expect(store.sessions.delete('s')).rejects.toBeInstanceOf(StoreUnavailableError)
       // Writes whose loss costs a retry, not a double use, do not wait.
-      await store.sessions.put(sessionRecord(now))
       await store.interactions.put(interactionRecord(now))
+    } finally {
+      await store.clear()
+      await store.close()
+    }
+  })
+
+  it('#43 review: a write waiting for replicas holds none of the store’s other commands (WAIT has connections of its own)', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const store = createRedisStore({
+      url: url as string,
+      prefix: `${uniqueId('gh-wait')}:`,
+      waitReplicas: 1,
+      waitTimeout: 400,
+    })
+    await store.connect()
+    try {
+      const code = codeRecord(now)
+      await store.interactions.put(interactionRecord(now))
+      const waiting = store.codes.insert(code).catch(() => 'refused')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      const started = performance.now()
+      expect(await store.codes.get(code.id)).toMatchObject({ id: code.id })
+      expect(performance.now() - started).toBeLessThan(200)
+      expect(await waiting).toBe('refused')
     } finally {
       await store.clear()
       await store.close()

@@ -56,7 +56,7 @@ describe.runIf(hasRedisServer)('Redis Cluster store', () => {
         prefix: waitPrefix,
         now,
         waitReplicas: 1,
-        waitTimeout: 2000,
+        waitTimeout: 1500,
       })
       await store.connect()
       return store
@@ -200,6 +200,15 @@ describe.runIf(hasRedisServer)('Redis Cluster store', () => {
     expect(() => chooseStore(env({ REDIS_URL: 'redis://h:1', REDIS_WAIT_REPLICAS: 'one' }), undefined)).toThrow(
       /REDIS_WAIT_REPLICAS must be a whole number, got "one"/,
     )
+    // #43 review: a store chosen by the configuration file takes them too.
+    expect(
+      chooseStore(env({ REDIS_WAIT_REPLICAS: '1' }), { type: 'redis', url: 'redis://h:1', waitTimeout: 100 }),
+    ).toEqual({
+      type: 'redis',
+      url: 'redis://h:1',
+      waitReplicas: 1,
+      waitTimeout: 100,
+    })
     const parse = (store: unknown) => v.safeParse(StoreConfigSchema, store).success
     expect(parse({ type: 'redis', url: 'redis://h:6379', waitReplicas: 1, waitTimeout: 100 })).toBe(true)
     expect(parse({ type: 'redis', url: 'redis://h:6379', waitReplicas: -1 })).toBe(false)
