@@ -5,13 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.ts'
 import { type RedisStore, createRedisStore } from '../../src/storage/redis.ts'
-import {
-  codeRecord,
-  describeStorageContract,
-  grantRecord,
-  interactionRecord,
-  uniqueId,
-} from './contract.ts'
+import { codeRecord, describeStorageContract, grantRecord, interactionRecord, uniqueId } from './contract.ts'
 
 const url = process.env.REDIS_URL
 
