@@ -113,6 +113,7 @@ export type {
   KeyRecord,
   PublicJwkSet,
   PushedRequestRecord,
+  Redeemed,
   RefreshTokenRecord,
   SecretRecord,
   SelfRegistration,

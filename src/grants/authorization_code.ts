@@ -18,6 +18,8 @@
  *   consume; then the code is consumed atomically (if a concurrent redemption won, this one is a
  *   replay). Of concurrent redemptions exactly one answers 200, every other invalid_grant, and
  *   the replays revoke what the winner got (#27 item 12)
+ *   (#44: a store with `codes.redeem`, PostgreSQL's, checks the revocation, consumes the code and
+ *   writes what follows in one statement, after the tokens are signed)
  * - the grant is recorded (`Store.grants`, under the family id) with the refresh token, if any;
  *   a Grant Management merge or replace code (its family is the live grant's) needs the grant
  *   alive (else invalid_grant), issues from the merged or the new permissions, updates the record
@@ -29,12 +31,13 @@ import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../clients/index.ts'
 import { checkCodeVerifier } from '../tokens/index.ts'
-import { checkKeyBinding } from '../dpop/index.ts'
+import { checkKeyBinding, type DpopProof } from '../dpop/index.ts'
 import {
   detailTypesOf,
   grantDetails,
   grantRecordOf,
   issueUserTokens,
+  type IssuedUserTokens,
   permittedScopes,
   requireAccount,
   type UserGrant,
@@ -43,7 +46,7 @@ import {
 import { metaOf } from '../security/index.ts'
 import { allValues, type Params } from '../http.ts'
 import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
-import type { ClientRecord, CodeRecord, GrantRecord, RequestedClaims } from '../storage/index.ts'
+import type { ClientRecord, CodeRecord, GrantRecord, RequestedClaims, Store } from '../storage/index.ts'
 import { codePermissions, endRevision, liveGrantOf, mergedPermissions, updatedGrantRecord } from './grant_update.ts'
 import type { Grant } from './types.ts'
 
@@ -93,38 +96,11 @@ export const authorizationCode: Grant = {
     // Grant Management §5.2: a merge or replace code updates its live grant (gone: invalid_grant).
     const live = record.grantAction ? await liveGrantOf(record, now, ctx) : undefined
     const { grant, tokenScopes, claims } = await codeGrant(record, live, params, client, now, ctx)
-    // Logout ends the grants of its session, codes not yet redeemed included. Asked BEFORE the
-    // consume (#27 item 12): a replay revokes the family only after some consume won, so a check
-    // made before this consume never sees a concurrent replay's revocation, and the winner of a
-    // double redemption always answers 200 (its tokens are then revoked by the replay). Asked
-    // alongside the account lookup and the signing, so it adds little to the consume's round trip.
-    const revokedCheck = ctx.store.revocations.isFamilyRevoked(record.familyId)
-    revokedCheck.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
-    const account = await requireAccount(record.sub, ctx, { scopes: tokenScopes, claims })
-    const issuing = issueUserTokens(grant, client, ctx, {
-      account,
-      refresh: wantsRefreshToken(client, grant.scopes, ctx),
-      proof,
-    })
-    issuing.catch(() => {}) // awaited below, once the consume has won
-    // Consuming a revoked code takes nothing from anyone: a revoked family stops here, unconsumed.
-    if (await revokedCheck) throw new OAuthError('invalid_grant', 'the code has been revoked')
-    const consumed = await ctx.store.codes.consume(id, now)
-    if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
-    if (consumed.status === 'replayed') return replayed(consumed.record)
-    // A concurrent replay may revoke the family from here on: this redemption still answers
-    // (exactly one caller does), and what it issues is dead on arrival (it carries the family id):
-    // its refresh token is refused and its access tokens are inactive at introspection and userinfo.
-    const { response, refreshRecord, jti, expiresAt } = await issuing
-    // The grant is recorded with the refresh token, in the same round trip (#39).
-    const made = { kind: 'authorization_code', createdAt: now, expiresAt, sessionId: record.sessionId } as const
-    const fresh = grantRecordOf(grant, client, made)
-    await Promise.all([
-      refreshRecord && ctx.store.refreshTokens.insert(refreshRecord),
-      ctx.store.grants.put(live ? updatedGrantRecord(live, fresh, now) : fresh),
-      // §5.2: a merge or replace ends the refresh tokens of the grant's earlier revision.
-      live && endRevision(live, expiresAt, ctx),
-    ])
+    const redeeming: Redeeming = { id, record, client, grant, tokenScopes, claims, proof, now, replayed }
+    // #44: one atomic step (revocation, consume, refresh token, grant) where the store has it; a
+    // Grant Management merge or replace (a live grant) takes the steps below.
+    const { response, jti } =
+      !live && ctx.store.codes.redeem ? await redeemAtOnce(redeeming, ctx) : await redeemInSteps(redeeming, live, ctx)
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
     ctx.emit(meta, { type: 'code.redeemed', ...subjects })
@@ -132,6 +108,91 @@ export const authorizationCode: Grant = {
     ctx.emit(meta, { ...issued, ...subjects, ...detailTypesOf(response) })
     return response
   },
+}
+
+/** What a redemption needs once the code passed its checks. */
+interface Redeeming {
+  id: string
+  record: CodeRecord
+  client: ClientRecord
+  grant: UserGrant
+  tokenScopes: string[]
+  claims: RequestedClaims | undefined
+  proof: DpopProof | undefined
+  now: number
+  replayed: (used: CodeRecord) => Promise<never>
+}
+
+type Redeemed = Pick<IssuedUserTokens, 'response' | 'jti'>
+
+/**
+ * The tokens are signed first, then the store's `codes.redeem` checks the family's revocation,
+ * consumes the code, stores the refresh token and the grant in one atomic step (#44 item 1: one
+ * round trip). A revoked family stops there, unconsumed; a lost race is a replay.
+ */
+async function redeemAtOnce(r: Redeeming, ctx: Context): Promise<Redeemed> {
+  const { record, client, grant, now } = r
+  const account = await requireAccount(record.sub, ctx, { scopes: r.tokenScopes, claims: r.claims })
+  const refresh = wantsRefreshToken(client, grant.scopes, ctx)
+  const issued = await issueUserTokens(grant, client, ctx, { account, refresh, proof: r.proof })
+  const made = {
+    kind: 'authorization_code',
+    createdAt: now,
+    expiresAt: issued.expiresAt,
+    sessionId: record.sessionId,
+  } as const
+  const outcome = await (ctx.store.codes.redeem as NonNullable<Store['codes']['redeem']>)(r.id, now, {
+    unlessRevoked: [record.familyId],
+    ...(issued.refreshRecord ? { refreshToken: issued.refreshRecord } : {}),
+    grant: grantRecordOf(grant, client, made),
+  })
+  if (outcome.status === 'revoked') throw new OAuthError('invalid_grant', 'the code has been revoked')
+  if (outcome.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
+  if (outcome.status === 'replayed') return r.replayed(record)
+  return issued
+}
+
+/** The redemption in steps: the revocation check, the consume, then the refresh token and the grant. */
+async function redeemInSteps(r: Redeeming, live: GrantRecord | undefined, ctx: Context): Promise<Redeemed> {
+  const { id, record, client, grant, now } = r
+  // Logout ends the grants of its session, codes not yet redeemed included. Asked BEFORE the
+  // consume (#27 item 12): a replay revokes the family only after some consume won, so a check
+  // made before this consume never sees a concurrent replay's revocation, and the winner of a
+  // double redemption always answers 200 (its tokens are then revoked by the replay). Asked
+  // alongside the account lookup and the signing, so it adds little to the consume's round trip.
+  const revokedCheck = ctx.store.revocations.isFamilyRevoked(record.familyId)
+  revokedCheck.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
+  const account = await requireAccount(record.sub, ctx, { scopes: r.tokenScopes, claims: r.claims })
+  const issuing = issueUserTokens(grant, client, ctx, {
+    account,
+    refresh: wantsRefreshToken(client, grant.scopes, ctx),
+    proof: r.proof,
+  })
+  issuing.catch(() => {}) // awaited below, once the consume has won
+  // Consuming a revoked code takes nothing from anyone: a revoked family stops here, unconsumed.
+  if (await revokedCheck) throw new OAuthError('invalid_grant', 'the code has been revoked')
+  const consumed = await ctx.store.codes.consume(id, now)
+  if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
+  if (consumed.status === 'replayed') return r.replayed(consumed.record)
+  // A concurrent replay may revoke the family from here on: this redemption still answers
+  // (exactly one caller does), and what it issues is dead on arrival (it carries the family id):
+  // its refresh token is refused and its access tokens are inactive at introspection and userinfo.
+  const issued = await issuing
+  // The grant is recorded with the refresh token, in the same round trip (#39).
+  const made = {
+    kind: 'authorization_code',
+    createdAt: now,
+    expiresAt: issued.expiresAt,
+    sessionId: record.sessionId,
+  } as const
+  const fresh = grantRecordOf(grant, client, made)
+  await Promise.all([
+    issued.refreshRecord && ctx.store.refreshTokens.insert(issued.refreshRecord),
+    ctx.store.grants.put(live ? updatedGrantRecord(live, fresh, now) : fresh),
+    // §5.2: a merge or replace ends the refresh tokens of the grant's earlier revision.
+    live && endRevision(live, issued.expiresAt, ctx),
+  ])
+  return issued
 }
 
 /**

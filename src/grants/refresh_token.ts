@@ -15,7 +15,8 @@
  *   left is invalid_grant; a requested one that was lost is invalid_scope)
  * - `resource` (RFC 8707 §2.2): each permitted and one of the grant's resources, else invalid_target;
  *   the access token is for those (none named: all of the grant's), the next generation keeps all
- * - atomically rotate: exactly one of concurrent callers gets the next generation; tokens that
+ * - atomically rotate: exactly one of concurrent callers gets the next generation (#44: a store
+ *   with `rotateUnlessRevoked`, PostgreSQL's, checks the revocation in the same statement); tokens that
  *   outlive the family's absolute end extend the grant's record (`Store.grants`) to their end; the
  *   grant's last use is recorded alongside, to the minute (`recordUse`)
  * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
@@ -24,13 +25,13 @@
  */
 import type { Context } from '../context.ts'
 import { checkKeyBinding, type DpopProof } from '../dpop/index.ts'
-import type { ClientRecord, RefreshTokenRecord } from '../storage/index.ts'
+import type { ClientRecord, RefreshTokenRecord, Store } from '../storage/index.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../clients/index.ts'
 import { parseScope } from '../config/index.ts'
 import { detailTypesOf, grantDetails, issueUserTokens, permittedScopes, requireAccount } from './issue.ts'
 import { metaOf } from '../security/index.ts'
-import { allValues } from '../http.ts'
+import { allValues, type Params } from '../http.ts'
 import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
 import type { Grant } from './types.ts'
 import { GRANT_USE_INTERVAL, revisionFamilyId, touchGrant } from './grant_update.ts'
@@ -59,38 +60,15 @@ export const refreshToken: Grant = {
     }
     if (record.consumedAt !== undefined) {
       await revokeFamily()
-      throw new OAuthError('invalid_grant', 'the refresh token has already been used')
+      throw reusedError()
     }
-    // The family's revocation is asked for now and answered while the checks below run and the
-    // tokens are signed (one round trip less before the rotation); it is still decided before any
-    // state changes, and a revoked family is still the error reported first.
-    // The revision's mark (a Grant Management merge or replace ends earlier revisions' refresh
-    // tokens) is asked in the same tick: the stores answer both keys with one query.
-    const revoked = Promise.all([
-      ctx.store.revocations.isFamilyRevoked(record.familyId),
-      ctx.store.revocations.isFamilyRevoked(revisionFamilyId(record.familyId, record.grantRevision)),
-    ]).then(([family, revision]) => family || revision)
-    revoked.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
-    const revokedError = () => new OAuthError('invalid_grant', 'the refresh token has been revoked')
-    let issued: Awaited<ReturnType<typeof issueUserTokens>>
-    try {
-      issued = await issueNext(params, record, client, ctx, proof, now)
-    } catch (err) {
-      if (await revoked) throw revokedError()
-      throw err
-    }
-    if (await revoked) throw revokedError()
-    const { response, refreshRecord, jti, expiresAt } = issued
-    if (!refreshRecord) throw new Error('rotation produced no refresh token')
-    // The grant's last use, to the minute: written alongside the rotation (no round trip of its own).
-    const touched = recordUse(record, refreshRecord, now, ctx)
-    const rotated = await ctx.store.refreshTokens.rotate(id, refreshRecord, now)
-    await touched
-    if (rotated.status === 'replayed') {
-      await revokeFamily()
-      throw new OAuthError('invalid_grant', 'the refresh token has already been used')
-    }
-    if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
+    // The family's revocation, and the revision's mark (a Grant Management merge or replace ends
+    // earlier revisions' refresh tokens): a revoked one is refused before any state changes.
+    const families = [record.familyId, revisionFamilyId(record.familyId, record.grantRevision)]
+    const steps: Steps = { id, record, client, proof, now, families, revokeFamily }
+    const { response, jti, expiresAt } = ctx.store.refreshTokens.rotateUnlessRevoked
+      ? await rotateAtOnce(params, steps, ctx)
+      : await rotateInSteps(params, steps, ctx)
     // Tokens issued in the family's last moments outlive it: so does the grant's record, then (#39).
     if (expiresAt > record.familyExpiresAt) await extendGrant(record, expiresAt, now, ctx)
     ctx.emit(metaOf(request), {
@@ -102,6 +80,89 @@ export const refreshToken: Grant = {
     })
     return response
   },
+}
+
+/** What a rotation needs once the token passed its checks. */
+interface Steps {
+  id: string
+  record: RefreshTokenRecord
+  client: ClientRecord
+  proof: DpopProof | undefined
+  now: number
+  /** The family and its revision's mark: either revoked refuses the token. */
+  families: string[]
+  revokeFamily: () => Promise<void>
+}
+
+type Issued = Awaited<ReturnType<typeof issueUserTokens>>
+
+const revokedError = (): OAuthError => new OAuthError('invalid_grant', 'the refresh token has been revoked')
+const reusedError = (): OAuthError => new OAuthError('invalid_grant', 'the refresh token has already been used')
+
+/** Whether the family or its revision is revoked (the stores answer both keys with one query). */
+async function isRevoked(families: string[], ctx: Context): Promise<boolean> {
+  const answers = await Promise.all(families.map((id) => ctx.store.revocations.isFamilyRevoked(id)))
+  return answers.some(Boolean)
+}
+
+/**
+ * #44 item 1: the next generation is signed, then the store's `rotateUnlessRevoked` checks the
+ * revocation and rotates in one atomic step (one round trip). A refusal of the checks is reported
+ * after the revocation, which is then asked on its own (a revoked family is the error reported first).
+ */
+async function rotateAtOnce(params: Params, s: Steps, ctx: Context): Promise<Issued> {
+  let issued: Issued
+  try {
+    issued = await issueNext(params, s.record, s.client, ctx, s.proof, s.now)
+  } catch (err) {
+    if (await isRevoked(s.families, ctx)) throw revokedError()
+    throw err
+  }
+  const next = issued.refreshRecord
+  if (!next) throw new Error('rotation produced no refresh token')
+  // The grant's last use, to the minute: written alongside the rotation (no round trip of its own).
+  const touched = recordUse(s.record, next, s.now, ctx)
+  const rotate = ctx.store.refreshTokens.rotateUnlessRevoked as NonNullable<
+    Store['refreshTokens']['rotateUnlessRevoked']
+  >
+  const rotated = await rotate(s.id, next, s.now, s.families)
+  await touched
+  if (rotated.status === 'revoked') throw revokedError()
+  if (rotated.status === 'replayed') {
+    await s.revokeFamily()
+    throw reusedError()
+  }
+  if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
+  return issued
+}
+
+/**
+ * The rotation in steps: the family's revocation is asked for now and answered while the checks
+ * run and the tokens are signed (one round trip less before the rotation); it is still decided
+ * before any state changes, and a revoked family is still the error reported first.
+ */
+async function rotateInSteps(params: Params, s: Steps, ctx: Context): Promise<Issued> {
+  const revoked = isRevoked(s.families, ctx)
+  revoked.catch(() => {}) // awaited below; a store failure must not be an unhandled rejection meanwhile
+  let issued: Issued
+  try {
+    issued = await issueNext(params, s.record, s.client, ctx, s.proof, s.now)
+  } catch (err) {
+    if (await revoked) throw revokedError()
+    throw err
+  }
+  if (await revoked) throw revokedError()
+  const next = issued.refreshRecord
+  if (!next) throw new Error('rotation produced no refresh token')
+  const touched = recordUse(s.record, next, s.now, ctx)
+  const rotated = await ctx.store.refreshTokens.rotate(s.id, next, s.now)
+  await touched
+  if (rotated.status === 'replayed') {
+    await s.revokeFamily()
+    throw reusedError()
+  }
+  if (rotated.status === 'missing') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
+  return issued
 }
 
 /**

@@ -147,6 +147,8 @@ export function createPostgresStore(options: PostgresStoreOptions): SqlStore & {
     ...(options.schema !== undefined ? { schema: options.schema } : {}),
     ...(options.now ? { now: options.now } : {}),
     isUnavailable,
+    // postgres.js encodes a jsonb parameter itself: records go as objects, encoded once (#44).
+    driverEncodesJson: true,
   }
   const store = createSqlStore(client, storeOptions)
   // Migrations may legitimately take long (an index on a big table, another instance's lock).

@@ -157,6 +157,8 @@ export function createWorkerPostgresStore(
     ...(options.schema !== undefined ? { schema: options.schema } : {}),
     ...(options.now ? { now: options.now } : {}),
     isUnavailable,
+    // postgres.js encodes a jsonb parameter itself: records go as objects, encoded once (#44).
+    driverEncodesJson: true,
     // Revocation lookups share a query only within a request: its connection serves no other.
     batchScope: options.scope,
   }

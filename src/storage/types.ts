@@ -36,6 +36,9 @@ export type Consumed<T> =
   | { status: 'replayed'; record: T } // consumed earlier: the caller revokes record.familyId
   | { status: 'missing' } // unknown or expired
 
+/** Outcome of `codes.redeem` and `refreshTokens.rotateUnlessRevoked`: as `Consumed` (no record), or `revoked`. */
+export type Redeemed = { status: 'ok' | 'replayed' | 'missing' | 'revoked' }
+
 /** An authorization code, stored under the SHA-256 of its value. */
 export interface CodeRecord {
   /** base64url SHA-256 of the code value. */
@@ -238,12 +241,24 @@ export interface Store {
     get(id: string): Promise<CodeRecord | undefined>
     /** Atomically marks the code consumed. Keeps a tombstone until `expiresAt`. */
     consume(id: string, now: number): Promise<Consumed<CodeRecord>>
+    /**
+     * Optional, one atomic step (#44): unless a family in `unlessRevoked` is revoked (then changes
+     * nothing), consumes the code and, only if this call did, inserts the refresh token and puts the
+     * grant (as `grants.put`). Of concurrent callers at most one sees `ok`.
+     */
+    redeem?(
+      id: string,
+      now: number,
+      redemption: { unlessRevoked: string[]; refreshToken?: RefreshTokenRecord; grant: GrantRecord },
+    ): Promise<Redeemed>
   }
   refreshTokens: {
     insert(record: RefreshTokenRecord): Promise<void>
     get(id: string): Promise<RefreshTokenRecord | undefined>
     /** Atomically: if `id` is unconsumed and unexpired, mark it consumed AND insert `next`. */
     rotate(id: string, next: RefreshTokenRecord, now: number): Promise<Consumed<RefreshTokenRecord>>
+    /** Optional: `rotate` unless a family in `unlessRevoked` is revoked, in one atomic step (#44). */
+    rotateUnlessRevoked?(id: string, next: RefreshTokenRecord, now: number, unlessRevoked: string[]): Promise<Redeemed>
   }
   sessions: {
     put(record: SessionRecord): Promise<void>

@@ -31,6 +31,7 @@ import {
 import { generateUserCode } from '../../src/tokens/user_code.ts'
 import { describeCibaContract } from './contract_ciba.ts'
 import { describeGrantsContract } from './contract_grants.ts'
+import { describeRedeemContract } from './contract_redeem.ts'
 
 export interface StorageContractOptions {
   /** Shown in the describe block. */
@@ -41,6 +42,8 @@ export interface StorageContractOptions {
   cleanup?(store: Store): void | Promise<void>
   /** Tests this adapter cannot pass, by exact name, each with the reason. */
   skip?: Array<{ reason: string; tests: string[] }>
+  /** The adapter has `codes.redeem` and `refreshTokens.rotateUnlessRevoked` (#44 item 1). */
+  redeem?: boolean
 }
 
 let sequence = 0
@@ -842,6 +845,7 @@ export function describeStorageContract(options: StorageContractOptions): void {
     })
 
     describeGrantsContract({ store: () => store, now: clock, advance, test })
+    if (options.redeem) describeRedeemContract({ store: () => store, now: clock, test })
 
     describe('interactions', () => {
       test('put and get', async () => {

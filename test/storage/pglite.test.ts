@@ -32,6 +32,7 @@ describe('PGlite store', () => {
 
   describeStorageContract({
     name: 'pglite',
+    redeem: true,
     async create({ now }) {
       await db.exec(`TRUNCATE ${TABLES.map((t) => `public.${t}`).join(', ')}`)
       return createPgliteStore({ db, now })

@@ -29,6 +29,7 @@ describe.runIf(url)('PostgreSQL store', () => {
 
   describeStorageContract({
     name: 'postgres',
+    redeem: true,
     async create({ now }) {
       await admin.unsafe(`TRUNCATE ${TABLES.map((t) => `"${schema}".${t}`).join(', ')}`)
       return createPostgresStore({ url: url as string, schema, now })

@@ -46,8 +46,11 @@ export function sqlGrants(deps: {
   dialect: SqlDialect
   run: <R>(operation: string, fn: () => Promise<R>) => Promise<R>
   wrote: () => void
+  /** A record as its JSON parameter (text, or the record itself where the driver encodes it). */
+  json?: (value: unknown) => unknown
 }): Store['grants'] {
   const { client, dialect, run, wrote } = deps
+  const json = deps.json ?? JSON.stringify
   const t = dialect.table('grants')
   const uses = dialect.table('grant_uses')
   const select = `SELECT g.record, u.last_used_at FROM ${t} g LEFT JOIN ${uses} u ON u.id = g.id`
@@ -61,7 +64,7 @@ export function sqlGrants(deps: {
         await client.query(
           `INSERT INTO ${t} (id, sub, record, expires_at) VALUES ($1, $2, ${dialect.json('$3')}, $4)
            ON CONFLICT (id) DO UPDATE SET sub = EXCLUDED.sub, record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
-          [record.id, record.sub, JSON.stringify(record), record.expiresAt],
+          [record.id, record.sub, json(record), record.expiresAt],
         )
         wrote()
       }),

@@ -29,6 +29,7 @@ import { type SqlDialect, postgresDialect } from './dialect.ts'
 import { pruneGrantUses, sqlGrants } from './grants.ts'
 import { migrateSql, pendingSql } from './migrate.ts'
 import { PRUNED_TABLES } from './statements.ts'
+import { postgresRedemption } from './redeem.ts'
 
 /** The little a SQL driver must offer. Parameters are `$1`, `$2`, … */
 export interface SqlClient {
@@ -59,6 +60,13 @@ export interface SqlStoreOptions {
    * request, whose connections cannot serve another request (storage/postgres_worker.ts).
    */
   batchScope?: () => object | undefined
+  /**
+   * The driver encodes a JSON parameter itself (postgres.js: an object bound to `$n::jsonb` is
+   * sent as its JSON, once; a string would be sent as a JSON string of that text). Then the hot
+   * records (codes, refresh tokens, grants) are passed as objects, stored as jsonb objects, and
+   * read back with one parse, not two (#44 item 1). Default false: records are passed as text.
+   */
+  driverEncodesJson?: boolean
 }
 
 /** A Store over SQL, plus the schema operations. */
@@ -145,6 +153,8 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
   }
 
   const json = (value: unknown) => JSON.stringify(value)
+  // Codes, refresh tokens, grants: see driverEncodesJson (rows stored as jsonb strings still read).
+  const hot = options.driverEncodesJson ? (value: unknown) => value : json
 
   /** Inserts or replaces a record that expires (sessions, interactions, pushed requests). */
   async function putExpiring(table: string, record: { id: string; expiresAt: number }): Promise<void> {
@@ -170,6 +180,8 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       : { ...record, consumedAt: Number(row.consumed_at) }
   }
 
+  const redemption =
+    dialect.name === 'postgres' ? postgresRedemption({ client, dialect, run, wrote, json: hot }) : undefined
   const consumeCode = dialect.consume(t('codes'), false)
   const rotateRefreshToken = dialect.consume(t('refresh_tokens'), true)
 
@@ -237,30 +249,32 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
         run('codes.insert', async () => {
           await client.query(
             `INSERT INTO ${t('codes')} (id, family_id, record, expires_at) VALUES ($1, $2, ${j('$3')}, $4)`,
-            [record.id, record.familyId, json(record), record.expiresAt],
+            [record.id, record.familyId, hot(record), record.expiresAt],
           )
           wrote()
         }),
       get: (id) => run('codes.get', () => getOnce<CodeRecord>('codes', id)),
       consume: (id, at) => run('codes.consume', () => consumeOnce<CodeRecord>(consumeCode, [id, at], at)),
+      ...(redemption ? { redeem: redemption.redeem } : {}),
     },
     refreshTokens: {
       insert: (record) =>
         run('refreshTokens.insert', async () => {
           await client.query(
             `INSERT INTO ${t('refresh_tokens')} (id, family_id, record, expires_at) VALUES ($1, $2, ${j('$3')}, $4)`,
-            [record.id, record.familyId, json(record), record.expiresAt],
+            [record.id, record.familyId, hot(record), record.expiresAt],
           )
           wrote()
         }),
       get: (id) => run('refreshTokens.get', () => getOnce<RefreshTokenRecord>('refresh_tokens', id)),
       rotate: (id, next, at) =>
         run('refreshTokens.rotate', async () => {
-          const params = [id, at, next.id, next.familyId, json(next), next.expiresAt]
+          const params = [id, at, next.id, next.familyId, hot(next), next.expiresAt]
           const result = await consumeOnce<RefreshTokenRecord>(rotateRefreshToken, params, at)
           if (result.status === 'ok') wrote()
           return result
         }),
+      ...(redemption ? { rotateUnlessRevoked: redemption.rotateUnlessRevoked } : {}),
     },
     sessions: {
       put: (record) => run('sessions.put', () => putExpiring('sessions', record)),
@@ -285,7 +299,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
           return rows.map((row) => parse<SessionRecord>(row.record))
         }),
     },
-    grants: sqlGrants({ client, dialect, run, wrote }),
+    grants: sqlGrants({ client, dialect, run, wrote, json: hot }),
     interactions: {
       put: (record) => run('interactions.put', () => putExpiring('interactions', record)),
       get: (id) =>
