@@ -140,5 +140,12 @@ for (const [name, values] of results) {
     `${kind} · ${name}: median ${median(values).toFixed(1)} µs CPU/request (${values.map((v) => v.toFixed(1)).join(', ')})`,
   )
 }
+// The same-round ratio to this checkout, the figure to read on a shared machine.
+const ours = results.get('this checkout') ?? []
+for (const [name, values] of results) {
+  if (name === 'this checkout') continue
+  const ratios = values.map((value, round) => (ours[round] ?? Number.NaN) / value)
+  console.log(`${kind} · this checkout ÷ ${name}, same round: median ${median(ratios).toFixed(2)}×`)
+}
 for (const variant of variants) variant.server.close()
 process.exit(0)
