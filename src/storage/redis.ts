@@ -115,11 +115,9 @@ interface ScriptedRedis extends AttemptScripts {
   gatehouseTakePushed(key: string, clientId: string): Promise<string | null>
 }
 
-/** Creates the Redis store; call `connect()` before use to fail fast when Redis is down. */
-export function createRedisStore(options: RedisStoreOptions): RedisStore {
-  const prefix = options.prefix ?? 'gatehouse:'
-  const now = options.now ?? (() => Math.floor(Date.now() / 1000))
-  const redisOptions: RedisOptions = {
+/** The options of every connection of the store: its failure policy (503 rather than a wait). */
+function nodeOptions(options: RedisBehaviour): RedisOptions {
+  return {
     lazyConnect: true,
     connectTimeout: options.connectTimeout ?? 2000,
     // Fail fast instead of queueing while disconnected: the handler answers 503.
@@ -132,6 +130,13 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     // Back within a second of Redis (the default waits up to 5 s between attempts).
     retryStrategy: (times) => Math.min(times * 100, 1000),
   }
+}
+
+/** Creates the Redis store; call `connect()` before use to fail fast when Redis is down. */
+export function createRedisStore(options: RedisStoreOptions): RedisStore {
+  const prefix = options.prefix ?? 'gatehouse:'
+  const now = options.now ?? (() => Math.floor(Date.now() / 1000))
+  const redisOptions = nodeOptions(options)
   const wait = replicaWait(options)
   const client = createRedisClient(driver, options, redisOptions)
   // With waitReplicas, the writes that must survive a failover go with WAIT over connections of their own.
