@@ -43,7 +43,7 @@ export interface IdentityAssertionAccountQuery {
   issuer: string
   /** The user at the identity provider (the ID-JAG's `sub`). */
   sub: string
-  /** The ID-JAG's `email`, when it has one. */
+  /** The ID-JAG's `email`, when it has one its issuer does not mark unverified (`email_verified: false`). */
   email?: string
   /** Every claim of the ID-JAG. */
   claims: Record<string, unknown>

@@ -10,11 +10,20 @@
 import * as v from 'valibot'
 import { isLoopback } from '../security/index.ts'
 
-/** One resource authorization server this identity provider issues ID-JAGs for. */
+/**
+ * One resource authorization server this identity provider issues ID-JAGs for, to one local
+ * client: the entry is that client's (`client`), and names it at the target (`clientId`).
+ */
 export interface IdentityAssertionAudience {
   /** Its issuer identifier (RFC 8414): the `audience` a client asks for, and the ID-JAG's `aud`. */
   issuer: string
-  /** The requesting client's id at that server: the ID-JAG's `client_id`. */
+  /**
+   * The requesting client here, the only one this entry issues ID-JAGs to (#45 review: another
+   * client of the same users never gets an ID-JAG naming `clientId`). Several entries may share an
+   * issuer, one per local client.
+   */
+  client: string
+  /** That client's id at that server: the ID-JAG's `client_id`. */
   clientId: string
   /** The scopes (of that server) an ID-JAG for it may carry; one is asked for or all of them are issued. */
   scopes: string[]
@@ -47,8 +56,9 @@ export type IdentityAssertionDecision = boolean | undefined | { scopes?: string[
 export interface IdentityAssertionIdpOptions {
   /**
    * The resource authorization servers this service issues ID-JAGs for (token exchange with
-   * `requested_token_type=urn:ietf:params:oauth:token-type:id-jag`). Default: none (no ID-JAG is
-   * issued: every audience is `invalid_target`).
+   * `requested_token_type=urn:ietf:params:oauth:token-type:id-jag`), each to one local client; one
+   * entry per (issuer, client). Default: none (no ID-JAG is issued: every audience is
+   * `invalid_target`, as is one without an entry for the requesting client).
    */
   audiences?: IdentityAssertionAudience[]
   /** Seconds an ID-JAG lives (`expires_in`; never past the ID token it was exchanged for). Default 300. */
@@ -89,6 +99,7 @@ const AudienceSchema = v.strictObject({
     v.maxLength(2048),
     v.check(isIssuer, 'must be an issuer identifier: https (http only on a loopback host), no query or fragment'),
   ),
+  client: v.pipe(nonEmpty, v.maxLength(255)),
   clientId: v.pipe(nonEmpty, v.maxLength(255)),
   scopes: v.pipe(
     v.array(v.pipe(v.string(), v.regex(SCOPE_TOKEN, 'must be a scope token (RFC 6749 §3.3)'))),
@@ -99,12 +110,12 @@ const AudienceSchema = v.strictObject({
   ),
 })
 
-/** The audiences list: each issuer once. */
+/** The audiences list: each (issuer, client) pair once. */
 const AudiencesSchema = v.pipe(
   v.array(AudienceSchema),
   v.check(
-    (list) => new Set(list.map((audience) => audience.issuer)).size === list.length,
-    'each issuer may appear once',
+    (list) => new Set(list.map((audience) => JSON.stringify([audience.issuer, audience.client]))).size === list.length,
+    'each (issuer, client) pair may appear once',
   ),
 )
 

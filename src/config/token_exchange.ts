@@ -33,8 +33,18 @@ export interface TokenExchangeParty {
   act?: TokenExchangeActor
 }
 
-/** What the `tokenExchange.authorize` hook is asked about: an exchange the built-in rules allow. */
+/**
+ * What the `tokenExchange.authorize` hook is asked about: an exchange the built-in rules allow. An
+ * ID-JAG request (#45) is one too: `requestedTokenType` `id-jag`, the subject the client's own ID
+ * token, no `actor`, `act` the client, `audience` the target issuer alone and `resource` the one
+ * the ID-JAG would name.
+ */
 export interface TokenExchangeRequest {
+  /**
+   * What is asked for: an access token of this service, or an ID-JAG for another authorization
+   * server (#45; `identityAssertion.authorize` is asked after this hook).
+   */
+  requestedTokenType: 'access_token' | 'id-jag'
   /** The authenticated client asking for the exchange. */
   clientId: string
   /** Whom the new token is about (its `sub`). */
@@ -45,8 +55,10 @@ export interface TokenExchangeRequest {
   act: TokenExchangeActor
   /** The scopes the new token would get. */
   scope: string[]
-  /** The audiences (`aud`) the new token would get. */
+  /** The audiences (`aud`) the new token would get: for an ID-JAG, the target issuer. */
   audience: string[]
+  /** An ID-JAG's `resource`, when the client named one (an access token's resources are in `audience`). */
+  resource?: string
 }
 
 /**

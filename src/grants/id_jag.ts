@@ -11,8 +11,11 @@
  * - the signature verifies with a key of that provider (never one from the JWS header): inline
  *   `jwks`, or its `jwksUri` fetched and cached as client `jwks_uri`s are (src/clients/jwks.ts),
  *   with one refetch for an unknown `kid` (at most once per 30 s per URI)
- * - `aud` is this server's issuer identifier; `exp` in the future, `iat` (required) and `nbf` not
- *   in the future, each within {@link ID_JAG_CLOCK_SKEW}
+ * - `aud` is this server's issuer identifier, a single string (#45 review item 3: not an array,
+ *   even one holding only this issuer); `exp` in the future, `iat` (required) and `nbf` not in the
+ *   future, each within {@link ID_JAG_CLOCK_SKEW}
+ * - at most {@link MAX_ID_JAG_LIFETIME} long (#45 review item 4): `exp` at most that far ahead and
+ *   `iat` at most that far back, each plus the skew (so its replay record is kept no longer)
  * - `sub` and `jti` present; `client_id` the authenticated client's
  * - `scope` a string and `resource` a string or strings when present
  * The caller records the `jti` (one use) and resolves the account.
@@ -30,6 +33,12 @@ export const ID_JAG_TYP = 'oauth-id-jag+jwt'
 export const MAX_ID_JAG_LENGTH = 16_384
 /** Clock skew tolerated for `exp`, `iat` and `nbf`, seconds. */
 export const ID_JAG_CLOCK_SKEW = 30
+/**
+ * The longest an ID-JAG may live here, seconds (#45 review item 4): its `exp` at most this far
+ * ahead, its `iat` at most this far back (each plus the skew). The draft asks for short-lived
+ * ID-JAGs; this one also bounds how long its `jti` is kept.
+ */
+export const MAX_ID_JAG_LIFETIME = 3600
 
 type IssuerEntry = NonNullable<NonNullable<Config['identityAssertion']>['issuers']>[number]
 
@@ -156,6 +165,18 @@ function targetOf(payload: JWTPayload): { scopes: string[]; resources: string[] 
   return { scopes: (scope ?? '').split(' ').filter((s) => s !== ''), resources: resources as string[] }
 }
 
+/** `iat` not in the future; `exp` and `iat` within {@link MAX_ID_JAG_LIFETIME} of now (plus the skew). */
+function checkTimes(payload: JWTPayload, now: number): void {
+  // jose checks iat only with maxTokenAge: an assertion is not issued in the future.
+  if ((payload.iat as number) > now + ID_JAG_CLOCK_SKEW) refuse('the assertion is not valid yet (iat is in the future)')
+  if ((payload.exp as number) > now + MAX_ID_JAG_LIFETIME + ID_JAG_CLOCK_SKEW) {
+    refuse('the assertion lives too long: exp is more than an hour ahead')
+  }
+  if ((payload.iat as number) < now - MAX_ID_JAG_LIFETIME - ID_JAG_CLOCK_SKEW) {
+    refuse('the assertion is too old: iat is more than an hour ago')
+  }
+}
+
 /**
  * Verifies an ID-JAG presented by `clientId` (see the module comment).
  *
@@ -171,10 +192,9 @@ export async function verifyIdJag(assertion: string, clientId: string, ctx: Cont
   }
   if (keys.length === 0) refuse("no key of the assertion's issuer matches its kid and alg")
   const payload = await verifyWith(assertion, keys, alg, entry, ctx)
-  // jose checks iat only with maxTokenAge: an assertion is not issued in the future.
-  if ((payload.iat as number) > ctx.now() + ID_JAG_CLOCK_SKEW) {
-    refuse('the assertion is not valid yet (iat is in the future)')
-  }
+  checkTimes(payload, ctx.now())
+  // jose accepts an array holding the issuer: an ID-JAG is for exactly one authorization server.
+  if (payload.aud !== ctx.config.issuer) refuse("the assertion's aud must be a single string: this issuer")
   if (typeof payload.sub !== 'string' || payload.sub === '') refuse('the assertion lacks the sub claim')
   if (typeof payload.jti !== 'string' || payload.jti === '') refuse('the assertion lacks the jti claim')
   if (payload.client_id === undefined) refuse('the assertion lacks the client_id claim')

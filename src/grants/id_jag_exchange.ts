@@ -11,13 +11,18 @@
  *   3: this issuer's, unexpired, its grant alive and its session too) and issued to the requesting
  *   client itself (draft §4.3: its audience is the authenticated client; no `idTokenSubjects` pair
  *   counts); no actor token (invalid_request)
- * - `audience`: exactly one (else invalid_request), one of `identityAssertion.audiences` (else
- *   invalid_target)
+ * - `audience`: exactly one (else invalid_request), the issuer of an `identityAssertion.audiences`
+ *   entry whose `client` is the requesting client (#45 review item 1: never another client's
+ *   entry, whose `clientId` names that client at the target), else invalid_target (RFC 8693
+ *   §2.2.2: the server is unwilling to issue a token for the target; the same description as an
+ *   unknown audience)
  * - `resource`: at most one absolute URI without a fragment, one of the audience's `resources`
  *   when it lists them (else invalid_target)
  * - `scope`: within the audience's `scopes` (else invalid_scope); none requested: all of them
- * - the account still exists (invalid_request); the host's `identityAssertion.authorize` may refuse
- *   (access_denied) or narrow the scopes
+ * - the account still exists (invalid_request); the host's `tokenExchange.authorize` (#45 review
+ *   item 2: asked as for any exchange, `requestedTokenType` id-jag; false is invalid_request) and
+ *   then `identityAssertion.authorize` (false is access_denied) may each refuse or narrow the scopes;
+ *   both must allow
  * - the ID-JAG: `typ` oauth-id-jag+jwt, signed with the ID token key; iss, sub, aud (the target
  *   issuer), client_id (the client's id there), jti, iat, exp, scope, resource, auth_time, and
  *   `email` when the user's grant at the requesting client holds the `email` scope
@@ -32,13 +37,14 @@ import { allValues, type Params } from '../http.ts'
 import { randomToken, signJwt } from '../crypto/index.ts'
 import { metaOf } from '../security/index.ts'
 import {
+  applyExchangePolicy,
   type IdentityAssertionAudience,
   type IdentityAssertionRequest,
   isResourceIndicator,
   parseScope,
   TokenTypes,
 } from '../config/index.ts'
-import { type ExchangeParty, readExchangeToken } from './token_exchange_subject.ts'
+import { type ExchangeParty, publicParty, readExchangeToken } from './token_exchange_subject.ts'
 import { touchGrant } from './grant_update.ts'
 import type { TokenResponse } from './types.ts'
 
@@ -47,15 +53,20 @@ export const ID_JAG_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id-jag'
 /** The JWT `typ` of an ID-JAG (draft §3: explicit typing, RFC 8725 §3.11). */
 export const ID_JAG_JWT_TYPE = 'oauth-id-jag+jwt'
 
-/** The one target authorization server of the request, from the configured audiences. */
-function targetAudience(params: Params, ctx: Context): IdentityAssertionAudience {
+/** The one target authorization server of the request: the requesting client's configured entry for it. */
+function targetAudience(params: Params, client: ClientRecord, ctx: Context): IdentityAssertionAudience {
   const asked = allValues(params, 'audience')
   if (asked.length !== 1) {
     throw new OAuthError('invalid_request', 'an ID-JAG needs exactly one audience: the target issuer')
   }
-  const audience = ctx.config.identityAssertion.audiences.find((entry) => entry.issuer === asked[0])
+  const audience = ctx.config.identityAssertion.audiences.find(
+    (entry) => entry.issuer === asked[0] && entry.client === client.clientId,
+  )
   if (!audience)
-    throw new OAuthError('invalid_target', 'the audience is not an authorization server ID-JAGs are issued for')
+    throw new OAuthError(
+      'invalid_target',
+      'the audience is not an authorization server this client may get ID-JAGs for',
+    )
   return audience
 }
 
@@ -112,8 +123,41 @@ async function accountClaims(subject: ExchangeParty, ctx: Context): Promise<Reco
   return scopes.length > 0 && typeof account.email === 'string' ? { email: account.email } : {}
 }
 
-/** The host's policy (`identityAssertion.authorize`): false refuses, `{ scopes }` narrows. */
-async function applyPolicy(request: IdentityAssertionRequest, ctx: Context): Promise<string[]> {
+/**
+ * #45 review item 2: the host's `tokenExchange.authorize`, asked as for any exchange (the subject
+ * the ID token, no actor, `act` the client, `audience` the target issuer, the ID-JAG's `resource`):
+ * false refuses (invalid_request), narrowing holds (the target narrowed away is invalid_target).
+ */
+async function applyExchangeHook(
+  subject: ExchangeParty,
+  client: ClientRecord,
+  request: IdentityAssertionRequest,
+  ctx: Context,
+): Promise<string[]> {
+  if (!ctx.config.tokenExchange?.authorize) return request.scopes
+  const granted = await applyExchangePolicy(ctx.config.tokenExchange, {
+    requestedTokenType: 'id-jag',
+    clientId: client.clientId,
+    subject: publicParty(subject),
+    act: { sub: client.clientId },
+    scope: request.scopes,
+    audience: [request.audience],
+    ...(request.resource !== undefined ? { resource: request.resource } : {}),
+  })
+  return granted.scope
+}
+
+/**
+ * The host's policy: `tokenExchange.authorize` first, then `identityAssertion.authorize` on what
+ * it left (false refuses, `{ scopes }` narrows); both must allow.
+ */
+async function applyPolicy(
+  subject: ExchangeParty,
+  client: ClientRecord,
+  asked: IdentityAssertionRequest,
+  ctx: Context,
+): Promise<string[]> {
+  const request = { ...asked, scopes: await applyExchangeHook(subject, client, asked, ctx) }
   const hook = ctx.config.identityAssertion.authorize
   if (!hook) return request.scopes
   const decision = await hook(request)
@@ -132,11 +176,13 @@ export async function issueIdJag(
   ctx: Context,
 ): Promise<TokenResponse> {
   const subject = await idTokenSubject(params, client, ctx)
-  const audience = targetAudience(params, ctx)
+  const audience = targetAudience(params, client, ctx)
   const resource = targetResource(params, audience)
   const requested = targetScopes(params, audience, ctx)
   const claims = await accountClaims(subject, ctx)
   const scopes = await applyPolicy(
+    subject,
+    client,
     {
       sub: subject.sub,
       clientId: client.clientId,

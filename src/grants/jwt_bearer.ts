@@ -19,7 +19,9 @@
  * - never an ID token: nobody authenticated here, and RFC 7523 §2.1 grants an access token; so
  *   `openid` is not granted, and a refresh of the grant (opt-in) cannot issue one either
  * - the account: the host's `identityAssertion.findAccount`, else the issuer's `accountClaim`
- *   (`email`, the built-in user with that email; `sub`); it must exist, else invalid_grant
+ *   (`email`, the built-in user with that email; `sub`); it must exist, else invalid_grant. An
+ *   `email_verified` of false (or "false") never maps by email (#45 review item 5): invalid_grant
+ *   with `accountClaim` email, and the hook's `email` is left out (its `claims` keep both)
  * - the `jti` is used once per issuer (`store.replays.use`, atomic on every store), else
  *   invalid_grant; recorded last, so a refusal above leaves the ID-JAG usable
  * - the access token: `sub` the account, `client_id` the client, `aud` the resources (else the
@@ -96,7 +98,9 @@ function assertionScopes(
 /** The account here of the ID-JAG's user (see the module comment), else invalid_grant. */
 async function resolveAccount(jag: VerifiedIdJag, ctx: Context): Promise<Record<string, unknown> & { sub: string }> {
   const { claims, issuer } = jag
-  const email = typeof claims.email === 'string' && claims.email !== '' ? claims.email : undefined
+  // #45 review item 5: an email its issuer marks unverified identifies nobody.
+  const unverified = claims.email_verified === false || claims.email_verified === 'false'
+  const email = typeof claims.email === 'string' && claims.email !== '' && !unverified ? claims.email : undefined
   const hook = ctx.config.identityAssertion?.findAccount
   let sub: string | undefined
   if (hook) {
@@ -104,6 +108,7 @@ async function resolveAccount(jag: VerifiedIdJag, ctx: Context): Promise<Record<
   } else if (issuer.accountClaim === 'sub') {
     sub = claims.sub
   } else {
+    if (unverified) throw new OAuthError('invalid_grant', "the assertion's email is not verified")
     if (email === undefined)
       throw new OAuthError('invalid_grant', 'the assertion carries no email to find the account by')
     sub = ctx.users.subOfEmail(email)
@@ -116,7 +121,10 @@ async function resolveAccount(jag: VerifiedIdJag, ctx: Context): Promise<Record<
   return { ...account, sub: sub as string }
 }
 
-/** RFC 7523 §3 item 7: one use per `jti` of an issuer, kept until the ID-JAG expires (plus the skew). */
+/**
+ * RFC 7523 §3 item 7: one use per `jti` of an issuer, kept until the ID-JAG expires (plus the
+ * skew): at most an hour and twice the skew, as `verifyIdJag` refuses a later `exp`.
+ */
 async function useOnce(jag: VerifiedIdJag, ctx: Context): Promise<void> {
   const key = `idjag:${await sha256(`${jag.issuer.issuer} ${jag.claims.jti}`)}`
   if (!(await ctx.store.replays.use(key, Math.ceil(jag.claims.exp) + ID_JAG_CLOCK_SKEW, ctx.now()))) {

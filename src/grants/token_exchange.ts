@@ -33,9 +33,9 @@ import { allValues } from '../http.ts'
 import { Permissions, scopePermission } from '../clients/index.ts'
 import { metaOf } from '../security/index.ts'
 import { parseAudiences, parseResources } from '../protocol/index.ts'
-import { applyExchangePolicy, parseScope, type TokenExchangeParty, TokenTypes } from '../config/index.ts'
+import { applyExchangePolicy, parseScope, TokenTypes } from '../config/index.ts'
 import { type TokenActor, issueAccessToken } from '../tokens/index.ts'
-import { type ExchangeParty, checkBoundParty, readExchangeToken } from './token_exchange_subject.ts'
+import { type ExchangeParty, checkBoundParty, publicParty, readExchangeToken } from './token_exchange_subject.ts'
 import type { Grant } from './types.ts'
 import { touchGrant } from './grant_update.ts'
 import { ID_JAG_TOKEN_TYPE, issueIdJag } from './id_jag_exchange.ts'
@@ -163,6 +163,32 @@ function scopesForAudience(scopes: string[], audience: string[], ctx: Context): 
   })
 }
 
+/** The host's `tokenExchange.authorize` on the proposed token; the scopes left for the audience it keeps. */
+async function hostPolicy(
+  proposed: {
+    client: ClientRecord
+    subject: ExchangeParty
+    actor: ExchangeParty | undefined
+    act: TokenActor
+    target: { scopes: string[]; audience: string[] }
+  },
+  ctx: Context,
+): Promise<{ scope: string[]; audience: string[] }> {
+  const { client, subject, actor, act, target } = proposed
+  const granted = await applyExchangePolicy(ctx.config.tokenExchange, {
+    requestedTokenType: 'access_token',
+    clientId: client.clientId,
+    subject: publicParty(subject),
+    ...(actor ? { actor: publicParty(actor) } : {}),
+    act,
+    scope: target.scopes,
+    audience: target.audience,
+  })
+  const scope = scopesForAudience(granted.scope, granted.audience, ctx)
+  if (scope.length === 0) throw new OAuthError('invalid_scope', 'no scope of the exchange is left for its audience')
+  return { scope, audience: granted.audience }
+}
+
 export const tokenExchange: Grant = {
   type: TOKEN_EXCHANGE,
   permission: Permissions.GrantTypes.TokenExchange,
@@ -187,16 +213,8 @@ export const tokenExchange: Grant = {
     const target = exchangeTarget(exchangeScopes(requested, subject, client, ctx), resources, ctx)
     const act = actorClaim(subject, actor, client)
     await requireAccounts([subject, actor], ctx)
-    const granted = await applyExchangePolicy(ctx.config.tokenExchange, {
-      clientId: client.clientId,
-      subject: publicParty(subject),
-      ...(actor ? { actor: publicParty(actor) } : {}),
-      act,
-      scope: target.scopes,
-      audience: target.audience,
-    })
-    const scopes = scopesForAudience(granted.scope, granted.audience, ctx)
-    if (scopes.length === 0) throw new OAuthError('invalid_scope', 'no scope of the exchange is left for its audience')
+    const granted = await hostPolicy({ client, subject, actor, act, target }, ctx)
+    const scopes = granted.scope
     const now = ctx.now()
     // The new token never outlives the tokens it was made from.
     const ttl = Math.min(
@@ -247,15 +265,4 @@ export const tokenExchange: Grant = {
       scope,
     }
   },
-}
-
-/** What the host's hook sees of a party (no expiry, grant ids or internal flags). */
-function publicParty(party: ExchangeParty): TokenExchangeParty {
-  return {
-    sub: party.sub,
-    tokenType: party.tokenType,
-    ...(party.clientId !== undefined ? { clientId: party.clientId } : {}),
-    ...(party.scope !== undefined ? { scope: party.scope } : {}),
-    ...(party.act !== undefined ? { act: party.act } : {}),
-  }
 }

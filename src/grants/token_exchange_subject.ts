@@ -183,3 +183,14 @@ export function checkBoundParty(party: ExchangeParty | undefined, role: Role, pr
     throw new OAuthError('invalid_request', `the ${role}_token is DPoP-bound: send a DPoP proof of its key`)
   }
 }
+
+/** What the host's hook sees of a party (no expiry, grant ids or internal flags). */
+export function publicParty(party: ExchangeParty): TokenExchangeParty {
+  return {
+    sub: party.sub,
+    tokenType: party.tokenType,
+    ...(party.clientId !== undefined ? { clientId: party.clientId } : {}),
+    ...(party.scope !== undefined ? { scope: party.scope } : {}),
+    ...(party.act !== undefined ? { act: party.act } : {}),
+  }
+}

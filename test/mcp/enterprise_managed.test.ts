@@ -137,7 +137,15 @@ describe('#45 end to end: enterprise-managed MCP authorization (two Gatehouse in
       users: USERS,
       logger: quiet,
       identityAssertion: {
-        audiences: [{ issuer: mcpAs, clientId: AT_MCP.clientId, scopes: ['mcp:tools'], resources: [resource] }],
+        audiences: [
+          {
+            issuer: mcpAs,
+            client: AT_IDP.clientId,
+            clientId: AT_MCP.clientId,
+            scopes: ['mcp:tools'],
+            resources: [resource],
+          },
+        ],
       },
     })
     await idpService.clients.ensure({

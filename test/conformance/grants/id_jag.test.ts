@@ -162,8 +162,8 @@ describe.each(ID_JAG_STORES)('#45 ID-JAG issuance, identity provider side ($name
     const ctx = await start({ tokenExchange: { idTokenSubjects: { 'mcp-client': ['other-app'] } } })
     const other = await signInTo(ctx, 'other-app', 'openid email')
     await refused(ctx, idJagParams(other.id_token), 'invalid_request')
-    // other-app's own ID token is its own to exchange.
-    expect((await exchangeRequest(ctx, idJagParams(other.id_token), 'other-app')).status).toBe(200)
+    // other-app's own ID token is its own to exchange, but the audience entry is mcp-client's (#45 review item 1).
+    await refused(ctx, idJagParams(other.id_token), 'invalid_target', 'other-app')
   })
 
   it('#45 IdP: an ID token whose grant was revoked, or whose session ended, is invalid_request', async () => {

@@ -2,7 +2,8 @@
  * The service, clients and requests of the ID-JAG issuance tests (#45, identity provider side):
  * this service as the enterprise IdP, `mcp-client` (the client that signs users in and asks for
  * ID-JAGs), `other-app` (another client of the same users) and `no-exchange` (lacks the
- * token-exchange permission); two configured target authorization servers.
+ * token-exchange permission); two configured target authorization servers, both entries
+ * `mcp-client`'s (#45 review item 1: `other-app` has none).
  */
 import * as oauth from 'oauth4webapi'
 import type { TokenServiceOptions } from '../../../src/config/index.ts'
@@ -25,11 +26,12 @@ export const WIKI_AS = 'https://wiki-as.example.test'
 export const AUDIENCES: NonNullable<NonNullable<TokenServiceOptions['identityAssertion']>['audiences']> = [
   {
     issuer: MCP_AS,
+    client: 'mcp-client',
     clientId: 'mcp-client-at-mcp',
     scopes: ['tools.read', 'tools.call'],
     resources: [MCP_RESOURCE, 'https://mcp.example.test/other'],
   },
-  { issuer: WIKI_AS, clientId: 'wiki-client', scopes: ['wiki.read'] },
+  { issuer: WIKI_AS, client: 'mcp-client', clientId: 'wiki-client', scopes: ['wiki.read'] },
 ]
 
 const EXCHANGE = `gt:${GRANT}`

@@ -246,7 +246,13 @@ export async function matrixSetup(store: Store, time: ReturnType<typeof clock>) 
   const { service } = await makeService({
     identityAssertion: {
       issuers: [{ issuer: IDP, jwks: { keys: [idp.jwk as Record<string, unknown>] } }],
-      audiences: [{ issuer: ID_JAG_AUDIENCE, clientId: 'at-mcp', scopes: ['tools.read'] }],
+      // One entry per party (#45 review item 1: an entry is one local client's).
+      audiences: (['alpha', 'beta'] as const).map((name) => ({
+        issuer: ID_JAG_AUDIENCE,
+        client: name,
+        clientId: `${name}-at-mcp`,
+        scopes: ['tools.read'],
+      })),
     },
     store,
     now: time.now,

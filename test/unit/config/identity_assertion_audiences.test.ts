@@ -7,7 +7,7 @@ import { parseConfigFile } from '../../../src/config/file.ts'
 import { parseOptions } from '../../../src/config/parse.ts'
 
 const ISSUER = 'https://auth.example.test'
-const MCP = { issuer: 'https://mcp-as.example.test', clientId: 'c1', scopes: ['tools.read'] }
+const MCP = { issuer: 'https://mcp-as.example.test', client: 'mcp-app', clientId: 'c1', scopes: ['tools.read'] }
 
 describe('#45 identityAssertion (identity provider side)', () => {
   it('#45 IdP config: defaults are no audience and a 300 s lifetime', () => {
@@ -18,7 +18,7 @@ describe('#45 identityAssertion (identity provider side)', () => {
     })
   })
 
-  it('#45 IdP config: an audience needs an https issuer (http only on loopback), a client id, scopes; each issuer once', () => {
+  it('#45 IdP config: an audience needs an https issuer (http only on loopback), a client id, scopes', () => {
     const bad = (audience: Record<string, unknown>, pattern: RegExp) =>
       expect(() =>
         parseOptions({ issuer: ISSUER, identityAssertion: { audiences: [{ ...MCP, ...audience }] } }),
@@ -37,7 +37,6 @@ describe('#45 identityAssertion (identity provider side)', () => {
         identityAssertion: { audiences: [{ ...MCP, issuer: 'http://localhost:4000' }] },
       }).identityAssertion.audiences[0]?.issuer,
     ).toBe('http://localhost:4000')
-    expect(() => parseOptions({ issuer: ISSUER, identityAssertion: { audiences: [MCP, MCP] } })).toThrow(/once/)
     expect(() => parseOptions({ issuer: ISSUER, identityAssertion: { lifetime: 0 } })).toThrow(/lifetime/)
     expect(() => parseOptions({ issuer: ISSUER, identityAssertion: { lifetime: 7200 } })).toThrow(/lifetime/)
     expect(() => parseOptions({ issuer: ISSUER, identityAssertion: { authorize: 'yes' } })).toThrow(/authorize/)
@@ -50,5 +49,27 @@ describe('#45 identityAssertion (identity provider side)', () => {
     expect(() =>
       parseConfigFile(JSON.stringify({ identityAssertion: { audiences: [{ ...MCP, scopes: 'tools.read' }] } })),
     ).toThrow(/scopes/)
+  })
+
+  it('#45 review item 1: each audience entry names its local client (`client`, required); one entry per (issuer, client), several per issuer', () => {
+    const { client: _, ...unbound } = MCP
+    expect(() => parseOptions({ issuer: ISSUER, identityAssertion: { audiences: [unbound] } })).toThrow(
+      /identityAssertion\.audiences\.0\.client/,
+    )
+    expect(() => parseOptions({ issuer: ISSUER, identityAssertion: { audiences: [{ ...MCP, client: '' }] } })).toThrow(
+      /audiences\.0\.client/,
+    )
+    expect(() =>
+      parseOptions({ issuer: ISSUER, identityAssertion: { audiences: [MCP, { ...MCP, clientId: 'c2' }] } }),
+    ).toThrow(/each \(issuer, client\) pair may appear once/)
+    const shared = [MCP, { ...MCP, client: 'other-app', clientId: 'c2' }]
+    expect(
+      parseOptions({ issuer: ISSUER, identityAssertion: { audiences: shared } }).identityAssertion.audiences,
+    ).toEqual(shared)
+    expect(parseConfigFile(JSON.stringify({ identityAssertion: { audiences: shared } })).identityAssertion).toEqual({
+      audiences: shared,
+      lifetime: 300,
+    })
+    expect(() => parseConfigFile(JSON.stringify({ identityAssertion: { audiences: [unbound] } }))).toThrow(/client/)
   })
 })
