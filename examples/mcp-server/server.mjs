@@ -10,6 +10,9 @@
  * or a client ID metadata document), sends the user to sign in, and calls the tool with the token.
  *
  * Environment: PORT (3000), HOST (localhost), ISSUER (http://localhost:PORT), DEMO_USER_PASSWORD.
+ * Enterprise-managed authorization (#45, ID-JAG): ENTERPRISE_IDP_ISSUER and ENTERPRISE_IDP_JWKS_URI
+ * trust an enterprise identity provider; ENTERPRISE_CLIENT_ID and ENTERPRISE_CLIENT_SECRET register
+ * the MCP client that presents its ID-JAGs (the jwt-bearer grant: no sign-in, no consent here).
  */
 import { createTokenService } from 'gatehouse-oidc'
 import { nodeServiceOptions, serveNode } from 'gatehouse-oidc/adapters/node'
@@ -28,8 +31,15 @@ const MCP_SCOPE = 'mcp:tools'
 /** http: is for local development only (MCP clients tolerate it on localhost and loopback addresses). */
 const insecure = issuer.startsWith('http:')
 
+/** An enterprise identity provider whose ID-JAGs this server accepts (#45), when configured. */
+const enterprise = process.env.ENTERPRISE_IDP_ISSUER
+  ? { issuer: process.env.ENTERPRISE_IDP_ISSUER, jwksUri: process.env.ENTERPRISE_IDP_JWKS_URI }
+  : undefined
+
 const gatehouse = createTokenService({
   issuer,
+  // Users of the enterprise IdP reach their account here by email (the demo user's below).
+  ...(enterprise ? { identityAssertion: { issuers: [enterprise] } } : {}),
   // node:crypto hashing and signatures, and name resolution: a metadata document whose host name
   // resolves to a private address is refused.
   ...nodeServiceOptions(),
@@ -51,6 +61,16 @@ const gatehouse = createTokenService({
   // ...or identify themselves by an https URL serving their metadata (Client ID Metadata Documents).
   clientIdMetadataDocuments: { scopes: [MCP_SCOPE, 'openid', 'offline_access'], allowPrivateNetworks: false },
 })
+
+if (enterprise && process.env.ENTERPRISE_CLIENT_ID) {
+  // The MCP client the enterprise IdP names in its ID-JAGs (their `client_id`), registered by the host.
+  await gatehouse.clients.ensure({
+    clientId: process.env.ENTERPRISE_CLIENT_ID,
+    clientSecret: process.env.ENTERPRISE_CLIENT_SECRET,
+    displayName: 'Enterprise-managed MCP client',
+    permissions: ['ept:token', 'gt:urn:ietf:params:oauth:grant-type:jwt-bearer', `scp:${MCP_SCOPE}`],
+  })
+}
 
 /** Verifies Gatehouse's access tokens for /mcp and serves the RFC 9728 metadata. */
 const mcpAuth = createResourceServer({

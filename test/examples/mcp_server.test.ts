@@ -4,7 +4,10 @@
  * metadata → dynamic client registration → alice signs in and consents on the built-in pages →
  * `finishAuth` → the `whoami` tool answers with her `sub` and the token's scopes. Then the example's
  * own agent (agent.mjs, #27 item 13), with the test as the browser that signs in and follows the
- * redirect to the agent's loopback port.
+ * redirect to the agent's loopback port. And #45's end to end on the example: an enterprise IdP
+ * (a second Gatehouse, in this process, over HTTP) where alice signs in once; the SDK client trades
+ * her ID token there for an ID-JAG and presents it to the example (ENTERPRISE_* variables), which
+ * answers whoami with no sign-in, consent or registration of its own.
  *
  * Runs when examples/mcp-server/node_modules exists or GATEHOUSE_TEST_MCP_EXAMPLE=1 (CI installs
  * the example and sets it); skipped otherwise, since the example has its own dependencies.
@@ -14,7 +17,14 @@ import { existsSync, lstatSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { decodeJwt } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Server } from 'node:http'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { serveNode } from '../../adapters/node.ts'
+import { createTokenService } from '../../src/index.ts'
 import { SignInProvider, connectWithSignIn, recordingFetch, signInOverHttp, whoami } from '../helpers/mcp.ts'
+import { IdJagProvider, JWT_BEARER, TOKEN_EXCHANGE, exchangeForIdJag, signInAtIdp } from '../helpers/mcp_enterprise.ts'
+import { USERS } from '../helpers/service.ts'
 import { type Running, freePort, launch, waitUntilServing } from '../runtime/server.ts'
 
 const APP = fileURLToPath(new URL('../../examples/mcp-server/', import.meta.url))
@@ -28,10 +38,15 @@ if (!enabled) console.info(`test/examples/mcp_server.test.ts ${SKIPPED}`)
 
 /** The MCP client's redirect URI: never fetched, the sign-in stops there. */
 const REDIRECT_URI = 'http://127.0.0.1:9/mcp-example-callback'
+/** #45: the MCP client at the enterprise IdP, and as the example knows it (ENTERPRISE_CLIENT_*). */
+const AT_IDP = { clientId: 'sso-agent', clientSecret: 'sso-agent-secret', redirectUri: 'http://127.0.0.1:9/sso' }
+const AT_EXAMPLE = { client_id: 'enterprise-agent', client_secret: 'enterprise-agent-secret' }
 
 describe.skipIf(!enabled)(title, () => {
   let running: Running | undefined
   let base = ''
+  let idpServer: Server | undefined
+  let idp = ''
 
   beforeAll(async () => {
     if (!installed) {
@@ -41,12 +56,55 @@ describe.skipIf(!enabled)(title, () => {
     }
     const port = await freePort()
     base = `http://127.0.0.1:${port}`
-    running = launch([process.execPath, `${APP}server.mjs`], { PORT: String(port), HOST: '127.0.0.1', ISSUER: base })
+    // #45: the enterprise IdP, issuing ID-JAGs for the example (its issuer) and its MCP endpoint.
+    const idpPort = await freePort()
+    idp = `http://127.0.0.1:${idpPort}`
+    const idpService = createTokenService({
+      issuer: idp,
+      secretHashIterations: 1000,
+      users: USERS,
+      logger: { warn() {}, error() {} },
+      identityAssertion: {
+        audiences: [
+          {
+            issuer: base,
+            client: AT_IDP.clientId,
+            clientId: AT_EXAMPLE.client_id,
+            scopes: ['mcp:tools'],
+            resources: [`${base}/mcp`],
+          },
+        ],
+      },
+    })
+    await idpService.clients.ensure({
+      clientId: AT_IDP.clientId,
+      clientSecret: AT_IDP.clientSecret,
+      redirectUris: [AT_IDP.redirectUri],
+      permissions: [
+        'ept:authorization',
+        'ept:token',
+        'gt:authorization_code',
+        `gt:${TOKEN_EXCHANGE}`,
+        'rst:code',
+      ].concat(['openid', 'email'].map((scope) => `scp:${scope}`)),
+    })
+    idpServer = await serveNode(idpService.fetch, { port: idpPort, hostname: '127.0.0.1' })
+    running = launch([process.execPath, `${APP}server.mjs`], {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ISSUER: base,
+      ENTERPRISE_IDP_ISSUER: idp,
+      ENTERPRISE_IDP_JWKS_URI: `${idp}/.well-known/jwks.json`,
+      ENTERPRISE_CLIENT_ID: AT_EXAMPLE.client_id,
+      ENTERPRISE_CLIENT_SECRET: AT_EXAMPLE.client_secret,
+    })
     await waitUntilServing(running, `${base}/.well-known/oauth-protected-resource/mcp`, 30_000)
   }, 45_000)
 
   afterAll(async () => {
     await running?.stop()
+    idpServer?.closeAllConnections()
+    await new Promise((resolve) => (idpServer ? idpServer.close(resolve) : resolve(undefined)))
   }, 15_000)
 
   it('#19 runs Gatehouse from the packed tarball (built JavaScript), the one `npm run pack:example` wrote', () => {
@@ -116,4 +174,37 @@ describe.skipIf(!enabled)(title, () => {
       await agent.stop()
     }
   }, 60_000)
+
+  it('#45 enterprise-managed: alice signs in once at the IdP; the SDK presents an ID-JAG to the example and calls whoami, no page here', async () => {
+    const resource = `${base}/mcp`
+    const { idToken, pages, as } = await signInAtIdp(idp, AT_IDP)
+    expect(pages).toEqual(['login'])
+    const provider = new IdJagProvider(
+      { ...AT_EXAMPLE, issuer: base },
+      async () => (await exchangeForIdJag(as, AT_IDP, idToken, base, resource)).access_token,
+    )
+    const recorder = recordingFetch()
+    const transport = new StreamableHTTPClientTransport(new URL(resource), {
+      authProvider: provider,
+      fetch: recorder.fetch,
+    })
+    const client = new Client({ name: 'gatehouse-enterprise-agent', version: '0.0.0' })
+    try {
+      await client.connect(transport)
+      // The example's demo user, found by the email the IdP's ID-JAG carries.
+      expect(await whoami(client)).toEqual({
+        sub: 'demo-user-1',
+        client_id: AT_EXAMPLE.client_id,
+        scopes: ['mcp:tools'],
+      })
+    } finally {
+      await transport.close()
+    }
+    const here = recorder.sent.filter((sent) => sent.url.origin === base).map((sent) => sent.url.pathname)
+    expect(here.filter((path) => /^\/connect\/(authorize|interaction|register)/.test(path))).toEqual([])
+    const tokenRequests = recorder.sent.filter((sent) => sent.url.href === `${base}/connect/token`)
+    expect(tokenRequests).toHaveLength(1)
+    expect(new URLSearchParams(tokenRequests[0]?.body).get('grant_type')).toBe(JWT_BEARER)
+    expect(provider.assertions).toHaveLength(1)
+  })
 })

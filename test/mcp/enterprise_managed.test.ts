@@ -20,97 +20,38 @@
  * explicitly). The tool call is the SDK's Client over StreamableHTTPClientTransport.
  */
 import type { Server } from 'node:http'
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from '@modelcontextprotocol/sdk/shared/auth.js'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { serveNode } from '../../adapters/node.ts'
 import { createTokenService } from '../../src/index.ts'
 import { createResourceServer } from '../../src/resource_server/index.ts'
-import { authorizationUrl } from '../helpers/flow.ts'
-import { type Handler, type SentRequest, mcpHost, recordingFetch, signInOverHttp, whoami } from '../helpers/mcp.ts'
+import { type Handler, type SentRequest, mcpHost, recordingFetch, whoami } from '../helpers/mcp.ts'
+import {
+  HTTP,
+  ID_JAG,
+  IdJagProvider,
+  JWT_BEARER,
+  TOKEN_EXCHANGE,
+  exchangeForIdJag,
+  signInAtIdp,
+} from '../helpers/mcp_enterprise.ts'
 import { USERS } from '../helpers/service.ts'
 import { freePort } from '../runtime/server.ts'
 
-const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
-const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
-const ID_JAG = 'urn:ietf:params:oauth:token-type:id-jag'
-const ID_TOKEN = 'urn:ietf:params:oauth:token-type:id_token'
 /** The MCP client's redirect URI at the IdP: never fetched, the sign-in stops there (port 9: discard). */
 const REDIRECT_URI = 'http://127.0.0.1:9/sso-callback'
 /** The MCP client, as registered at the IdP (it signs users in and asks for ID-JAGs). */
 const AT_IDP = { clientId: 'mcp-agent', clientSecret: 'mcp-agent-idp-secret' }
 /** The same MCP client, as registered at the MCP server's authorization server. */
 const AT_MCP = { clientId: 'mcp-agent-at-mcp', clientSecret: 'mcp-agent-mcp-secret' }
-/** oauth4webapi over plain HTTP to loopback (the test's servers). */
-const HTTP = { [oauth.allowInsecureRequests]: true } as const
 const quiet = { warn() {}, error() {} }
 
 /** A loopback HTTP server of `handler` on `port`. */
 async function listen(port: number, handler: Handler): Promise<Server> {
   return serveNode(handler, { port, hostname: '127.0.0.1' })
-}
-
-/**
- * The MCP client's provider at the MCP AS: non-interactive (no redirect URL; sending the user
- * anywhere throws), pre-registered, its token request the jwt-bearer grant with a fresh ID-JAG.
- */
-class IdJagProvider implements OAuthClientProvider {
-  /** Every ID-JAG presented, in order. */
-  readonly assertions: string[] = []
-  private saved: OAuthTokens | undefined
-  private readonly information: OAuthClientInformationMixed
-  private readonly obtainIdJag: () => Promise<string>
-
-  constructor(information: OAuthClientInformationMixed, obtainIdJag: () => Promise<string>) {
-    this.information = information
-    this.obtainIdJag = obtainIdJag
-  }
-
-  get redirectUrl(): undefined {
-    return undefined
-  }
-
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'MCP agent', redirect_uris: [], grant_types: [JWT_BEARER] }
-  }
-
-  clientInformation(): OAuthClientInformationMixed {
-    return this.information
-  }
-
-  tokens(): OAuthTokens | undefined {
-    return this.saved
-  }
-
-  saveTokens(tokens: OAuthTokens): void {
-    this.saved = tokens
-  }
-
-  redirectToAuthorization(url: URL): never {
-    throw new Error(`the MCP AS must not send the user to a browser: ${url.href}`)
-  }
-
-  saveCodeVerifier(): never {
-    throw new Error('no authorization code flow at the MCP AS')
-  }
-
-  codeVerifier(): never {
-    throw new Error('no authorization code flow at the MCP AS')
-  }
-
-  async prepareTokenRequest(): Promise<URLSearchParams> {
-    const assertion = await this.obtainIdJag()
-    this.assertions.push(assertion)
-    return new URLSearchParams({ grant_type: JWT_BEARER, assertion })
-  }
 }
 
 describe('#45 end to end: enterprise-managed MCP authorization (two Gatehouse instances over HTTP, MCP SDK)', () => {
@@ -206,61 +147,15 @@ describe('#45 end to end: enterprise-managed MCP authorization (two Gatehouse in
     )
   })
 
-  /** alice signs in at the IdP once (code + PKCE, the built-in page): the client's ID token. */
-  async function signInAtIdp(): Promise<{ idToken: string; pages: string[]; as: oauth.AuthorizationServer }> {
-    const issuer = new URL(idp)
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, HTTP))
-    const client: oauth.Client = { client_id: AT_IDP.clientId }
-    const request = await authorizationUrl(as, {
-      clientId: AT_IDP.clientId,
-      redirectUri: REDIRECT_URI,
-      scope: 'openid email',
-    })
-    const trip = await signInOverHttp(request.url, REDIRECT_URI, { username: 'alice', password: 'alice-password' })
-    const params = oauth.validateAuthResponse(as, client, trip.callback, request.state)
-    const auth = oauth.ClientSecretBasic(AT_IDP.clientSecret)
-    const response = await oauth.authorizationCodeGrantRequest(
-      as,
-      client,
-      auth,
-      params,
-      REDIRECT_URI,
-      request.verifier,
-      HTTP,
-    )
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, response, {
-      expectedNonce: request.nonce as string,
-      requireIdToken: true,
-    })
-    return { idToken: tokens.id_token as string, pages: trip.pages, as }
-  }
-
   it('#45 signs in once at the IdP, trades the ID token for an ID-JAG, and reaches the MCP tool with no page at the MCP AS', async () => {
-    const { idToken, pages, as } = await signInAtIdp()
+    const atIdp = { ...AT_IDP, redirectUri: REDIRECT_URI }
+    const { idToken, pages, as } = await signInAtIdp(idp, atIdp)
     expect(pages).toEqual(['login']) // one sign-in; a host-registered client needs no consent page
 
     // The token exchange at the IdP, each time the SDK's auth() needs a token (an ID-JAG is one-time).
     const exchanges: oauth.TokenEndpointResponse[] = []
     const obtainIdJag = async (): Promise<string> => {
-      const client: oauth.Client = { client_id: AT_IDP.clientId }
-      const response = await oauth.genericTokenEndpointRequest(
-        as,
-        client,
-        oauth.ClientSecretBasic(AT_IDP.clientSecret),
-        TOKEN_EXCHANGE,
-        {
-          requested_token_type: ID_JAG,
-          subject_token: idToken,
-          subject_token_type: ID_TOKEN,
-          audience: mcpAs,
-          resource,
-        },
-        HTTP,
-      )
-      // RFC 8693 §2.2.1: an ID-JAG is not an access token (token_type N_A).
-      const body = await oauth.processGenericTokenEndpointResponse(as, client, response, {
-        recognizedTokenTypes: { n_a: () => {} },
-      })
+      const body = await exchangeForIdJag(as, atIdp, idToken, mcpAs, resource)
       exchanges.push(body)
       return body.access_token
     }
