@@ -126,7 +126,8 @@ async function accountClaims(subject: ExchangeParty, ctx: Context): Promise<Reco
 /**
  * #45 review item 2: the host's `tokenExchange.authorize`, asked as for any exchange (the subject
  * the ID token, no actor, `act` the client, `audience` the target issuer, the ID-JAG's `resource`):
- * false refuses (invalid_request), narrowing holds (the target narrowed away is invalid_target).
+ * false refuses (access_denied, as the issue's policy refusals), narrowing holds (the target narrowed
+ * away is invalid_target).
  */
 async function applyExchangeHook(
   subject: ExchangeParty,
@@ -143,6 +144,12 @@ async function applyExchangeHook(
     scope: request.scopes,
     audience: [request.audience],
     ...(request.resource !== undefined ? { resource: request.resource } : {}),
+  }).catch((err: unknown) => {
+    // #45: a policy refusal of an ID-JAG is access_denied, as identityAssertion.authorize's.
+    if (err instanceof OAuthError && err.code === 'invalid_request') {
+      throw new OAuthError('access_denied', 'the ID-JAG was refused by policy')
+    }
+    throw err
   })
   return granted.scope
 }

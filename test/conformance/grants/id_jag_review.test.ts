@@ -84,7 +84,7 @@ describe.each(ID_JAG_STORES)('#45 review: ID-JAG issuance policy ($name store)',
     expect(decodeJwt(theirs.body.access_token as string).client_id).toBe('mcp-client-at-mcp')
   })
 
-  it('#45 review item 2: tokenExchange.authorize sees an ID-JAG request (subject, client, audience the target issuer, scopes, resource, no actor); false is invalid_request', async () => {
+  it('#45 review item 2: tokenExchange.authorize sees an ID-JAG request (subject, client, audience the target issuer, scopes, resource, no actor); false is access_denied', async () => {
     const seen: TokenExchangeRequest[] = []
     const ctx = await start({
       tokenExchange: {
@@ -95,8 +95,8 @@ describe.each(ID_JAG_STORES)('#45 review: ID-JAG issuance policy ($name store)',
       },
     })
     const user = await signInTo(ctx, 'mcp-client', 'openid email')
-    const body = await refused(ctx, idJagParams(user.id_token, WIKI_AS), 'invalid_request')
-    expect(body.error_description).toBe('the token exchange was refused by policy')
+    const body = await refused(ctx, idJagParams(user.id_token, WIKI_AS), 'access_denied')
+    expect(body.error_description).toBe('the ID-JAG was refused by policy')
     const allowed = await answer(
       await exchangeRequest(ctx, idJagParams(user.id_token, MCP_AS, { scope: 'tools.call', resource: MCP_RESOURCE })),
     )
@@ -127,7 +127,7 @@ describe.each(ID_JAG_STORES)('#45 review: ID-JAG issuance policy ($name store)',
     })
     const user = await signInTo(ctx, 'mcp-client', 'openid')
     // tokenExchange refuses, identityAssertion would allow.
-    await refused(ctx, idJagParams(user.id_token, WIKI_AS), 'invalid_request')
+    await refused(ctx, idJagParams(user.id_token, WIKI_AS), 'access_denied')
     // tokenExchange narrows to tools.read; identityAssertion sees that and allows it.
     const narrowed = await answer(await exchangeRequest(ctx, idJagParams(user.id_token)))
     expect(narrowed.status).toBe(200)
