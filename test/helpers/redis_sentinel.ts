@@ -11,7 +11,7 @@
  *   const setup = await startRedisSentinel()
  *   createRedisStore({ sentinel: { nodes: setup.sentinels, name: setup.name } })
  *   const before = await setup.primary()                  // '127.0.0.1:<port>', as the sentinels say
- *   await setup.cli(setup.sentinels[0], 'sentinel', 'failover', setup.name)   // or:
+ *   await setup.failover()                                // SENTINEL FAILOVER, asked again until it happens, or:
  *   setup.processes.get(before)?.kill('SIGKILL')          // the primary lost
  *   const after = await setup.waitForFailover(before)     // the promoted replica, once every sentinel names it
  *   await setup.waitForReplica()                          // before another failover: the demoted one in sync
@@ -42,6 +42,15 @@ export interface LocalRedisSentinel {
   nodes: string[]
   /** The primary (`host:port`) as the first sentinel that answers names it. */
   primary(): Promise<string>
+  /**
+   * A planned failover: `SENTINEL FAILOVER` on a live sentinel, asked again (every 8 s at most) until
+   * every sentinel names another primary: a sentinel refuses it (`NOGOODSLAVE`) until it has the
+   * replica's INFO, and gives an attempt up after `failover-timeout` without retrying it (a busy
+   * machine saw both). The new primary's `host:port`.
+   */
+  failover(timeoutMs?: number): Promise<string>
+  /** `SENTINEL FAILOVER`, asked again until a sentinel accepts it (`OK`); does not wait for the switch. */
+  askFailover(timeoutMs?: number): Promise<void>
   /** Waits until every live sentinel names a primary other than `old`, and that node says it is master. */
   waitForFailover(old: string, timeoutMs?: number): Promise<string>
   /**
@@ -184,6 +193,41 @@ export async function startRedisSentinel({
     )
     return promoted
   }
+  const askFailover = async (timeoutMs = 20_000): Promise<void> => {
+    let last = ''
+    await waitFor(
+      'SENTINEL FAILOVER accepted',
+      async () => {
+        const sentinel = sentinels.find((one) => alive(processes.get(one))) as string
+        last = (await cli(sentinel, 'sentinel', 'failover', name).catch((err: Error) => err.message)).trim()
+        return last === 'OK'
+      },
+      timeoutMs,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message} (last answer: ${last})`)
+    })
+  }
+  const failover = async (timeoutMs = 60_000): Promise<string> => {
+    const before = await primary()
+    const deadline = Date.now() + timeoutMs
+    let last = ''
+    while (Date.now() < deadline) {
+      const sentinel = sentinels.find((one) => alive(processes.get(one))) as string
+      last = (await cli(sentinel, 'sentinel', 'failover', name).catch((err: Error) => err.message)).trim()
+      const wait = Math.min(8_000, Math.max(100, deadline - Date.now()))
+      if (last === 'OK') {
+        const after = await waitForFailover(before, wait).catch(() => undefined)
+        if (after) return after
+      } else {
+        // Already switched (a sentinel refusing as the failover it started ends), or not yet able to.
+        const after = await waitForFailover(before, 500).catch(() => undefined)
+        if (after) return after
+      }
+    }
+    throw new Error(
+      `local Redis Sentinel: no failover away from ${before} within ${timeoutMs} ms (last answer: ${last})`,
+    )
+  }
   const waitForReplica = async (timeoutMs = 30_000): Promise<string> => {
     let replica = ''
     await waitFor(
@@ -255,7 +299,22 @@ export async function startRedisSentinel({
       start(node, [...dataNode(port), ...follow])
       await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
     }
-    return { sentinels, name, nodes, primary, waitForFailover, waitForReplica, processes, cli, restart, stop }
+    // A failover needs the replica in good standing with the sentinels, not only listed.
+    await waitForReplica()
+    return {
+      sentinels,
+      name,
+      nodes,
+      primary,
+      failover,
+      askFailover,
+      waitForFailover,
+      waitForReplica,
+      processes,
+      cli,
+      restart,
+      stop,
+    }
   } catch (err) {
     await stop()
     throw err
