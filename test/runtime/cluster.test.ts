@@ -150,7 +150,8 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
 
   it.runIf(url)('every instance publishes the same JWKS within a few seconds', async () => {
     let sets: string[] = []
-    for (let attempt = 0; attempt < 20; attempt++) {
+    // Instances that generated keys reload every 2 s until they agree; a loaded CI machine took longer than 10 s once.
+    for (let attempt = 0; attempt < 60; attempt++) {
       sets = await Promise.all(
         (Object.keys(COMMANDS) as Name[]).map(async (name) =>
           JSON.stringify(await (await fetch(retarget(as.jwks_uri as string, name))).json()),
