@@ -161,7 +161,7 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
       await new Promise((r) => setTimeout(r, 500))
     }
     expect(new Set(sets).size).toBe(1)
-  })
+  }, 60_000)
 
   async function code(signInOn: Name) {
     const browser = new Browser(async (request) => fetch(retarget(request.url, signInOn), request), [RU])
