@@ -4,18 +4,14 @@
  * create`, ready once every node reports `cluster_state:ok`. `stop()` kills the processes and
  * removes the folder. `hasRedisServer` tells whether the binaries are there (tests skip otherwise).
  */
-import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { type ChildProcess, execFile } from 'node:child_process'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { answering, hasRedisServer, processGroup, redisNodeArgs } from './redis_processes.ts'
+
+export { hasRedisServer }
 
 const run = promisify(execFile)
-
-/** True when `redis-server` and `redis-cli` can be run. */
-export const hasRedisServer =
-  spawnSync('redis-server', ['--version']).status === 0 && spawnSync('redis-cli', ['--version']).status === 0
 
 export interface LocalRedisCluster {
   /** The seed nodes, `127.0.0.1:<port>`, masters and replicas. */
@@ -50,84 +46,31 @@ async function freePort(taken: Set<number>): Promise<number> {
   }
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`local Redis Cluster: ${what} not reached within ${timeoutMs} ms`)
-}
-
 /**
  * Starts a cluster of `masters` masters with one replica each (default 3 + 3); `serverArgs` are
  * added to every node's command line (e.g. `['--cluster-require-full-coverage', 'no']`).
  */
 export async function startRedisCluster({ masters = 3, serverArgs = [] as string[] } = {}): Promise<LocalRedisCluster> {
-  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-redis-cluster-'))
+  const group = processGroup('gatehouse-redis-cluster-', 'local Redis Cluster')
+  const { dir, processes, cli, stop } = group
+  const waitFor = group.waitFor
   const taken = new Set<number>()
   const ports: number[] = []
   for (let i = 0; i < masters * 2; i++) ports.push(await freePort(taken))
   const nodes = ports.map((port) => `127.0.0.1:${port}`)
-  const processes = new Map<string, ChildProcess>()
-  const cli = async (node: string, ...args: string[]) => {
-    const [host, port] = node.split(':') as [string, string]
-    return (await run('redis-cli', ['-h', host, '-p', port, ...args])).stdout
-  }
-  // Should the test process end without stop() (killed, crashed), take the nodes with it.
-  const killAll = () => {
-    for (const child of processes.values()) child.kill('SIGKILL')
-  }
-  process.once('exit', killAll)
-  const stop = async () => {
-    process.removeListener('exit', killAll)
-    await Promise.all(
-      [...processes.values()].map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve()
-            child.once('exit', () => resolve())
-            child.kill('SIGKILL')
-          }),
-      ),
-    )
-    rmSync(dir, { recursive: true, force: true })
-  }
   /** Starts node `i` (again, after a kill: it rejoins with its nodes.conf, as a replica once its slots moved). */
   const spawnNode = (i: number, port: number) => {
-    const child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        `nodes-${port}.conf`,
-        '--cluster-node-timeout',
-        '2000',
-        '--dir',
-        dir,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--daemonize',
-        'no',
-        '--logfile',
-        `node-${i}.log`,
-        ...serverArgs,
-      ],
-      { cwd: dir, stdio: 'ignore' },
-    )
-    processes.set(nodes[i] as string, child)
+    const cluster = ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`]
+    group.start(nodes[i] as string, [
+      ...redisNodeArgs(port, dir, `node-${i}.log`),
+      ...cluster,
+      ...['--cluster-node-timeout', '2000'],
+      ...serverArgs,
+    ])
   }
   try {
     for (const [i, port] of ports.entries()) spawnNode(i, port)
-    for (const node of nodes)
-      await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
+    for (const node of nodes) await answering(group, node)
     await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '1', '--cluster-yes'], {
       timeout: 60_000,
     })
@@ -154,7 +97,7 @@ export async function startRedisCluster({ masters = 3, serverArgs = [] as string
     const restart = async (node: string) => {
       const i = nodes.indexOf(node)
       spawnNode(i, ports[i] as number)
-      await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
+      await answering(group, node)
     }
     return { nodes, processes, cli, restart, stop }
   } catch (err) {

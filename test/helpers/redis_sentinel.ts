@@ -21,17 +21,13 @@
  * nodes (primary first, as started). Where `redis-server` and `redis-cli` are missing,
  * `hasRedisServer` is false and the tests skip (describe.runIf / describe.skipIf).
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
-import { hasRedisServer } from './redis_cluster.ts'
+import { alive, answering, hasRedisServer, processGroup, redisNodeArgs } from './redis_processes.ts'
 
 export { hasRedisServer }
-
-const run = promisify(execFile)
 
 export interface LocalRedisSentinel {
   /** The three sentinels, `127.0.0.1:<port>`. */
@@ -83,15 +79,6 @@ async function freePort(): Promise<number> {
   })
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`local Redis Sentinel: ${what} not reached within ${timeoutMs} ms`)
-}
-
 /** The flags `SENTINEL REPLICAS` (as redis-cli prints it: a key, then its value, line by line) gives `node`. */
 function replicaFlags(answer: string, node: string): string | undefined {
   const lines = answer.trim().split('\n')
@@ -103,9 +90,6 @@ function replicaFlags(answer: string, node: string): string | undefined {
   return undefined
 }
 
-const alive = (child: ChildProcess | undefined): boolean =>
-  child !== undefined && child.exitCode === null && child.signalCode === null
-
 /** Starts a primary, a replica and three sentinels monitoring them as `name`. */
 export async function startRedisSentinel({
   name = 'gatehouse',
@@ -114,54 +98,16 @@ export async function startRedisSentinel({
   name?: string
   password?: string
 } = {}): Promise<LocalRedisSentinel> {
-  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-redis-sentinel-'))
+  const group = processGroup('gatehouse-redis-sentinel-', 'local Redis Sentinel', password)
+  const { dir, processes, cli, stop, waitFor } = group
   const ports = new Set<number>()
   while (ports.size < 5) ports.add(await freePort())
   const [primaryPort, replicaPort, ...sentinelPorts] = [...ports] as [number, number, ...number[]]
   const nodes = [primaryPort, replicaPort].map((port) => `127.0.0.1:${port}`)
   const sentinels = sentinelPorts.map((port) => `127.0.0.1:${port}`)
-  const processes = new Map<string, ChildProcess>()
-  const cli = async (node: string, ...args: string[]) => {
-    const [host, port] = node.split(':') as [string, string]
-    const auth = password === undefined ? [] : ['--no-auth-warning', '-a', password]
-    return (await run('redis-cli', ['-h', host, '-p', port, ...auth, ...args], { timeout: 5_000 })).stdout
-  }
-  const killAll = () => {
-    for (const child of processes.values()) child.kill('SIGKILL')
-  }
-  process.once('exit', killAll)
-  const stop = async () => {
-    process.removeListener('exit', killAll)
-    await Promise.all(
-      [...processes.values()].map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (!alive(child)) return resolve()
-            child.once('exit', () => resolve())
-            child.kill('SIGKILL')
-          }),
-      ),
-    )
-    rmSync(dir, { recursive: true, force: true })
-  }
-  const start = (hostPort: string, args: string[]) => {
-    processes.set(hostPort, spawn('redis-server', args, { cwd: dir, stdio: 'ignore' }))
-  }
+  const start = group.start
   const dataNode = (port: number) => [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--dir',
-    dir,
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--daemonize',
-    'no',
-    '--logfile',
-    `node-${port}.log`,
+    ...redisNodeArgs(port, dir, `node-${port}.log`),
     ...(password === undefined ? [] : ['--requirepass', password, '--masterauth', password]),
   ]
   /** The primary as `sentinel` names it, or undefined. */
@@ -272,8 +218,7 @@ export async function startRedisSentinel({
       )
       start(sentinels[i] as string, [conf, '--sentinel'])
     }
-    for (const node of [...nodes, ...sentinels])
-      await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
+    for (const node of [...nodes, ...sentinels]) await answering(group, node)
     await waitFor(
       'the replica in sync',
       async () => (await cli(nodes[1] as string, 'info', 'replication')).includes('master_link_status:up'),
@@ -297,7 +242,7 @@ export async function startRedisSentinel({
       const port = Number(node.split(':')[1])
       const follow = replicaOf ? ['--replicaof', ...replicaOf.split(':')] : []
       start(node, [...dataNode(port), ...follow])
-      await waitFor(`${node} answering`, async () => (await cli(node, 'ping')).includes('PONG'), 10_000)
+      await answering(group, node)
     }
     // A failover needs the replica in good standing with the sentinels, not only listed.
     await waitForReplica()

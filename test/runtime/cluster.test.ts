@@ -148,20 +148,24 @@ describe.each(stores)('three runtimes on one $name store', ({ url, env, cleanup 
     await cleanup(url)
   })
 
-  it.runIf(url)('every instance publishes the same JWKS within a few seconds', async () => {
-    let sets: string[] = []
-    // Instances that generated keys reload every 2 s until they agree; a loaded CI machine took longer than 10 s once.
-    for (let attempt = 0; attempt < 60; attempt++) {
-      sets = await Promise.all(
-        (Object.keys(COMMANDS) as Name[]).map(async (name) =>
-          JSON.stringify(await (await fetch(retarget(as.jwks_uri as string, name))).json()),
-        ),
-      )
-      if (new Set(sets).size === 1) break
-      await new Promise((r) => setTimeout(r, 500))
-    }
-    expect(new Set(sets).size).toBe(1)
-  }, 60_000)
+  it.runIf(url)(
+    'every instance publishes the same JWKS within a few seconds',
+    async () => {
+      let sets: string[] = []
+      // Instances that generated keys reload every 2 s until they agree; a loaded CI machine took longer than 10 s once.
+      for (let attempt = 0; attempt < 60; attempt++) {
+        sets = await Promise.all(
+          (Object.keys(COMMANDS) as Name[]).map(async (name) =>
+            JSON.stringify(await (await fetch(retarget(as.jwks_uri as string, name))).json()),
+          ),
+        )
+        if (new Set(sets).size === 1) break
+        await new Promise((r) => setTimeout(r, 500))
+      }
+      expect(new Set(sets).size).toBe(1)
+    },
+    60_000,
+  )
 
   async function code(signInOn: Name) {
     const browser = new Browser(async (request) => fetch(retarget(request.url, signInOn), request), [RU])
