@@ -135,21 +135,21 @@ async function redeemAtOnce(r: Redeeming, ctx: Context): Promise<Redeemed> {
   const account = await requireAccount(record.sub, ctx, { scopes: r.tokenScopes, claims: r.claims })
   const refresh = wantsRefreshToken(client, grant.scopes, ctx)
   const issued = await issueUserTokens(grant, client, ctx, { account, refresh, proof: r.proof })
-  const made = {
-    kind: 'authorization_code',
-    createdAt: now,
-    expiresAt: issued.expiresAt,
-    sessionId: record.sessionId,
-  } as const
   const outcome = await (ctx.store.codes.redeem as NonNullable<Store['codes']['redeem']>)(r.id, now, {
     unlessRevoked: [record.familyId],
     ...(issued.refreshRecord ? { refreshToken: issued.refreshRecord } : {}),
-    grant: grantRecordOf(grant, client, made),
+    grant: codeGrantRecord(r, issued),
   })
   if (outcome.status === 'revoked') throw new OAuthError('invalid_grant', 'the code has been revoked')
   if (outcome.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
   if (outcome.status === 'replayed') return r.replayed(record)
   return issued
+}
+
+/** The grant a redeemed code records: made by this code, for as long as its tokens last. */
+function codeGrantRecord(r: Redeeming, issued: IssuedUserTokens): GrantRecord {
+  const made = { kind: 'authorization_code', createdAt: r.now, expiresAt: issued.expiresAt } as const
+  return grantRecordOf(r.grant, r.client, { ...made, sessionId: r.record.sessionId })
 }
 
 /** The redemption in steps: the revocation check, the consume, then the refresh token and the grant. */
@@ -179,13 +179,7 @@ async function redeemInSteps(r: Redeeming, live: GrantRecord | undefined, ctx: C
   // its refresh token is refused and its access tokens are inactive at introspection and userinfo.
   const issued = await issuing
   // The grant is recorded with the refresh token, in the same round trip (#39).
-  const made = {
-    kind: 'authorization_code',
-    createdAt: now,
-    expiresAt: issued.expiresAt,
-    sessionId: record.sessionId,
-  } as const
-  const fresh = grantRecordOf(grant, client, made)
+  const fresh = codeGrantRecord(r, issued)
   await Promise.all([
     issued.refreshRecord && ctx.store.refreshTokens.insert(issued.refreshRecord),
     ctx.store.grants.put(live ? updatedGrantRecord(live, fresh, now) : fresh),

@@ -6,7 +6,7 @@
  */
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
 import * as oauth from 'oauth4webapi'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { GatehouseEvent, IdentityAssertionRequest } from '../../../src/index.ts'
 import { createResourceServer } from '../../../src/resource_server/index.ts'
 import { Browser } from '../../helpers/browser.ts'
@@ -23,19 +23,11 @@ import {
   exchangeRequest,
   idJagParams,
   signInTo,
-  start as startOn,
+  startPerTest,
 } from './id_jag_fixtures.ts'
 
 describe.each(ID_JAG_STORES)('#45 ID-JAG issuance, identity provider side ($name store)', (kind) => {
-  const opened: Ctx[] = []
-  afterEach(async () => {
-    for (const ctx of opened.splice(0)) await ctx.dispose()
-  })
-  async function start(options: Parameters<typeof startOn>[1] = {}): Promise<Ctx> {
-    const ctx = await startOn(kind, options)
-    opened.push(ctx)
-    return ctx
-  }
+  const start = startPerTest(kind)
   /** The request must fail with `error` (400 unless told). */
   async function refused(ctx: Ctx, params: Record<string, string> | string[][], error: string, clientId?: string) {
     const { status, body } = await answer(await exchangeRequest(ctx, params, clientId))

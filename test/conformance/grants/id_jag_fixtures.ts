@@ -6,6 +6,7 @@
  * `mcp-client`'s (#45 review item 1: `other-app` has none).
  */
 import * as oauth from 'oauth4webapi'
+import { afterEach } from 'vitest'
 import type { TokenServiceOptions } from '../../../src/config/index.ts'
 import type { ClientRegistration } from '../../../src/clients/index.ts'
 import { Browser } from '../../helpers/browser.ts'
@@ -118,4 +119,19 @@ export function idJagParams(idToken: string | undefined, audience = MCP_AS, extr
 /** The status and JSON body of a response. */
 export async function answer(response: Response): Promise<{ status: number; body: Record<string, unknown> }> {
   return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+}
+
+/** A `start` for one describe block on `kind`'s store: every Ctx it opens is disposed after each test. */
+export function startPerTest(
+  kind: (typeof STORES)[number],
+): (options?: Partial<TokenServiceOptions>) => ReturnType<typeof start> {
+  const opened: Ctx[] = []
+  afterEach(async () => {
+    for (const ctx of opened.splice(0)) await ctx.dispose()
+  })
+  return async (options = {}) => {
+    const ctx = await start(kind, options)
+    opened.push(ctx)
+    return ctx
+  }
 }

@@ -6,7 +6,7 @@
  * memory and PostgreSQL. docs/security.md "ID-JAGs (identity provider side)" is the threat model.
  */
 import { decodeJwt } from 'jose'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { TokenExchangeRequest } from '../../../src/index.ts'
 import {
   AUDIENCES,
@@ -19,19 +19,11 @@ import {
   exchangeRequest,
   idJagParams,
   signInTo,
-  start as startOn,
+  startPerTest,
 } from './id_jag_fixtures.ts'
 
 describe.each(ID_JAG_STORES)('#45 review: ID-JAG issuance policy ($name store)', (kind) => {
-  const opened: Ctx[] = []
-  afterEach(async () => {
-    for (const ctx of opened.splice(0)) await ctx.dispose()
-  })
-  async function start(options: Parameters<typeof startOn>[1] = {}): Promise<Ctx> {
-    const ctx = await startOn(kind, options)
-    opened.push(ctx)
-    return ctx
-  }
+  const start = startPerTest(kind)
   async function refused(ctx: Ctx, params: Record<string, string>, error: string, clientId?: string) {
     const { status, body } = await answer(await exchangeRequest(ctx, params, clientId))
     expect({ status, error: body.error }).toEqual({ status: 400, error })
