@@ -18,12 +18,17 @@ import { fileURLToPath } from 'node:url'
 import { decodeJwt } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Server } from 'node:http'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { serveNode } from '../../adapters/node.ts'
 import { createTokenService } from '../../src/index.ts'
 import { SignInProvider, connectWithSignIn, recordingFetch, signInOverHttp, whoami } from '../helpers/mcp.ts'
-import { IdJagProvider, JWT_BEARER, TOKEN_EXCHANGE, exchangeForIdJag, signInAtIdp } from '../helpers/mcp_enterprise.ts'
+import {
+  IdJagProvider,
+  JWT_BEARER,
+  TOKEN_EXCHANGE,
+  exchangeForIdJag,
+  signInAtIdp,
+  whoamiAsAgent,
+} from '../helpers/mcp_enterprise.ts'
 import { USERS } from '../helpers/service.ts'
 import { type Running, freePort, launch, waitUntilServing } from '../runtime/server.ts'
 
@@ -183,26 +188,12 @@ describe.skipIf(!enabled)(title, () => {
       { ...AT_EXAMPLE, issuer: base },
       async () => (await exchangeForIdJag(as, AT_IDP, idToken, base, resource)).access_token,
     )
-    const recorder = recordingFetch()
-    const transport = new StreamableHTTPClientTransport(new URL(resource), {
-      authProvider: provider,
-      fetch: recorder.fetch,
-    })
-    const client = new Client({ name: 'gatehouse-enterprise-agent', version: '0.0.0' })
-    try {
-      await client.connect(transport)
-      // The example's demo user, found by the email the IdP's ID-JAG carries.
-      expect(await whoami(client)).toEqual({
-        sub: 'demo-user-1',
-        client_id: AT_EXAMPLE.client_id,
-        scopes: ['mcp:tools'],
-      })
-    } finally {
-      await transport.close()
-    }
-    const here = recorder.sent.filter((sent) => sent.url.origin === base).map((sent) => sent.url.pathname)
+    const { caller, sent } = await whoamiAsAgent(resource, provider)
+    // The example's demo user, found by the email the IdP's ID-JAG carries.
+    expect(caller).toEqual({ sub: 'demo-user-1', client_id: AT_EXAMPLE.client_id, scopes: ['mcp:tools'] })
+    const here = sent.filter((sent) => sent.url.origin === base).map((sent) => sent.url.pathname)
     expect(here.filter((path) => /^\/connect\/(authorize|interaction|register)/.test(path))).toEqual([])
-    const tokenRequests = recorder.sent.filter((sent) => sent.url.href === `${base}/connect/token`)
+    const tokenRequests = sent.filter((sent) => sent.url.href === `${base}/connect/token`)
     expect(tokenRequests).toHaveLength(1)
     expect(new URLSearchParams(tokenRequests[0]?.body).get('grant_type')).toBe(JWT_BEARER)
     expect(provider.assertions).toHaveLength(1)

@@ -9,9 +9,11 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import * as oauth from 'oauth4webapi'
 import { authorizationUrl } from './flow.ts'
-import { signInOverHttp } from './mcp.ts'
+import { type Caller, type SentRequest, recordingFetch, signInOverHttp, whoami } from './mcp.ts'
 
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
@@ -133,4 +135,23 @@ export async function exchangeForIdJag(
   )
   // RFC 8693 §2.2.1: an ID-JAG is not an access token (token_type N_A).
   return oauth.processGenericTokenEndpointResponse(as, client, response, { recognizedTokenTypes: { n_a: () => {} } })
+}
+
+/** The agent's MCP session: `whoami` through the SDK's Client with `provider`, every request recorded. */
+export async function whoamiAsAgent(
+  resource: string,
+  provider: IdJagProvider,
+): Promise<{ caller: Caller; sent: SentRequest[] }> {
+  const recorder = recordingFetch()
+  const transport = new StreamableHTTPClientTransport(new URL(resource), {
+    authProvider: provider,
+    fetch: recorder.fetch,
+  })
+  const client = new Client({ name: 'gatehouse-enterprise-agent', version: '0.0.0' })
+  try {
+    await client.connect(transport)
+    return { caller: await whoami(client), sent: recorder.sent }
+  } finally {
+    await transport.close()
+  }
 }

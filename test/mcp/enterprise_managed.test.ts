@@ -20,15 +20,13 @@
  * explicitly). The tool call is the SDK's Client over StreamableHTTPClientTransport.
  */
 import type { Server } from 'node:http'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { serveNode } from '../../adapters/node.ts'
 import { createTokenService } from '../../src/index.ts'
 import { createResourceServer } from '../../src/resource_server/index.ts'
-import { type Handler, type SentRequest, mcpHost, recordingFetch, whoami } from '../helpers/mcp.ts'
+import { type Handler, type SentRequest, mcpHost } from '../helpers/mcp.ts'
 import {
   HTTP,
   ID_JAG,
@@ -37,6 +35,7 @@ import {
   TOKEN_EXCHANGE,
   exchangeForIdJag,
   signInAtIdp,
+  whoamiAsAgent,
 } from '../helpers/mcp_enterprise.ts'
 import { USERS } from '../helpers/service.ts'
 import { freePort } from '../runtime/server.ts'
@@ -164,20 +163,9 @@ describe('#45 end to end: enterprise-managed MCP authorization (two Gatehouse in
       { client_id: AT_MCP.clientId, client_secret: AT_MCP.clientSecret, issuer: mcpAs },
       obtainIdJag,
     )
-    const recorder = recordingFetch()
-    const transport = new StreamableHTTPClientTransport(new URL(resource), {
-      authProvider: provider,
-      fetch: recorder.fetch,
-    })
-    const client = new Client({ name: 'gatehouse-enterprise-agent', version: '0.0.0' })
-    try {
-      await client.connect(transport)
-      const caller = await whoami(client)
-      // alice's account at the MCP AS (mapped by email), the MCP AS's client id, the IdP's scope.
-      expect(caller).toEqual({ sub: 'mcp-alice', client_id: AT_MCP.clientId, scopes: ['mcp:tools'] })
-    } finally {
-      await transport.close()
-    }
+    const { caller, sent } = await whoamiAsAgent(resource, provider)
+    // alice's account at the MCP AS (mapped by email), the MCP AS's client id, the IdP's scope.
+    expect(caller).toEqual({ sub: 'mcp-alice', client_id: AT_MCP.clientId, scopes: ['mcp:tools'] })
 
     // The ID-JAG the IdP issued: typed, for the MCP AS and its client id, the resource passed through.
     expect(exchanges).toHaveLength(1)
@@ -196,7 +184,7 @@ describe('#45 end to end: enterprise-managed MCP authorization (two Gatehouse in
     expect(jwksFetches).toBeGreaterThan(0) // the MCP AS fetched the IdP's keys over HTTP
 
     // What the SDK sent to the MCP AS: discovery, then one jwt-bearer token request with resource.
-    const sentToMcpAs = recorder.sent.filter((sent) => sent.url.origin === mcpAs)
+    const sentToMcpAs = sent.filter((sent) => sent.url.origin === mcpAs)
     const tokenRequests = sentToMcpAs.filter((sent) => sent.url.pathname === '/connect/token')
     expect(tokenRequests).toHaveLength(1)
     const form = new URLSearchParams((tokenRequests[0] as SentRequest).body)
