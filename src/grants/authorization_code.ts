@@ -18,8 +18,8 @@
  *   consume; then the code is consumed atomically (if a concurrent redemption won, this one is a
  *   replay). Of concurrent redemptions exactly one answers 200, every other invalid_grant, and
  *   the replays revoke what the winner got (#27 item 12)
- *   (#44: a store with `codes.redeem`, PostgreSQL's, checks the revocation, consumes the code and
- *   writes what follows in one statement, after the tokens are signed)
+ *   (#44: a store with `codes.redeem`, PostgreSQL's or one Redis node's, checks the revocation,
+ *   consumes the code and writes what follows in one statement or script, after the tokens are signed)
  * - the grant is recorded (`Store.grants`, under the family id) with the refresh token, if any;
  *   a Grant Management merge or replace code (its family is the live grant's) needs the grant
  *   alive (else invalid_grant), issues from the merged or the new permissions, updates the record

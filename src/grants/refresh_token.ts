@@ -16,9 +16,9 @@
  * - `resource` (RFC 8707 §2.2): each permitted and one of the grant's resources, else invalid_target;
  *   the access token is for those (none named: all of the grant's), the next generation keeps all
  * - atomically rotate: exactly one of concurrent callers gets the next generation (#44: a store
- *   with `rotateUnlessRevoked`, PostgreSQL's, checks the revocation in the same statement); tokens that
- *   outlive the family's absolute end extend the grant's record (`Store.grants`) to their end; the
- *   grant's last use is recorded alongside, to the minute (`recordUse`)
+ *   with `rotateUnlessRevoked`, PostgreSQL's or one Redis node's, checks the revocation in the same
+ *   step); tokens that outlive the family's absolute end extend the grant's record (`Store.grants`)
+ *   to their end; the grant's last use is recorded alongside, to the minute (`recordUse`)
  * The request's DPoP proof itself was checked by the endpoint before any of this: with one, the
  * access token is DPoP-bound and so is a public client's next refresh token (RFC 9449 §5); a
  * confidential client's refresh tokens are never bound.

@@ -13,6 +13,8 @@
  * - Refresh rotation (old and next token: one script, one winner): a token lives under
  *   `rt:{<familyId>}<id>`, in the slot of its family, found from its id by the pointer
  *   `rt-family:<id>` (redis_refresh.ts): one more round trip per refresh, atomic as on one node.
+ * - Redemption in one step (`codes.redeem`, `refreshTokens.rotateUnlessRevoked`, #44 item 2:
+ *   redis_redeem.ts): one node only; a cluster store has neither, and the grants take their steps.
  * - Clients: no index set on a cluster (it would sit in one slot); `list` scans every master.
  * - Sessions, grants (record + end-user index) and CIBA requests (record + approval link): record
  *   first, then the index or link; a failure between leaves a record nothing names, of an operation
@@ -22,7 +24,7 @@
  * - Many keys at once (revocation checks, listings): one GET per key; whole-store walks (`clear`,
  *   client listing) SCAN every master (`cluster.nodes('master')`).
  */
-import type { RedisOptions } from 'ioredis'
+import type { Redis, RedisOptions } from 'ioredis'
 import { importOptional } from '../optional_import.ts'
 import { StoreUnavailableError } from '../errors.ts'
 import { membershipBatch } from './membership_batch.ts'
@@ -34,6 +36,7 @@ import { isCluster, type RedisClient, readMany } from './redis_cluster.ts'
 import { createRedisClient, describeConnection, type RedisConnectionOptions } from './redis_connection.ts'
 import { clusterGrantClient } from './redis_grants_cluster.ts'
 import { redisRefreshTokens, type ScriptResult } from './redis_refresh.ts'
+import { redisRedemption } from './redis_redeem.ts'
 import { redisSessions } from './redis_sessions.ts'
 import { WAIT_CONNECTIONS, replicaWait, withReplicaWait } from './redis_wait.ts'
 import { redisCibaRequests } from './redis_ciba.ts'
@@ -209,6 +212,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     })
   })
 
+  // #44 item 2: a code redemption and a rotation in one script each; one node only (redis_redeem.ts).
+  const redemption = isCluster(client)
+    ? undefined
+    : redisRedemption({ redis: durable as unknown as Redis, k, ttl, run })
+
   return {
     clients: redisClients(durable, prefix, run),
     codes: {
@@ -216,16 +224,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       get: (id) => run('codes.get', () => getOnce<CodeRecord>(k('code', id))),
       consume: (id, at) =>
         run('codes.consume', async () => consumed<CodeRecord>(await durable.gatehouseConsume(k('code', id), at), at)),
+      ...(redemption ? { redeem: redemption.redeem } : {}),
     },
-    refreshTokens: redisRefreshTokens({
-      redis: durable as unknown as RedisClient,
-      k,
-      ttl,
-      run,
-      putOnce,
-      getOnce,
-      consumed,
-    }),
+    refreshTokens: {
+      ...redisRefreshTokens({ redis: durable as unknown as RedisClient, k, ttl, run, putOnce, getOnce, consumed }),
+      ...(redemption ? { rotateUnlessRevoked: redemption.rotateUnlessRevoked } : {}),
+    },
     sessions: redisSessions(durable, k, ttl, now, run),
     grants: redisGrants(isCluster(client) ? clusterGrantClient(client) : redis, k, ttl, run),
     interactions: {

@@ -34,13 +34,24 @@ if used > 0 then json = '{"lastUsedAt":' .. tostring(used) .. ',' .. string.sub(
 redis.call('SET', KEYS[1], json, 'EX', ARGV[2])`
 }
 
-// KEYS record key, index key; ARGV record JSON without lastUsedAt, ttl, id, lastUsedAt (0: none).
-// The index's expiry only ever grows: a short grant put after a long one must not end the index
-// before the long one.
-const PUT_GRANT = `${recordPutLua(4)}
+/**
+ * A whole grant put (shared with the one-step redemption of redis_redeem.ts): KEYS[1] the record
+ * key, KEYS[2] the index key; ARGV[1] the record JSON without lastUsedAt, ARGV[2] its ttl, ARGV[3]
+ * its id, ARGV[4] its lastUsedAt (0: none). The index's expiry only ever grows: a short grant put
+ * after a long one must not end the index before the long one.
+ */
+export const GRANT_PUT_LUA = `${recordPutLua(4)}
 redis.call('SADD', KEYS[2], ARGV[3])
-if redis.call('TTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
+if redis.call('TTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[2], ARGV[2]) end`
+
+const PUT_GRANT = `${GRANT_PUT_LUA}
 return 1`
+
+/** The arguments of GRANT_PUT_LUA for `record` (its `lastUsedAt` apart, as the script writes it first). */
+export function grantPutArgs(record: GrantRecord, ttl: number): [string, number, string, number] {
+  const { lastUsedAt, ...rest } = record
+  return [JSON.stringify(rest), ttl, record.id, Number.isFinite(lastUsedAt) ? (lastUsedAt as number) : 0]
+}
 
 // KEYS record key; ARGV at. Only a live record (its expiresAt after at) whose last use is earlier
 // or unset; the rest of the JSON is kept as it is, and so is the key's expiry. A record whose
@@ -101,14 +112,10 @@ export function redisGrants(
   return {
     put: (record) =>
       run('grants.put', async () => {
-        const { lastUsedAt, ...rest } = record
         await redis.gatehousePutGrant(
           k('grant', record.id),
           k('grants-of', record.sub),
-          JSON.stringify(rest),
-          ttl(record.expiresAt),
-          record.id,
-          Number.isFinite(lastUsedAt) ? (lastUsedAt as number) : 0,
+          ...grantPutArgs(record, ttl(record.expiresAt)),
         )
       }),
     get: (id, at) =>

@@ -29,6 +29,8 @@ export const DURABLE_COMMANDS: ReadonlySet<string> = new Set([
   'gatehouseConsume',
   'gatehousePutOnce',
   'gatehouseRotate',
+  'gatehouseRedeem',
+  'gatehouseRotateUnlessRevoked',
   'gatehouseExtend',
   'gatehouseUseOnce',
   'gatehouseDeviceDecide',

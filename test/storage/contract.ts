@@ -44,6 +44,8 @@ export interface StorageContractOptions {
   skip?: Array<{ reason: string; tests: string[] }>
   /** The adapter has `codes.redeem` and `refreshTokens.rotateUnlessRevoked` (#44 item 1). */
   redeem?: boolean
+  /** The issue item the adapter's redemption tests are named after (default `#44 item 1`). */
+  redeemItem?: string
 }
 
 let sequence = 0
@@ -845,7 +847,7 @@ export function describeStorageContract(options: StorageContractOptions): void {
     })
 
     describeGrantsContract({ store: () => store, now: clock, advance, test })
-    if (options.redeem) describeRedeemContract({ store: () => store, now: clock, test })
+    if (options.redeem) describeRedeemContract({ store: () => store, now: clock, test, item: options.redeemItem })
 
     describe('interactions', () => {
       test('put and get', async () => {

@@ -61,6 +61,8 @@ export interface RedeemContractEnv {
   store(): Store
   now(): number
   test(name: string, fn: () => Promise<void>): void
+  /** The issue item the tests are named after (default `#44 item 1`: PostgreSQL's; Redis is item 2). */
+  item?: string | undefined
 }
 
 function methods(store: Store) {
@@ -73,9 +75,9 @@ function methods(store: Store) {
   }
 }
 
-export function describeRedeemContract({ store: s, now: n, test }: RedeemContractEnv): void {
-  describe('codes.redeem and refreshTokens.rotateUnlessRevoked (#44 item 1)', () => {
-    test('#44 item 1: redeem consumes the code and writes the refresh token and the grant; again it is replayed and writes nothing', async () => {
+export function describeRedeemContract({ store: s, now: n, test, item = '#44 item 1' }: RedeemContractEnv): void {
+  describe(`codes.redeem and refreshTokens.rotateUnlessRevoked (${item})`, () => {
+    test(`${item}: redeem consumes the code and writes the refresh token and the grant; again it is replayed and writes nothing`, async () => {
       const store = s()
       const { redeem } = methods(store)
       const record = code(n())
@@ -94,7 +96,7 @@ export function describeRedeemContract({ store: s, now: n, test }: RedeemContrac
       expect(await store.codes.get(record.id)).toEqual({ ...record, consumedAt: n() })
     })
 
-    test('#44 item 1: redeem of a revoked family is revoked and changes nothing; without a refresh token only the grant is written', async () => {
+    test(`${item}: redeem of a revoked family is revoked and changes nothing; without a refresh token only the grant is written`, async () => {
       const store = s()
       const { redeem } = methods(store)
       const record = code(n())
@@ -112,7 +114,7 @@ export function describeRedeemContract({ store: s, now: n, test }: RedeemContrac
       expect(await redeem(unique('unknown'), n(), { unlessRevoked: [], grant })).toEqual({ status: 'missing' })
     })
 
-    test('#44 item 1: of 20 concurrent redemptions of one code exactly one is ok and one refresh token is written', async () => {
+    test(`${item}: of 20 concurrent redemptions of one code exactly one is ok and one refresh token is written`, async () => {
       const store = s()
       const { redeem } = methods(store)
       const record = code(n())
@@ -129,7 +131,7 @@ export function describeRedeemContract({ store: s, now: n, test }: RedeemContrac
       expect(written.filter(Boolean)).toHaveLength(1)
     })
 
-    test('#44 item 1: rotateUnlessRevoked rotates once (20 concurrent: one ok, one next generation), refuses a revoked family or revision and changes nothing then', async () => {
+    test(`${item}: rotateUnlessRevoked rotates once (20 concurrent: one ok, one next generation), refuses a revoked family or revision and changes nothing then`, async () => {
       const store = s()
       const { rotate } = methods(store)
       const first = token(n(), unique('family'))

@@ -5,7 +5,14 @@
 import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.ts'
 import { type RedisStore, createRedisStore } from '../../src/storage/redis.ts'
-import { codeRecord, describeStorageContract, grantRecord, interactionRecord, uniqueId } from './contract.ts'
+import {
+  codeRecord,
+  describeStorageContract,
+  grantRecord,
+  interactionRecord,
+  refreshRecord,
+  uniqueId,
+} from './contract.ts'
 
 const url = process.env.REDIS_URL
 
@@ -13,6 +20,8 @@ describe.runIf(url)('Redis store', () => {
   let prefix = ''
   describeStorageContract({
     name: 'redis',
+    redeem: true,
+    redeemItem: '#44 item 2',
     async create({ now }) {
       prefix = `${uniqueId('gh-test')}:`
       const store = createRedisStore({ url: url as string, prefix, now })
@@ -86,6 +95,43 @@ describe.runIf(url)('Redis store', () => {
       expect(await store.codes.get(code.id)).toMatchObject({ id: code.id })
       expect(performance.now() - started).toBeLessThan(200)
       expect(await waiting).toBe('refused')
+    } finally {
+      await store.clear()
+      await store.close()
+    }
+  })
+
+  it('#44 item 2: with waitReplicas, codes.redeem and rotateUnlessRevoked wait for replicas (503 without one); the script ran on the primary', async () => {
+    // The local server has no replica: WAIT answers 0 after waitTimeout.
+    const now = Math.floor(Date.now() / 1000)
+    const store = createRedisStore({
+      url: url as string,
+      prefix: `${uniqueId('gh-wait')}:`,
+      waitReplicas: 1,
+      waitTimeout: 20,
+    })
+    await store.connect()
+    try {
+      const { redeem } = store.codes
+      const { rotateUnlessRevoked } = store.refreshTokens
+      if (!redeem || !rotateUnlessRevoked) throw new Error('expected the one-step redemption on one node')
+      const code = codeRecord(now)
+      await store.codes.insert(code).catch(() => {}) // written, unacknowledged
+      const token = refreshRecord(now, { familyId: code.familyId })
+      const grant = grantRecord(now, { id: code.familyId })
+      const redeemed = redeem.call(store.codes, code.id, now, {
+        unlessRevoked: [code.familyId],
+        refreshToken: token,
+        grant,
+      })
+      await expect(redeemed).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(redeemed).rejects.toThrow(/during codes\.redeem/)
+      expect(await store.codes.get(code.id)).toMatchObject({ consumedAt: now })
+      expect(await store.refreshTokens.get(token.id)).toEqual(token)
+      const next = refreshRecord(now, { familyId: code.familyId })
+      const rotated = rotateUnlessRevoked.call(store.refreshTokens, token.id, next, now, [code.familyId])
+      await expect(rotated).rejects.toThrow(/during refreshTokens\.rotateUnlessRevoked/)
+      expect(await store.refreshTokens.get(next.id)).toEqual(next)
     } finally {
       await store.clear()
       await store.close()

@@ -137,6 +137,16 @@ describe.runIf(hasRedisServer)('Redis Cluster store', () => {
     }
   })
 
+  it('#44 item 2: a cluster store has no one-step redemption (a code, its token, grant and marks span hash slots): the grants take their steps', async () => {
+    const store = createRedisStore({ cluster: cluster.nodes, prefix: `${uniqueId('gh-steps')}:` })
+    try {
+      expect(store.codes.redeem).toBeUndefined()
+      expect(store.refreshTokens.rotateUnlessRevoked).toBeUndefined()
+    } finally {
+      await store.close()
+    }
+  })
+
   it('#43 item 1: options are checked at the boundary', () => {
     expect(() => createRedisStore({ cluster: [] })).toThrow(/cluster: must be a non-empty array/)
     expect(() => createRedisStore({ cluster: ['localhost'] })).toThrow(/each node must be "host:port", got "localhost"/)
