@@ -2,7 +2,8 @@
  * Turns the benchmark's samples into Markdown: the main table (median requests/s, p50, p99 and
  * peak RSS per server and scenario), the ratio table (Gatehouse / node-oidc-provider and
  * Gatehouse / ceiling), one row against another from the same rounds (#43: the Redis Cluster
- * against one node) and the store-size table (flat cost, memory per refresh token).
+ * against one node), each store against memory and #44's targets judged from the same rounds
+ * (#44 item 5) and the store-size table (flat cost, memory per refresh token).
  * Pure functions: no I/O.
  */
 import type { ColdStart } from './cold_start.ts'
@@ -123,10 +124,7 @@ export function sameRuntimeTable(input: ReportInput): string {
     const cell = findCell(input, scenario, server)
     return cell ? summarize(cell)?.rps : undefined
   }
-  const cpu = (scenario: string, server: string) => {
-    const valid = findCell(input, scenario, server)?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0)
-    return valid?.length ? median(valid.map((x) => x.cpu?.server ?? Number.NaN)) : undefined
-  }
+  const cpu = (scenario: string, server: string) => cpuPerRequest(findCell(input, scenario, server))?.server
   const perRound = (scenario: string, server: string, ceiling: string) =>
     sameRoundRatio(input, scenario, server, ceiling)?.ratio
   const lines = [
@@ -169,6 +167,28 @@ function findCell(input: ReportInput, scenario: string, server: string): Cell | 
   return input.cells.find((c) => c.scenario === scenario && c.server === server)
 }
 
+/** One round that has a valid sample of both cells: `server`'s req/s ÷ `base`'s in it. */
+export interface RoundRatio {
+  round: number
+  ratio: number
+  own: Sample
+  base: Sample
+}
+
+/**
+ * `server`'s req/s ÷ `base`'s within each round that has a valid sample of both (codes not run out,
+ * requests answered), in the order of `server`'s samples.
+ */
+export function sameRoundRatios(input: ReportInput, scenario: string, server: string, base: string): RoundRatio[] {
+  const valid = (id: string) =>
+    findCell(input, scenario, id)?.samples.filter((x) => !x.exhausted && x.requests > 0 && x.round !== undefined) ?? []
+  const theirs = valid(base)
+  return valid(server).flatMap((own) => {
+    const other = theirs.find((x) => x.round === own.round)
+    return other ? [{ round: own.round as number, ratio: own.rps / other.rps, own, base: other }] : []
+  })
+}
+
 /**
  * The median over rounds of `server`'s req/s ÷ `base`'s within one round, and how many rounds had
  * a valid sample of both: this machine's speed drifts over minutes (#31), and the two cells of one
@@ -180,13 +200,7 @@ export function sameRoundRatio(
   server: string,
   base: string,
 ): { ratio: number; rounds: number } | undefined {
-  const valid = (id: string) =>
-    findCell(input, scenario, id)?.samples.filter((x) => !x.exhausted && x.requests > 0 && x.round !== undefined) ?? []
-  const theirs = valid(base)
-  const ratios = valid(server).flatMap((own) => {
-    const other = theirs.find((x) => x.round === own.round)
-    return other ? [own.rps / other.rps] : []
-  })
+  const ratios = sameRoundRatios(input, scenario, server, base).map((r) => r.ratio)
   return ratios.length ? { ratio: median(ratios), rounds: ratios.length } : undefined
 }
 
@@ -232,6 +246,248 @@ export function pairTable(input: ReportInput, scenarios: string[], pairs: Pair[]
   return lines.length > 2 ? lines.join('\n') : ''
 }
 
+/** The share of a core other processes took during a sample (the busier of the server's and the load's). */
+const foreignOf = (x: Sample): number | undefined =>
+  x.foreign ? Math.max(x.foreign.server, x.foreign.load) : undefined
+
+/**
+ * A cell's notes: why it has no sample (skipped, failed), non-2xx answers and socket errors, the
+ * rounds that shared a core with other processes, the rounds that ran out of codes.
+ */
+export function cellNotes(cell: Cell): string[] {
+  const s = summarize(cell)
+  const notes = [...cell.notes]
+  if (s && (s.non2xx || s.errors)) notes.push(`${s.non2xx} non-2xx, ${s.errors} socket errors`)
+  // autocannon pairs responses with request start times per connection; a reset connection can
+  // shift that pairing, so latencies of such a run are not to be trusted.
+  if (s?.errors) notes.push('latencies unreliable (connections were reset)')
+  const disturbed = cell.samples.filter((x) => (foreignOf(x) ?? 0) > DISTURBED)
+  if (disturbed.length > 0) {
+    const worst = Math.max(...disturbed.map((x) => foreignOf(x) ?? 0))
+    notes.push(`${disturbed.length} round(s) shared a core with other processes (up to ${Math.round(worst * 100)}%)`)
+  }
+  if (s && s.rounds < cell.samples.length)
+    notes.push(`${cell.samples.length - s.rounds} round(s) invalid (codes ran out)`)
+  return [...new Set(notes)]
+}
+
+/**
+ * Medians over a cell's valid rounds of the CPU time per answered request in the measured window,
+ * µs: the server's processes and the database's (NaN when the store lives in the server process).
+ * Undefined when no valid round measured it.
+ */
+export function cpuPerRequest(cell: Cell | undefined): { server: number; store: number; rounds: number } | undefined {
+  const valid = cell?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0) ?? []
+  if (valid.length === 0) return undefined
+  return {
+    server: median(valid.map((x) => x.cpu?.server ?? Number.NaN)),
+    store: median(valid.map((x) => x.cpu?.store ?? Number.NaN)),
+    rounds: valid.length,
+  }
+}
+
+/** #44 item 5: a row of the stores table, a server and the store it stands for. */
+export interface StoreRow {
+  server: string
+  label: string
+}
+
+const range = (values: number[]) =>
+  values.length ? `${Math.min(...values).toFixed(2)} – ${Math.max(...values).toFixed(2)}` : '–'
+
+/**
+ * #44 item 5, the stores table: per scenario and store, req/s, the same-round ratio to the memory
+ * row (median over rounds, and the rounds' min – max), p99, and the CPU per request split between
+ * the server's processes and the database's (medians, measured window). A row without a figure
+ * says why (skipped, failed); a row whose memory cell has none says so. Empty when no row has a cell.
+ */
+export function storesTable(input: ReportInput, scenarios: string[], memory: string, rows: StoreRow[]): string {
+  const lines = [
+    '| scenario | store | req/s | ÷ memory, same round (median) | ÷ memory per round, min – max | rounds paired | p99 ms | server CPU µs/req | database CPU µs/req | notes |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|---|',
+  ]
+  for (const scenario of input.scenarios.filter((s) => scenarios.includes(s.id))) {
+    const base = findCell(input, scenario.id, memory)
+    for (const row of rows) {
+      const cell = findCell(input, scenario.id, row.server)
+      if (!cell) continue
+      const s = summarize(cell)
+      const cpu = cpuPerRequest(cell)
+      const isBase = row.server === memory
+      const ratios = isBase ? [] : sameRoundRatios(input, scenario.id, row.server, memory).map((r) => r.ratio)
+      const baseNotes = isBase ? [] : base ? base.notes.map((n) => `memory: ${n}`) : ['memory: not in this run']
+      const cells = [
+        s ? int(s.rps) : '–',
+        isBase ? (s ? '1.00×' : '–') : ratios.length ? `${median(ratios).toFixed(2)}×` : '–',
+        isBase ? '–' : range(ratios),
+        isBase ? String(s?.rounds ?? 0) : String(ratios.length),
+        s ? ms(s.p99) : '–',
+        cpu ? int(cpu.server) : '–',
+        // NaN: the store lives in the server process (SQLite), its CPU in the server's.
+        cpu ? (Number.isFinite(cpu.store) ? int(cpu.store) : 'in the server') : '–',
+        [...new Set([...cellNotes(cell), ...baseNotes])].join('; '),
+      ]
+      lines.push(`| ${scenario.label} | ${row.label} | ${cells.join(' | ')} |`)
+    }
+  }
+  return lines.length > 2 ? lines.join('\n') : ''
+}
+
+/** One target of #44: `server`'s req/s at least `min` × `base`'s in `scenario`, same round. */
+export interface Target {
+  /** The issue's target, e.g. "PostgreSQL ≥ 0.6× memory". */
+  what: string
+  scenario: string
+  server: string
+  base: string
+  min: number
+}
+
+const storeTargets = (what: string, server: string, base: string, min: number): Target[] =>
+  ['authorization_code', 'refresh_token'].map((scenario) => ({ what, scenario, server, base, min }))
+
+/** #44's targets (code redemption and refresh on each store; Node client_credentials against its ceiling). */
+export const TARGETS_44: Target[] = [
+  ...storeTargets('1. PostgreSQL ≥ 0.6× memory', 'gatehouse-node-postgres', 'gatehouse-node', 0.6),
+  ...storeTargets(
+    '1. PostgreSQL ≥ 2× node-oidc-provider on PostgreSQL',
+    'gatehouse-node-postgres',
+    'oidc-provider-postgres',
+    2,
+  ),
+  ...storeTargets('2. Redis ≥ 0.85× memory', 'gatehouse-node-redis', 'gatehouse-node', 0.85),
+  ...storeTargets('3. SQLite ≥ 0.8× memory', 'gatehouse-node-sqlite', 'gatehouse-node', 0.8),
+  {
+    what: '4. Node client_credentials ≥ 0.9× the batched ceiling',
+    scenario: 'client_credentials',
+    server: 'gatehouse-node',
+    base: 'ceiling-crypto-batch',
+    min: 0.9,
+  },
+]
+
+/** met / not met from the rounds measured; skipped when the environment lacks a cell; no figure otherwise. */
+export type TargetStatus = 'met' | 'not met' | 'skipped' | 'no figure'
+
+export interface Verdict {
+  target: Target
+  status: TargetStatus
+  /** Median of the same-round ratios, and their min and max. */
+  ratio?: number
+  low?: number
+  high?: number
+  /** Rounds with a valid sample of both cells. */
+  rounds: number
+  /**
+   * Of those rounds, how many shared a core with other processes (more than DISTURBED of the
+   * server's or the load's core in either cell) and the most they took; undefined when no sample
+   * watched it (no CPU pinning).
+   */
+  busy?: { rounds: number; worst: number }
+  notes: string[]
+}
+
+/**
+ * #44 item 5: each target judged by the median over rounds of its same-round ratio. A target with a
+ * cell the run did not select (--only, --scenario) is left out; one with a skipped cell (the
+ * environment lacks its store or Node) is `skipped`; one whose cells have no valid round in common
+ * (failed, codes ran out) has `no figure`.
+ */
+export function judgeTargets(input: ReportInput, targets: Target[]): Verdict[] {
+  const label = (id: string) => input.servers.find((s) => s.id === id)?.label ?? id
+  return targets.flatMap((target): Verdict[] => {
+    const ids = [target.server, target.base]
+    const found = ids.map((id) => findCell(input, target.scenario, id))
+    if (found.some((c) => !c)) return []
+    const notes = ids.flatMap((id, i) => (found[i]?.notes ?? []).map((n) => `${label(id)}: ${n}`))
+    const rounds = sameRoundRatios(input, target.scenario, target.server, target.base)
+    if (found.some((c) => c?.notes.some((n) => n.startsWith('skipped'))))
+      return [{ target, status: 'skipped', rounds: 0, notes }]
+    if (rounds.length === 0)
+      return [{ target, status: 'no figure', rounds: 0, notes: [...notes, 'no round with a valid sample of both'] }]
+    const ratios = rounds.map((r) => r.ratio)
+    const ratio = median(ratios)
+    const shares = rounds.map((r) => [foreignOf(r.own), foreignOf(r.base)])
+    const watched = shares.some((pair) => pair.some((x) => x !== undefined))
+    const busyRounds = shares.filter((pair) => pair.some((x) => (x ?? 0) > DISTURBED))
+    return [
+      {
+        target,
+        status: ratio >= target.min ? 'met' : 'not met',
+        ratio,
+        low: Math.min(...ratios),
+        high: Math.max(...ratios),
+        rounds: rounds.length,
+        ...(watched
+          ? { busy: { rounds: busyRounds.length, worst: Math.max(0, ...shares.flat().map((x) => x ?? 0)) } }
+          : {}),
+        notes,
+      },
+    ]
+  })
+}
+
+/** A ratio to two decimals, or three when two would round it across its target. */
+const targetRatio = (value: number, min: number) =>
+  `${value.toFixed(value < min && Number(value.toFixed(2)) >= min ? 3 : 2)}×`
+
+/**
+ * #44 item 5, the targets table: each target, its same-round ratio (median and the rounds' min –
+ * max), the target, the verdict, and how much of a core other processes took meanwhile (a verdict
+ * reached while they took more than DISTURBED is marked "on a busy machine"). Empty without verdicts.
+ */
+export function targetsTable(input: ReportInput, verdicts: Verdict[]): string {
+  const scenarioLabel = (id: string) => input.scenarios.find((s) => s.id === id)?.label ?? id
+  const lines = [
+    '| #44 target | scenario | same-round ratio (median) | per round, min – max | rounds | target | verdict | other processes | notes |',
+    '|---|---|--:|--:|--:|--:|---|---|---|',
+  ]
+  for (const v of verdicts) {
+    const busy = v.busy && v.busy.rounds > 0
+    const measured = v.ratio !== undefined
+    const cells = [
+      v.target.what,
+      scenarioLabel(v.target.scenario),
+      measured ? targetRatio(v.ratio as number, v.target.min) : '–',
+      measured ? `${(v.low as number).toFixed(2)} – ${(v.high as number).toFixed(2)}` : '–',
+      String(v.rounds),
+      `≥ ${v.target.min.toFixed(2)}×`,
+      measured ? `${v.status === 'met' ? 'met' : '**not met**'}${busy ? ', on a busy machine' : ''}` : v.status,
+      !measured
+        ? '–'
+        : !v.busy
+          ? 'not watched (no CPU pinning)'
+          : busy
+            ? `> ${Math.round(DISTURBED * 100)}% of a core in ${v.busy.rounds} of ${v.rounds} round(s), up to ${Math.round(v.busy.worst * 100)}%`
+            : `≤ ${Math.round(DISTURBED * 100)}% of a core`,
+      [...new Set(v.notes)].join('; '),
+    ]
+    lines.push(`| ${cells.join(' | ')} |`)
+  }
+  return verdicts.length ? lines.join('\n') : ''
+}
+
+/** One line on the verdicts, e.g. "9 target(s): 6 met, 1 not met, 2 skipped, 0 without a figure; 3 judged on a busy machine". */
+export function targetSummary(verdicts: Verdict[]): string {
+  const count = (status: TargetStatus) => verdicts.filter((v) => v.status === status).length
+  const parts = [
+    `${count('met')} met`,
+    `${count('not met')} not met`,
+    `${count('skipped')} skipped`,
+    `${count('no figure')} without a figure`,
+  ]
+  const busy = verdicts.filter((v) => v.busy && v.busy.rounds > 0).length
+  return `${verdicts.length} target(s): ${parts.join(', ')}${busy ? `; ${busy} judged on a busy machine` : ''}`
+}
+
+/**
+ * What `--check` fails on: a target not met, or one without a figure although its cells ran. A
+ * skipped target (the environment lacks a store or a Node ≥ 22.5) is no failure.
+ */
+export function failedTargets(verdicts: Verdict[]): Verdict[] {
+  return verdicts.filter((v) => v.status === 'not met' || v.status === 'no figure')
+}
+
 /** The main table: one row per scenario and server. */
 export function mainTable(input: ReportInput): string {
   const lines = [
@@ -243,22 +499,8 @@ export function mainTable(input: ReportInput): string {
       const cell = findCell(input, scenario.id, server.id)
       if (!cell) continue
       const s = summarize(cell)
-      const notes = [...cell.notes]
-      if (s && (s.non2xx || s.errors)) notes.push(`${s.non2xx} non-2xx, ${s.errors} socket errors`)
-      // autocannon pairs responses with request start times per connection; a reset connection can
-      // shift that pairing, so latencies of such a run are not to be trusted.
-      if (s?.errors) notes.push('latencies unreliable (connections were reset)')
-      const disturbed = cell.samples.filter((x) => x.foreign && Math.max(x.foreign.server, x.foreign.load) > DISTURBED)
-      if (disturbed.length > 0) {
-        const worst = Math.max(...disturbed.map((x) => Math.max(x.foreign?.server ?? 0, x.foreign?.load ?? 0)))
-        notes.push(
-          `${disturbed.length} round(s) shared a core with other processes (up to ${Math.round(worst * 100)}%)`,
-        )
-      }
-      if (s && s.rounds < cell.samples.length)
-        notes.push(`${cell.samples.length - s.rounds} round(s) invalid (codes ran out)`)
       const row = s ? [int(s.rps), ms(s.p50), ms(s.p99), mb(s.peakRss)] : ['–', '–', '–', '–']
-      lines.push(`| ${scenario.label} | ${server.label} | ${row.join(' | ')} | ${[...new Set(notes)].join('; ')} |`)
+      lines.push(`| ${scenario.label} | ${server.label} | ${row.join(' | ')} | ${cellNotes(cell).join('; ')} |`)
     }
   }
   return lines.join('\n')
@@ -355,12 +597,12 @@ export function cpuTable(input: ReportInput, scenarios: string[], servers: strin
   for (const scenario of input.scenarios.filter((s) => scenarios.includes(s.id))) {
     for (const server of servers) {
       const cell = findCell(input, scenario.id, server)
-      const valid = cell?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0) ?? []
-      if (valid.length === 0) continue
-      const own = median(valid.map((x) => x.cpu?.server ?? Number.NaN))
+      const cpu = cpuPerRequest(cell)
+      if (!cpu) continue
+      const own = cpu.server
       // NaN: the store lives in the server process (SQLite, D1 in workerd), its CPU in the server's.
-      const store = median(valid.map((x) => x.cpu?.store ?? Number.NaN))
-      const rps = median(valid.map((x) => x.rps))
+      const store = cpu.store
+      const rps = median(cell?.samples.filter((x) => x.cpu && !x.exhausted && x.requests > 0).map((x) => x.rps) ?? [])
       lines.push(
         `| ${scenario.label} | ${label(server)} | ${int(rps)} | ${int(own)} | ${Number.isFinite(store) ? int(store) : 'in the server'} | ${int(own + (Number.isFinite(store) ? store : 0))} |`,
       )

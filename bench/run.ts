@@ -10,7 +10,10 @@
  * autocannon) and the size of stored records (`store_size`: bench/store_size.ts, once per run).
  *
  * Flags: --quick (smoke run, ~2 min), --only=ID,ID (servers), --scenario=ID,ID, --out=FILE (the
- * report's file instead of bench/RESULTS.md, e.g. for a partial run).
+ * report's file instead of bench/RESULTS.md, e.g. for a partial run), --preset=stores (#44 item 5,
+ * `npm run bench:stores`: exactly the cells #44's targets are judged on, their two tables, written
+ * to bench/results-stores.md), --check (exit non-zero when a #44 target is not met: for a quiet
+ * machine only).
  * Environment: BENCH_SECONDS (measured, default 10), BENCH_WARMUP (5), BENCH_ROUNDS (3),
  * BENCH_CONNECTIONS (16), BENCH_STORE_TOKENS (1,000,000), BENCH_COLD_STARTS (5),
  * BENCH_SIGNIN_USERS (8), BENCH_SIZE_COUNTS (100000,1000000), BENCH_CODE_RATE (round 1's guess of
@@ -48,10 +51,17 @@ import {
   SAME_RUNTIME_TARGET,
   ratioTable,
   sameRuntimeTable,
+  type StoreRow,
+  TARGETS_44,
+  failedTargets,
+  judgeTargets,
   signinTable,
   sizeTable,
   storeTable,
+  storesTable,
   summarize,
+  targetSummary,
+  targetsTable,
 } from './report.ts'
 import type { SizeResult, SizeSpec } from './store_size.ts'
 import type { ReloadSpec } from './workers_reload.ts'
@@ -534,12 +544,47 @@ const CEILINGS_OF: Record<string, string[]> = {
 }
 for (const id of baseIds) CEILINGS_OF[id] = CEILINGS_OF[id.slice(0, -'-base'.length)] ?? []
 
-const onlyServers = listFlag('--only')
+/** #44 item 5: the stores table's rows (code redemption and refresh), the memory row first. */
+const STORE_ROWS: StoreRow[] = [
+  { server: 'gatehouse-node', label: 'memory' },
+  { server: 'gatehouse-node-postgres', label: 'PostgreSQL' },
+  { server: 'gatehouse-node-redis', label: 'Redis' },
+  { server: 'gatehouse-node-sqlite', label: 'SQLite' },
+  { server: 'oidc-provider-postgres', label: 'node-oidc-provider on PostgreSQL' },
+]
+const STORE_FLOWS = ['authorization_code', 'refresh_token']
+
+/**
+ * `--preset=NAME`: a named set of cells (scenario → servers, in the order they run), no other.
+ * `stores` (#44 item 5, `npm run bench:stores`): the cells #44's targets are judged on.
+ */
+const PRESETS: Record<string, { cells: Record<string, string[]>; out: string }> = {
+  stores: {
+    cells: {
+      // The Gatehouse row beside its ceiling (#31: adjacent cells share the machine's state).
+      client_credentials: ['gatehouse-node', 'ceiling-crypto-batch'],
+      ...Object.fromEntries(STORE_FLOWS.map((id) => [id, STORE_ROWS.map((row) => row.server)])),
+    },
+    out: 'bench/results-stores.md',
+  },
+}
+const presetName = listFlag('--preset')?.[0]
+const preset = presetName === undefined ? undefined : PRESETS[presetName]
+if (presetName !== undefined && !preset)
+  throw new Error(`--preset=${presetName}: unknown preset (known: ${Object.keys(PRESETS).join(', ')})`)
+const check = args.includes('--check')
+
+const onlyServers = listFlag('--only') ?? (preset ? [...new Set(Object.values(preset.cells).flat())] : undefined)
 const onlyScenarios = listFlag('--scenario')
 // In the order --only names them, so a Gatehouse row and its ceiling can run back to back: this
 // machine's speed drifts over minutes (#31), and adjacent cells share the same state of it.
 const servers = onlyServers ? onlyServers.flatMap((id) => SERVERS.filter((s) => s.id === id)) : SERVERS
-const scenarios = SCENARIOS.filter((s) => !onlyScenarios || onlyScenarios.includes(s.id))
+const scenarios = SCENARIOS.filter(
+  (s) => (!onlyScenarios || onlyScenarios.includes(s.id)) && (!preset || s.id in preset.cells),
+)
+/** Whether the run measures `server` in `scenario`: the server offers it, and the preset (if any) has the cell. */
+const inRun = (scenario: ScenarioDef, server: ServerDef) =>
+  server.scenarios.includes(scenario.id) && (!preset || Boolean(preset.cells[scenario.id]?.includes(server.id)))
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -832,9 +877,16 @@ function machine(): string[] {
 
 function commandLine(): string {
   const env = Object.entries(process.env)
-    .filter(([name]) => name.startsWith('BENCH_') || name === 'DATABASE_URL' || name === 'REDIS_URL')
-    .map(([name, value]) => (name.endsWith('_URL') ? `${name}=…` : `${name}=${value}`))
-  return [...env, 'npm run bench', ...(args.length ? ['--', ...args] : [])].join(' ')
+    .filter(
+      ([name]) =>
+        name.startsWith('BENCH_') || name === 'DATABASE_URL' || name === 'REDIS_URL' || name === 'GATEHOUSE_NODE22',
+    )
+    .map(([name, value]) => (name.endsWith('_URL') || name === 'GATEHOUSE_NODE22' ? `${name}=…` : `${name}=${value}`))
+  // Under an npm script (`npm run bench:stores`), the script's name and the arguments it did not add.
+  const script = process.env.npm_lifecycle_event?.startsWith('bench') ? process.env.npm_lifecycle_event : 'bench'
+  const own = script === 'bench' ? [] : (process.env.npm_lifecycle_script ?? '').split(/\s+/)
+  const extra = args.filter((a) => !own.includes(a))
+  return [...env, `npm run ${script}`, ...(extra.length ? ['--', ...extra] : [])].join(' ')
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1116,7 +1168,7 @@ const log = (message: string) => process.stderr.write(`${message}\n`)
 const cells: Cell[] = []
 for (const scenario of scenarios) {
   for (const server of servers) {
-    if (!server.scenarios.includes(scenario.id)) continue
+    if (!inRun(scenario, server)) continue
     cells.push({ scenario: scenario.id, server: server.id, samples: [], notes: server.skip ? [server.skip] : [] })
   }
 }
@@ -1282,16 +1334,42 @@ const storeCost = cpuTable(
   ],
 )
 const clusterPairs = pairTable(report, CLUSTER_FLOWS, CLUSTER_PAIRS)
+/** #44 item 5: each store against memory, and the issue's targets judged from the same rounds. */
+const stores = storesTable(report, STORE_FLOWS, 'gatehouse-node', STORE_ROWS)
+const verdicts = judgeTargets(report, TARGETS_44)
+const targets = targetsTable(report, verdicts)
+const storeSections = [
+  ...(targets
+    ? [
+        '',
+        '## #44 targets (same-round ratio, median over rounds; judge on a quiet machine)',
+        '',
+        targets,
+        '',
+        `${targetSummary(verdicts)}.`,
+      ]
+    : []),
+  ...(stores
+    ? [
+        '',
+        '## Stores: code redemption and refresh against the memory store (#44)',
+        '',
+        'Database CPU counts every `postgres` and `redis-server` process of the machine in the measured window (other work on them included: the memory row shows that floor); SQLite runs in the server process.',
+        '',
+        stores,
+      ]
+    : []),
+]
 const signin = signinTable(report, 'signin_flow')
 const cold = wantCold ? coldTable(coldCells, settings.coldStarts) : ''
 const sizes = wantSize ? sizeTable(sizeCells) : ''
 const anyStore = report.stores.some(({ scenario }) =>
   cells.some((c) => c.scenario === scenario && c.samples.length > 0),
 )
-const markdown = [
-  '# Benchmark results',
+const header = [
+  preset ? `# Benchmark results: --preset=${presetName}` : '# Benchmark results',
   '',
-  `Latest \`npm run bench\` (generated by bench/run.ts; method in bench/README.md). ` +
+  `Latest \`npm run ${preset ? `bench:${presetName}` : 'bench'}\` (generated by bench/run.ts; method in bench/README.md). ` +
     `Medians of ${settings.rounds} round(s), each a fresh server process: ${settings.warmupSeconds} s warm-up + ` +
     `${settings.seconds} s measured, ${settings.connections} keep-alive connections, ` +
     `${pinning ? 'server pinned to core 0 and load (autocannon) to core 1' : 'no CPU pinning'}. ` +
@@ -1303,51 +1381,68 @@ const markdown = [
   '',
   ...machine(),
   `- wall time: ${Math.round((Date.now() - started) / 1000)} s`,
-  '',
-  '## Throughput and latency',
-  '',
-  mainTable(report),
-  '',
-  ...(ratios.split('\n').length > 2 ? ['## Ratios (requests/s)', '', ratios] : []),
-  ...(sameRuntime
-    ? [
-        '',
-        `## ÷ ceiling of the same runtime (#31: target ≥ ${SAME_RUNTIME_TARGET}× for client credentials, code redemption, refresh)`,
-        '',
-        sameRuntime,
-      ]
-    : []),
-  ...(anyStore
-    ? ['', '## Store size: flat cost and memory per refresh token (Gatehouse · Node · memory)', '', storeTable(report)]
-    : []),
-  ...(dpopCost
-    ? ['', '## DPoP: cost of a client_credentials request with a proof ÷ without (same server)', '', dpopCost]
-    : []),
-  ...(clusterPairs
-    ? [
-        '',
-        '## Redis Cluster ÷ single-node Redis, and WAIT ÷ no WAIT on the cluster (#43 items 5 and 4; read the same-round ratio)',
-        '',
-        clusterPairs,
-      ]
-    : []),
-  ...(storeCost
-    ? [
-        '',
-        '## CPU per request with a shared store (measured window; the database on the same two cores)',
-        '',
-        storeCost,
-      ]
-    : []),
-  ...(bridges ? ['', '## Node bridges: a trivial fetch handler against bare node:http', '', bridges] : []),
-  ...(signin ? ['', '## Browser sign-in: authorize → sign-in form POST → code → token, per second', '', signin] : []),
-  ...(cold ? ['', '## Cold start: process start → first client_credentials 200', '', cold] : []),
-  ...(sizes ? ['', '## Store size: bytes per session and per refresh token', '', sizes] : []),
-  '',
-].join('\n')
+]
+const markdown = (
+  preset
+    ? [...header, ...storeSections, '', '## Throughput and latency (every cell of the run)', '', mainTable(report), '']
+    : [...header, ...full()]
+).join('\n')
+
+/** The full run's sections (without a preset). */
+function full(): string[] {
+  return [
+    '',
+    '## Throughput and latency',
+    '',
+    mainTable(report),
+    '',
+    ...(ratios.split('\n').length > 2 ? ['## Ratios (requests/s)', '', ratios] : []),
+    ...(sameRuntime
+      ? [
+          '',
+          `## ÷ ceiling of the same runtime (#31: target ≥ ${SAME_RUNTIME_TARGET}× for client credentials, code redemption, refresh)`,
+          '',
+          sameRuntime,
+        ]
+      : []),
+    ...storeSections,
+    ...(anyStore
+      ? [
+          '',
+          '## Store size: flat cost and memory per refresh token (Gatehouse · Node · memory)',
+          '',
+          storeTable(report),
+        ]
+      : []),
+    ...(dpopCost
+      ? ['', '## DPoP: cost of a client_credentials request with a proof ÷ without (same server)', '', dpopCost]
+      : []),
+    ...(clusterPairs
+      ? [
+          '',
+          '## Redis Cluster ÷ single-node Redis, and WAIT ÷ no WAIT on the cluster (#43 items 5 and 4; read the same-round ratio)',
+          '',
+          clusterPairs,
+        ]
+      : []),
+    ...(storeCost
+      ? [
+          '',
+          '## CPU per request with a shared store (measured window; the database on the same two cores)',
+          '',
+          storeCost,
+        ]
+      : []),
+    ...(bridges ? ['', '## Node bridges: a trivial fetch handler against bare node:http', '', bridges] : []),
+    ...(signin ? ['', '## Browser sign-in: authorize → sign-in form POST → code → token, per second', '', signin] : []),
+    ...(cold ? ['', '## Cold start: process start → first client_credentials 200', '', cold] : []),
+    ...(sizes ? ['', '## Store size: bytes per session and per refresh token', '', sizes] : []),
+    '',
+  ]
+}
 
 const out = listFlag('--out')?.join(',')
-const resultsFile = out ? resolve(root, out) : join(root, 'bench/RESULTS.md')
+const resultsFile = out ? resolve(root, out) : join(root, preset?.out ?? 'bench/RESULTS.md')
 writeFileSync(resultsFile, markdown)
 try {
   // The project's formatter lints bench/ too: write the tables the way it would (aligned columns).
@@ -1361,3 +1456,13 @@ const failed = cells.filter((c) => runnable(c) && summarize(c) === undefined)
 const coldFailed = wantCold && coldCells.some((c) => c.notes.some((n) => n.startsWith('failed')))
 const sizeFailed = wantSize && sizeCells.some((c) => c.notes.some((n) => n.startsWith('failed')))
 if (failed.length > 0 || coldFailed || sizeFailed) process.exitCode = 1
+if (verdicts.length > 0) log(`bench: #44 targets: ${targetSummary(verdicts)}`)
+// #44 item 5: only when asked: a busy machine cannot judge a target.
+const missed = failedTargets(verdicts)
+if (check && missed.length > 0) {
+  for (const v of missed)
+    log(
+      `bench: --check: ${v.target.what}, ${v.target.scenario}: ${v.status}${v.ratio === undefined ? '' : ` (${v.ratio.toFixed(2)}×)`}`,
+    )
+  process.exitCode = 1
+}

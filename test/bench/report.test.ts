@@ -4,7 +4,20 @@
  * feed it samples and read the Markdown.
  */
 import { describe, expect, it } from 'vitest'
-import { type Cell, type ReportInput, type Sample, pairTable, sameRoundRatio } from '../../bench/report.ts'
+import {
+  type Cell,
+  type ReportInput,
+  type Sample,
+  type StoreRow,
+  TARGETS_44,
+  failedTargets,
+  judgeTargets,
+  pairTable,
+  sameRoundRatio,
+  storesTable,
+  targetSummary,
+  targetsTable,
+} from '../../bench/report.ts'
 
 const sample = (rps: number, round: number, extra: Partial<Sample> = {}): Sample => ({
   requests: rps * 10,
@@ -108,5 +121,177 @@ describe('#43 item 5 bench: ratios from the same round', () => {
       '| refresh (rotation) | Gatehouse · Node · Redis Cluster | 700 | Gatehouse · Node · Redis | – | – | – | 0 | Gatehouse · Node · Redis: skipped: REDIS_URL not set |',
     ])
     expect(pairTable(input([]), ['authorization_code'], [{ server: 'cluster', base: 'one' }])).toBe('')
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// #44 item 5: the stores table and the #44 targets
+
+const storesInput = (cells: Cell[]): ReportInput => ({
+  ...input(cells),
+  servers: [
+    { id: 'gatehouse-node', label: 'Gatehouse · Node · memory' },
+    { id: 'gatehouse-node-postgres', label: 'Gatehouse · Node · PostgreSQL' },
+    { id: 'gatehouse-node-redis', label: 'Gatehouse · Node · Redis' },
+    { id: 'gatehouse-node-sqlite', label: 'Gatehouse · Node · SQLite' },
+    { id: 'oidc-provider-postgres', label: 'node-oidc-provider · PostgreSQL' },
+    { id: 'ceiling-crypto-batch', label: 'ceiling: node:http + node:crypto, batched signing' },
+  ],
+})
+
+const STORE_ROWS: StoreRow[] = [
+  { server: 'gatehouse-node', label: 'memory' },
+  { server: 'gatehouse-node-postgres', label: 'PostgreSQL' },
+  { server: 'gatehouse-node-redis', label: 'Redis' },
+  { server: 'gatehouse-node-sqlite', label: 'SQLite' },
+  { server: 'oidc-provider-postgres', label: 'node-oidc-provider on PostgreSQL' },
+]
+
+/** A pinned sample: other processes took `busy` of the load's core (and 1% of the server's). */
+const quiet = (rps: number, round: number, busy = 0.01, extra: Partial<Sample> = {}): Sample =>
+  sample(rps, round, { foreign: { server: 0.01, load: busy }, ...extra })
+
+const target = (what: string, scenario: string) => {
+  const found = TARGETS_44.find((t) => t.what.startsWith(what) && t.scenario === scenario)
+  if (!found) throw new Error(`no target ${what} ${scenario}`)
+  return found
+}
+
+describe('#44 item 5 bench: the stores table and the #44 targets', () => {
+  it("#44 item 5: the targets are the issue's: each store on code redemption and refresh, Node client_credentials against the batched ceiling", () => {
+    expect(TARGETS_44.map((t) => [t.scenario, t.server, t.base, t.min])).toEqual([
+      ['authorization_code', 'gatehouse-node-postgres', 'gatehouse-node', 0.6],
+      ['refresh_token', 'gatehouse-node-postgres', 'gatehouse-node', 0.6],
+      ['authorization_code', 'gatehouse-node-postgres', 'oidc-provider-postgres', 2],
+      ['refresh_token', 'gatehouse-node-postgres', 'oidc-provider-postgres', 2],
+      ['authorization_code', 'gatehouse-node-redis', 'gatehouse-node', 0.85],
+      ['refresh_token', 'gatehouse-node-redis', 'gatehouse-node', 0.85],
+      ['authorization_code', 'gatehouse-node-sqlite', 'gatehouse-node', 0.8],
+      ['refresh_token', 'gatehouse-node-sqlite', 'gatehouse-node', 0.8],
+      ['client_credentials', 'gatehouse-node', 'ceiling-crypto-batch', 0.9],
+    ])
+  })
+
+  it('#44 item 5: a target is judged by the median of the per-round ratios, not by the ratio of the medians', () => {
+    // memory 2000 / 1000 / 1000 (median 1000). PostgreSQL 1300 / 500 / 900: median 900 → 0.90× of
+    // the medians, same round 0.65 / 0.50 / 0.90 → 0.65× (met, ≥ 0.6). Redis 1400 / 1100 / 700:
+    // median 1100 → 1.10× of the medians (would be met), same round 0.70 / 1.10 / 0.70 → 0.70×,
+    // not met (≥ 0.85).
+    const report = storesInput([
+      cell('authorization_code', 'gatehouse-node', [quiet(2000, 0), quiet(1000, 1), quiet(1000, 2)]),
+      cell('authorization_code', 'gatehouse-node-postgres', [quiet(1300, 0), quiet(500, 1), quiet(900, 2)]),
+      cell('authorization_code', 'gatehouse-node-redis', [quiet(1400, 0), quiet(1100, 1), quiet(700, 2)]),
+    ])
+    const verdicts = judgeTargets(report, [
+      target('1. PostgreSQL ≥ 0.6× memory', 'authorization_code'),
+      target('2. Redis', 'authorization_code'),
+    ])
+    expect(verdicts.map((v) => [v.status, v.ratio, v.low, v.high, v.rounds])).toEqual([
+      ['met', 0.65, 0.5, 0.9, 3],
+      ['not met', 0.7, 0.7, 1.1, 3],
+    ])
+    expect(targetsTable(report, verdicts).split('\n')).toEqual([
+      '| #44 target | scenario | same-round ratio (median) | per round, min – max | rounds | target | verdict | other processes | notes |',
+      '|---|---|--:|--:|--:|--:|---|---|---|',
+      '| 1. PostgreSQL ≥ 0.6× memory | code redemption (PKCE) | 0.65× | 0.50 – 0.90 | 3 | ≥ 0.60× | met | ≤ 5% of a core |  |',
+      '| 2. Redis ≥ 0.85× memory | code redemption (PKCE) | 0.70× | 0.70 – 1.10 | 3 | ≥ 0.85× | **not met** | ≤ 5% of a core |  |',
+    ])
+    expect(failedTargets(verdicts).map((v) => v.target.server)).toEqual(['gatehouse-node-redis'])
+    expect(targetSummary(verdicts)).toBe('2 target(s): 1 met, 1 not met, 0 skipped, 0 without a figure')
+  })
+
+  it('#44 item 5: a ratio that two decimals would round up to its target shows three, and is not met', () => {
+    const report = storesInput([
+      cell('refresh_token', 'gatehouse-node', [quiet(1000, 0)]),
+      cell('refresh_token', 'gatehouse-node-sqlite', [quiet(798, 0)]),
+      cell('client_credentials', 'gatehouse-node', [quiet(9000, 0)]),
+      cell('client_credentials', 'ceiling-crypto-batch', [quiet(10000, 0)]),
+    ])
+    const verdicts = judgeTargets(report, TARGETS_44)
+    // Only the targets whose two cells are in the run: SQLite refresh and the ceiling (exactly 0.90×: met).
+    expect(verdicts.map((v) => [v.target.what.slice(0, 2), v.status])).toEqual([
+      ['3.', 'not met'],
+      ['4.', 'met'],
+    ])
+    const rows = targetsTable(report, verdicts).split('\n').slice(2)
+    expect(rows[0]).toContain('| 0.798× | 0.80 – 0.80 | 1 | ≥ 0.80× | **not met** |')
+    expect(rows[1]).toContain('| 0.90× | 0.90 – 0.90 | 1 | ≥ 0.90× | met |')
+  })
+
+  it('#44 item 5: a target whose cell the environment lacks is skipped, not failed; a failed cell leaves it without a figure', () => {
+    const report = storesInput([
+      cell('authorization_code', 'gatehouse-node', [quiet(1000, 0), quiet(1000, 1)]),
+      cell('authorization_code', 'gatehouse-node-postgres', [], ['skipped: DATABASE_URL not set']),
+      cell('authorization_code', 'oidc-provider-postgres', [], ['skipped: DATABASE_URL not set']),
+      cell('authorization_code', 'gatehouse-node-sqlite', [], ['skipped: needs Node ≥ 22.5 (set GATEHOUSE_NODE22)']),
+      cell('authorization_code', 'gatehouse-node-redis', [], ['failed: gatehouse-node-redis: exited (1) before READY']),
+    ])
+    const verdicts = judgeTargets(
+      report,
+      TARGETS_44.filter((t) => t.scenario === 'authorization_code'),
+    )
+    expect(verdicts.map((v) => v.status)).toEqual(['skipped', 'skipped', 'no figure', 'skipped'])
+    expect(targetsTable(report, verdicts).split('\n').slice(2)).toEqual([
+      '| 1. PostgreSQL ≥ 0.6× memory | code redemption (PKCE) | – | – | 0 | ≥ 0.60× | skipped | – | Gatehouse · Node · PostgreSQL: skipped: DATABASE_URL not set |',
+      '| 1. PostgreSQL ≥ 2× node-oidc-provider on PostgreSQL | code redemption (PKCE) | – | – | 0 | ≥ 2.00× | skipped | – | Gatehouse · Node · PostgreSQL: skipped: DATABASE_URL not set; node-oidc-provider · PostgreSQL: skipped: DATABASE_URL not set |',
+      '| 2. Redis ≥ 0.85× memory | code redemption (PKCE) | – | – | 0 | ≥ 0.85× | no figure | – | Gatehouse · Node · Redis: failed: gatehouse-node-redis: exited (1) before READY; no round with a valid sample of both |',
+      '| 3. SQLite ≥ 0.8× memory | code redemption (PKCE) | – | – | 0 | ≥ 0.80× | skipped | – | Gatehouse · Node · SQLite: skipped: needs Node ≥ 22.5 (set GATEHOUSE_NODE22) |',
+    ])
+    // --check fails on the target without a figure, not on the skipped ones.
+    expect(failedTargets(verdicts).map((v) => v.status)).toEqual(['no figure'])
+    expect(targetSummary(verdicts)).toBe('4 target(s): 0 met, 0 not met, 3 skipped, 1 without a figure')
+  })
+
+  it('#44 item 5: a target judged while other processes took more than 5% of a core says so beside the verdict', () => {
+    const report = storesInput([
+      cell('refresh_token', 'gatehouse-node', [quiet(1000, 0), quiet(1000, 1, 0.38)]),
+      cell('refresh_token', 'gatehouse-node-redis', [quiet(900, 0), quiet(950, 1)]),
+      // Unpinned (no taskset): nothing watched.
+      cell('client_credentials', 'gatehouse-node', [sample(9500, 0)]),
+      cell('client_credentials', 'ceiling-crypto-batch', [sample(10000, 0)]),
+    ])
+    const verdicts = judgeTargets(report, TARGETS_44)
+    expect(verdicts.map((v) => v.busy)).toEqual([{ rounds: 1, worst: 0.38 }, undefined])
+    const rows = targetsTable(report, verdicts).split('\n').slice(2)
+    expect(rows[0]).toBe(
+      '| 2. Redis ≥ 0.85× memory | refresh (rotation) | 0.93× | 0.90 – 0.95 | 2 | ≥ 0.85× | met, on a busy machine | > 5% of a core in 1 of 2 round(s), up to 38% |  |',
+    )
+    expect(rows[1]).toContain('| met | not watched (no CPU pinning) |')
+    expect(targetSummary(verdicts)).toBe(
+      '2 target(s): 2 met, 0 not met, 0 skipped, 0 without a figure; 1 judged on a busy machine',
+    )
+  })
+
+  it('#44 item 5: the stores table gives per store req/s, the same-round ratio to memory, p99 and CPU split server / database', () => {
+    const cpu = (server: number, store: number) => ({ cpu: { server, store } })
+    const report = storesInput([
+      cell('authorization_code', 'gatehouse-node', [
+        quiet(2000, 0, 0.01, { p99: 10, ...cpu(400, 2) }),
+        quiet(1000, 1, 0.01, { p99: 20, ...cpu(500, 4) }),
+      ]),
+      cell('authorization_code', 'gatehouse-node-postgres', [
+        quiet(1400, 0, 0.01, { p99: 30, ...cpu(450, 300) }),
+        quiet(600, 1, 0.01, { p99: 40, ...cpu(550, 500) }),
+      ]),
+      cell('authorization_code', 'gatehouse-node-redis', [], ['skipped: REDIS_URL not set']),
+      cell('authorization_code', 'gatehouse-node-sqlite', [
+        quiet(1600, 0, 0.01, cpu(600, Number.NaN)),
+        quiet(900, 1, 0.01, cpu(700, Number.NaN)),
+      ]),
+      cell('refresh_token', 'gatehouse-node-postgres', [quiet(700, 0)]),
+    ])
+    expect(
+      storesTable(report, ['authorization_code', 'refresh_token'], 'gatehouse-node', STORE_ROWS).split('\n'),
+    ).toEqual([
+      '| scenario | store | req/s | ÷ memory, same round (median) | ÷ memory per round, min – max | rounds paired | p99 ms | server CPU µs/req | database CPU µs/req | notes |',
+      '|---|---|--:|--:|--:|--:|--:|--:|--:|---|',
+      '| code redemption (PKCE) | memory | 1,500 | 1.00× | – | 2 | 15.0 | 450 | 3 |  |',
+      // same round 0.70 and 0.60 → 0.65× (the medians' ratio would be 1000 / 1500 = 0.67×)
+      '| code redemption (PKCE) | PostgreSQL | 1,000 | 0.65× | 0.60 – 0.70 | 2 | 35.0 | 500 | 400 |  |',
+      '| code redemption (PKCE) | Redis | – | – | – | 0 | – | – | – | skipped: REDIS_URL not set |',
+      '| code redemption (PKCE) | SQLite | 1,250 | 0.85× | 0.80 – 0.90 | 2 | 2.00 | 650 | in the server |  |',
+      '| refresh (rotation) | PostgreSQL | 700 | – | – | 0 | 2.00 | – | – | memory: not in this run |',
+    ])
+    expect(storesTable(storesInput([]), ['authorization_code'], 'gatehouse-node', STORE_ROWS)).toBe('')
   })
 })
