@@ -12,6 +12,8 @@
  * `batch()` runs too). A database busy with another process's write (SQLITE_BUSY) is retried
  * here, briefly waiting inside SQLite and then without blocking the event loop, for up to
  * `busyTimeout`; only then does the operation fail, as StoreUnavailableError (503), never a 500.
+ * A code redemption and a refresh are each one such transaction (#44 item 3, sql/redeem_sqlite.ts):
+ * one commit, so one WAL sync under `synchronous` `full` (the default; `normal` skips it).
  *
  * @see https://www.sqlite.org/wal.html
  * @see https://www.sqlite.org/rescode.html#busy
