@@ -15,7 +15,8 @@
  * (default 0), REDIS_WAIT_TIMEOUT (milliseconds, default 250).
  * PGlite: GATEHOUSE_DATA_DIR (default ./gatehouse-data); migrations run at start.
  * SQLite (#28): the file gatehouse.db in GATEHOUSE_DATA_DIR (default ./gatehouse-data), created with
- * the folder; migrations run at start. Needs Node ≥ 22.5, Bun or Deno.
+ * the folder; migrations run at start. Needs Node ≥ 22.5, Bun or Deno. GATEHOUSE_SQLITE_SYNCHRONOUS
+ * (full, the default, or normal, #44 item 3): what a commit waits for; it wins over the file's.
  * The database drivers are imported only when their store is chosen.
  */
 import { mkdirSync } from 'node:fs'
@@ -58,7 +59,9 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
       if (sentinels) return redisSentinel(sentinels)
       if (redisUrl) return redis(redisUrl)
       // The file's Redis store takes REDIS_WAIT_* too (the environment wins, as for every setting).
-      return file?.type === 'redis' ? { ...file, ...replicaWaitEnv(env) } : (file ?? { type: 'memory' })
+      if (file?.type === 'redis') return { ...file, ...replicaWaitEnv(env) }
+      if (file?.type === 'sqlite') return { ...file, ...sqliteEnv(env) }
+      return file ?? { type: 'memory' }
     case 'memory':
       return { type: 'memory' }
     case 'postgres':
@@ -73,12 +76,22 @@ export function chooseStore(env: (name: string) => string | undefined, file: Sto
     case 'pglite':
       return { type: 'pglite', dataDir: env('GATEHOUSE_DATA_DIR') ?? './gatehouse-data' }
     case 'sqlite':
-      return { type: 'sqlite', dataDir: env('GATEHOUSE_DATA_DIR') ?? './gatehouse-data' }
+      return { type: 'sqlite', dataDir: env('GATEHOUSE_DATA_DIR') ?? './gatehouse-data', ...sqliteEnv(env) }
     default:
       throw new TypeError(
         `GATEHOUSE_STORE must be memory, postgres, redis, pglite or sqlite, got ${JSON.stringify(kind)}`,
       )
   }
+}
+
+/** GATEHOUSE_SQLITE_SYNCHRONOUS, checked (#44 item 3). */
+function sqliteEnv(env: (name: string) => string | undefined): { synchronous?: 'full' | 'normal' } {
+  const value = env('GATEHOUSE_SQLITE_SYNCHRONOUS')
+  if (value === undefined || value === '') return {}
+  if (value !== 'full' && value !== 'normal') {
+    throw new TypeError(`GATEHOUSE_SQLITE_SYNCHRONOUS must be full or normal, got ${JSON.stringify(value)}`)
+  }
+  return { synchronous: value }
 }
 
 /** REDIS_WAIT_REPLICAS and REDIS_WAIT_TIMEOUT, as the store options they set (the store checks their range). */
@@ -219,7 +232,8 @@ export async function openStore(config: StoreConfig, { migrate = true } = {}): P
     case 'sqlite': {
       const { createSqliteStore } = await import('../src/storage/sqlite.ts')
       if (migrate) mkdirSync(config.dataDir, { recursive: true })
-      const store = createSqliteStore({ path: sqliteFile(config.dataDir) })
+      const { synchronous } = config
+      const store = createSqliteStore({ path: sqliteFile(config.dataDir), ...(synchronous ? { synchronous } : {}) })
       return prepared(store, async () => {
         if (migrate) await store.migrate()
         else await checkMigrated(store, config, 'GATEHOUSE_DATA_DIR')

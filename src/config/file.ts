@@ -52,7 +52,12 @@ export const StoreConfigSchema = v.variant('type', [
   ),
   strictObject({ type: v.literal('pglite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
   // #28: the file gatehouse.db in dataDir (gatehouse-oidc/storage/sqlite: Node ≥ 22.5, Bun or Deno).
-  strictObject({ type: v.literal('sqlite'), dataDir: v.pipe(v.string(), v.minLength(1)) }),
+  // #44 item 3: `synchronous`, what a commit waits for (default full: survives a power loss).
+  strictObject({
+    type: v.literal('sqlite'),
+    dataDir: v.pipe(v.string(), v.minLength(1)),
+    synchronous: v.optional(v.picklist(['full', 'normal'], 'must be "full" or "normal"')),
+  }),
 ])
 export type StoreConfig = v.InferOutput<typeof StoreConfigSchema>
 

@@ -12,6 +12,8 @@
  * `batch()` runs too). A database busy with another process's write (SQLITE_BUSY) is retried
  * here, briefly waiting inside SQLite and then without blocking the event loop, for up to
  * `busyTimeout`; only then does the operation fail, as StoreUnavailableError (503), never a 500.
+ * A code redemption and a refresh are each one such transaction (#44 item 3, sql/redeem_sqlite.ts):
+ * one commit, so one WAL sync under `synchronous` `full` (the default; `normal` skips it).
  *
  * @see https://www.sqlite.org/wal.html
  * @see https://www.sqlite.org/rescode.html#busy
@@ -27,15 +29,31 @@ export interface SqliteStoreOptions {
   path: string
   /** Milliseconds an operation keeps retrying while another process holds the write lock. Default 5000. */
   busyTimeout?: number
+  /**
+   * What a commit waits for (#44 item 3), SQLite's `PRAGMA synchronous` in WAL mode. `full`, the
+   * default: every commit syncs the WAL to disk, so a committed write (a consumed code, a
+   * revocation) survives a power loss or an OS crash. `normal`: the WAL is synced only at
+   * checkpoints, so commits are cheaper, and a power loss or OS crash can lose the last committed
+   * transactions (a revocation undone, a consumed code unconsumed); a crash of the process loses
+   * nothing, and the file is never corrupted either way.
+   * @see https://www.sqlite.org/pragma.html#pragma_synchronous
+   */
+  synchronous?: SqliteSynchronous
   /** Clock in epoch seconds. */
   now?: () => number
 }
+
+/** The durability settings of `SqliteStoreOptions.synchronous`. */
+export type SqliteSynchronous = 'full' | 'normal'
+
+/** The values of `synchronous` (the configuration file and GATEHOUSE_SQLITE_SYNCHRONOUS take the same). */
+const SQLITE_SYNCHRONOUS: readonly SqliteSynchronous[] = ['full', 'normal']
 
 /** Milliseconds SQLite itself waits for a lock before answering busy (it blocks the thread meanwhile). */
 const INNER_WAIT_MS = 25
 
 /** The SqlClient over one synchronous connection. */
-function sqliteClient(db: SqliteDatabase, busyTimeout: number): SqlClient {
+function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: SqliteSynchronous): SqlClient {
   const prepared = new Map<string, { statement: SqliteStatement; count: number }>()
   let opened = false
   /** Set while `transaction()` runs: other callers wait for it (its statements interleave with awaits). */
@@ -55,6 +73,8 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number): SqlClient {
     if (opened) return
     db.exec(`PRAGMA busy_timeout = ${INNER_WAIT_MS}`)
     db.exec('PRAGMA journal_mode = WAL')
+    // Per connection, so at every open; the value is one of SQLITE_SYNCHRONOUS (checked).
+    db.exec(`PRAGMA synchronous = ${synchronous.toUpperCase()}`)
     opened = true
   }
 
@@ -134,7 +154,9 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number): SqlClient {
  */
 export function createSqliteStore(options: SqliteStoreOptions): SqlStore {
   if (typeof options.path !== 'string' || options.path === '') throw new TypeError('path must be a file name')
-  const client = sqliteClient(open(options.path), options.busyTimeout ?? 5000)
+  const synchronous = options.synchronous ?? 'full'
+  if (!SQLITE_SYNCHRONOUS.includes(synchronous)) throw new TypeError('synchronous must be "full" or "normal"')
+  const client = sqliteClient(open(options.path), options.busyTimeout ?? 5000, synchronous)
   return createSqlStore(client, {
     dialect: sqliteDialect(),
     ...(options.now ? { now: options.now } : {}),

@@ -79,6 +79,7 @@ describe.runIf(here)('D1 store (local workerd through Miniflare)', () => {
       )
       return createD1Store({ database: local.database, now })
     },
+    redeem: true, // #44 item 3: the SQLite dialect's redemption, one batch each
   })
 
   it(`#28 item 1 two workerd processes on one persisted D1: in each of ${ROUNDS} rounds exactly one consumes the code and exactly one rotates the token`, async () => {

@@ -14,13 +14,14 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sqliteDialect, toSqliteParameters } from '../../src/storage/sql/dialect.ts'
 import { type SqlClient, createSqlStore } from '../../src/storage/sql/store.ts'
-import { loadSqlite } from '../../src/storage/sqlite_driver.ts'
+import { type SqliteDatabase, loadSqlite } from '../../src/storage/sqlite_driver.ts'
 import { ROOT } from '../runtime/server.ts'
 import {
   clientRecord,
   codeRecord,
   describeStorageContract,
   deviceCodeRecord,
+  grantRecord,
   pushedRequestRecord,
   refreshRecord,
   uniqueId,
@@ -42,6 +43,54 @@ const sqlite = await loadSqlite('test').then(
 )
 const node22 = node22Binary()
 const BIN = join(ROOT, 'node_modules/.bin')
+
+/**
+ * Watches the runtime's own driver (its database class's prototype, which the store's connection
+ * uses): the databases that run a statement, and counts of prepares, statements run, commits and
+ * writes run outside a transaction (each its own commit). `restore()` puts the methods back.
+ */
+async function spyOnDriver() {
+  const module = (await import(versions.bun ? 'bun:sqlite' : 'node:sqlite')) as Record<
+    string,
+    { prototype: SqliteDatabase }
+  >
+  const proto = (module.Database ?? module.DatabaseSync)?.prototype as SqliteDatabase
+  const { exec, prepare } = proto
+  const opened: SqliteDatabase[] = []
+  const totals = { prepared: 0, statements: 0, commits: 0, writesOutsideTransaction: 0 }
+  let inside = false
+  proto.exec = function (this: SqliteDatabase, sql: string) {
+    if (sql === 'BEGIN IMMEDIATE') inside = true
+    if (sql === 'COMMIT') totals.commits++
+    if (sql === 'COMMIT' || sql === 'ROLLBACK') inside = false
+    return exec.call(this, sql)
+  }
+  proto.prepare = function (this: SqliteDatabase, sql: string) {
+    totals.prepared++
+    const statement = prepare.call(this, sql)
+    const all = statement.all
+    statement.all = (...params: unknown[]) => {
+      if (!opened.includes(this)) opened.push(this)
+      totals.statements++
+      if (!inside && /^\s*(INSERT|UPDATE|DELETE)/i.test(sql)) totals.writesOutsideTransaction++
+      return all.apply(statement, params)
+    }
+    return statement
+  }
+  return {
+    opened,
+    /** The counts from now on, when called. */
+    count: () => {
+      const from = { ...totals }
+      return () =>
+        Object.fromEntries(Object.entries(totals).map(([key, value]) => [key, value - from[key as keyof typeof from]]))
+    },
+    restore: () => {
+      proto.exec = exec
+      proto.prepare = prepare
+    },
+  }
+}
 
 describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
   if (!sqlite) return
@@ -69,6 +118,7 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
       for (const table of [...TABLES, 'gatehouse_attempts']) admin.exec(`DELETE FROM ${table}`)
       return createSqliteStore({ path, now })
     },
+    redeem: true, // #44 item 3: one transaction each
   })
 
   it('#28 item 1 the file is in WAL mode, so that several processes share it', async () => {
@@ -205,6 +255,64 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
       'revocations, both checks at once': ['query'],
     })
     await store.close()
+  })
+
+  it("#44 item 3: synchronous is applied on the store's own connection (read back): full by default, normal when asked; anything else is a TypeError", async () => {
+    const spy = await spyOnDriver()
+    try {
+      const levels: Record<string, unknown> = {}
+      for (const synchronous of [undefined, 'normal', 'full'] as const) {
+        spy.opened.length = 0
+        const store = createSqliteStore({ path, ...(synchronous ? { synchronous } : {}) })
+        await store.clients.get('x')
+        const own = spy.opened[0] as SqliteDatabase
+        const [row] = own.prepare('PRAGMA synchronous').all() as Array<{ synchronous: number }>
+        levels[synchronous ?? 'default'] = row?.synchronous
+        await store.close()
+      }
+      // SQLite's numbers: 2 FULL, 1 NORMAL.
+      expect(levels).toEqual({ default: 2, normal: 1, full: 2 })
+    } finally {
+      spy.restore()
+    }
+    expect(() => createSqliteStore({ path, synchronous: 'off' as never })).toThrow(
+      /synchronous must be "full" or "normal"/,
+    )
+  })
+
+  it('#44 item 3: a code redemption is one read and one transaction, a refresh one read and one transaction, with no statement prepared again', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const spy = await spyOnDriver()
+    try {
+      const store = createSqliteStore({ path, now: () => now })
+      const grant = async () => {
+        const code = codeRecord(now)
+        await store.codes.insert(code)
+        let counted = spy.count()
+        expect(await store.codes.get(code.id)).toBeDefined()
+        const token = refreshRecord(now, { familyId: code.familyId })
+        const grant = grantRecord(now, { id: code.familyId })
+        const redemption = { unlessRevoked: [code.familyId], refreshToken: token, grant }
+        expect(await store.codes.redeem?.(code.id, now, redemption)).toEqual({ status: 'ok' })
+        const redeemed = counted()
+        counted = spy.count()
+        expect(await store.refreshTokens.get(token.id)).toBeDefined()
+        const next = refreshRecord(now, { familyId: code.familyId })
+        const families = [code.familyId, `${code.familyId}:1`]
+        expect(await store.refreshTokens.rotateUnlessRevoked?.(token.id, next, now, families)).toEqual({ status: 'ok' })
+        return { redeemed, refreshed: counted() }
+      }
+      await grant() // prepares every statement once
+      // Before: the read, the revocation check, the consume's transaction, then the refresh token's
+      // and the grant's writes, each a transaction (and a WAL sync) of its own.
+      expect(await grant()).toEqual({
+        redeemed: { prepared: 0, statements: 5, commits: 1, writesOutsideTransaction: 0 },
+        refreshed: { prepared: 0, statements: 4, commits: 1, writesOutsideTransaction: 0 },
+      })
+      await store.close()
+    } finally {
+      spy.restore()
+    }
   })
 
   it('#28 item 1 the schema option does not exist on SQLite: plain gatehouse_* tables in the file', async () => {

@@ -14,6 +14,7 @@
  */
 import type { Redeemed, RefreshTokenRecord, Store } from '../types.ts'
 import type { SqlDialect } from './dialect.ts'
+import { sqliteRedemption } from './redeem_sqlite.ts'
 
 /** What the statements need of the store. */
 interface Deps {
@@ -121,4 +122,16 @@ export function postgresRedemption(deps: Deps): {
         return result
       }),
   }
+}
+
+/**
+ * The dialect's redemption: PostgreSQL's one statement; on SQLite (a driver with `batch`) one
+ * transaction of statements (#44 item 3, redeem_sqlite.ts); else none (the grants take the steps).
+ */
+export function sqlRedemption(
+  deps: Deps & { client: { batch?(statements: string[], params: unknown[]): Promise<unknown[][]> } },
+): ReturnType<typeof postgresRedemption> | undefined {
+  if (deps.dialect.name === 'postgres') return postgresRedemption(deps)
+  const { client } = deps
+  return client.batch ? sqliteRedemption({ ...deps, batch: client.batch.bind(client) }) : undefined
 }

@@ -29,7 +29,7 @@ import { type SqlDialect, postgresDialect } from './dialect.ts'
 import { pruneGrantUses, sqlGrants } from './grants.ts'
 import { migrateSql, pendingSql } from './migrate.ts'
 import { PRUNED_TABLES } from './statements.ts'
-import { postgresRedemption } from './redeem.ts'
+import { sqlRedemption } from './redeem.ts'
 
 /** The little a SQL driver must offer. Parameters are `$1`, `$2`, … */
 export interface SqlClient {
@@ -180,8 +180,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       : { ...record, consumedAt: Number(row.consumed_at) }
   }
 
-  const redemption =
-    dialect.name === 'postgres' ? postgresRedemption({ client, dialect, run, wrote, json: hot }) : undefined
+  const redemption = sqlRedemption({ client, dialect, run, wrote, json: hot })
   const consumeCode = dialect.consume(t('codes'), false)
   const rotateRefreshToken = dialect.consume(t('refresh_tokens'), true)
 

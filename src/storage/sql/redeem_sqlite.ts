@@ -1,0 +1,92 @@
+/**
+ * @module storage/sql/redeem_sqlite
+ * SQLite's one-transaction redemption and rotation (#44 item 3): `codes.redeem` and
+ * `refreshTokens.rotateUnlessRevoked` as one `BEGIN IMMEDIATE … COMMIT` of statements with no
+ * logic between them (the driver's `batch`, as D1 runs one), where the steps were three or four
+ * transactions: one commit, so one WAL sync under `synchronous=FULL`, instead of one per write.
+ *
+ * The statements, all with the same parameters, in the one writer's transaction (SQLite runs one
+ * at a time, so nothing interleaves): a read of the outcome (the row, its `consumed_at`, the
+ * revocation) as it stands before this call; the guarded `UPDATE … WHERE consumed_at IS NULL`
+ * unless a family in `$3` is revoked (the decision: of concurrent callers one changes the row);
+ * then the writes, each only when the statement before it changed a row (`changes()` counts the
+ * previous statement on the connection): the grant's upsert after the consume, the refresh token's
+ * insert after the grant's. A revoked family changes nothing and wins over the other outcomes, as
+ * on PostgreSQL (redeem.ts).
+ */
+import type { Redeemed, RefreshTokenRecord, Store } from '../types.ts'
+import type { SqlDialect } from './dialect.ts'
+
+/** What the statements need of the store. */
+interface Deps {
+  batch(statements: string[], params: unknown[]): Promise<unknown[][]>
+  dialect: SqlDialect
+  run: <R>(operation: string, fn: () => Promise<R>) => Promise<R>
+  wrote: () => void
+  json: (value: unknown) => unknown
+}
+
+/** The first statement: the row before this call (`found`, `consumed`) and the revocation. */
+function outcomeOf(dialect: SqlDialect, table: string): string {
+  return `SELECT EXISTS (SELECT 1 FROM ${table} WHERE id = $1 AND expires_at > $2) AS found,
+      EXISTS (SELECT 1 FROM ${dialect.table('revoked_families')}
+        WHERE ${dialect.inList('family_id', '$3')} AND expires_at > $2) AS revoked`
+}
+
+/** The decision: consumes the live, unconsumed row `$1` at `$2` unless a family in `$3` is revoked. */
+function consumeUnlessRevoked(dialect: SqlDialect, table: string): string {
+  return `UPDATE ${table} SET consumed_at = $2 WHERE id = $1 AND expires_at > $2 AND consumed_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM ${dialect.table('revoked_families')}
+        WHERE ${dialect.inList('family_id', '$3')} AND expires_at > $2)
+      RETURNING 1 AS ok`
+}
+
+/** The outcome from the batch's results: the first statement's row and the consume's. */
+function outcome(results: unknown[][]): Redeemed {
+  const row = results[0]?.[0] as { found: number; revoked: number } | undefined
+  if (!row) throw new Error('the redemption statements returned no row')
+  if (row.revoked) return { status: 'revoked' }
+  if (!row.found) return { status: 'missing' }
+  return { status: results[1]?.length === 1 ? 'ok' : 'replayed' }
+}
+
+/** `codes.redeem` and `refreshTokens.rotateUnlessRevoked` on SQLite. */
+export function sqliteRedemption(deps: Deps): {
+  redeem: NonNullable<Store['codes']['redeem']>
+  rotateUnlessRevoked(id: string, next: RefreshTokenRecord, now: number, unlessRevoked: string[]): Promise<Redeemed>
+} {
+  const { dialect, run, wrote, json } = deps
+  const codes = dialect.table('codes')
+  const tokens = dialect.table('refresh_tokens')
+  const insertToken = (guard: string) =>
+    `INSERT INTO ${tokens} (id, family_id, record, expires_at) SELECT $4, $5, $6, $7 WHERE changes() = 1${guard}`
+  const redeemCode = [
+    outcomeOf(dialect, codes),
+    consumeUnlessRevoked(dialect, codes),
+    // `WHERE` before `ON CONFLICT`: SQLite's upsert after a SELECT needs one (lang_upsert.html).
+    `INSERT INTO ${dialect.table('grants')} (id, sub, record, expires_at) SELECT $8, $9, $10, $11 WHERE changes() = 1
+     ON CONFLICT (id) DO UPDATE SET sub = EXCLUDED.sub, record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
+    insertToken(' AND $4 IS NOT NULL'),
+  ]
+  const rotate = [outcomeOf(dialect, tokens), consumeUnlessRevoked(dialect, tokens), insertToken('')]
+  return {
+    redeem: (id, now, { unlessRevoked, refreshToken, grant }) =>
+      run('codes.redeem', async () => {
+        const token = refreshToken
+          ? [refreshToken.id, refreshToken.familyId, json(refreshToken), refreshToken.expiresAt]
+          : [null, null, null, null]
+        const params = [id, now, dialect.list(unlessRevoked), ...token]
+        const results = await deps.batch(redeemCode, [...params, grant.id, grant.sub, json(grant), grant.expiresAt])
+        const result = outcome(results)
+        if (result.status === 'ok') wrote()
+        return result
+      }),
+    rotateUnlessRevoked: (id, next, now, unlessRevoked) =>
+      run('refreshTokens.rotateUnlessRevoked', async () => {
+        const params = [id, now, dialect.list(unlessRevoked), next.id, next.familyId, json(next), next.expiresAt]
+        const result = outcome(await deps.batch(rotate, params))
+        if (result.status === 'ok') wrote()
+        return result
+      }),
+  }
+}
