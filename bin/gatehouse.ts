@@ -56,7 +56,8 @@ const STORE_NOTE = `The store is chosen as by npm start: GATEHOUSE_STORE (memory
 else DATABASE_URL (PostgreSQL, schema GATEHOUSE_PG_SCHEMA), else REDIS_CLUSTER_NODES, REDIS_SENTINELS (with
 REDIS_SENTINEL_NAME) or REDIS_URL (Redis, prefix GATEHOUSE_REDIS_PREFIX),
 else the configuration file's "store", else memory. GATEHOUSE_STORE=pglite uses GATEHOUSE_DATA_DIR;
-GATEHOUSE_STORE=sqlite the file gatehouse.db in it (Node >= 22.5, Bun or Deno).`
+GATEHOUSE_STORE=sqlite the file gatehouse.db in it (Node >= 22.5, Bun or Deno; commits synced as
+GATEHOUSE_SQLITE_SYNCHRONOUS says: full, the default, or normal).`
 
 const USAGE = `Usage: gatehouse <command> [options]
 
