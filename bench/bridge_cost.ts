@@ -11,7 +11,9 @@
  *
  * `trivial`: the bench's bridge handler (read the form, answer two fields as JSON), also on bare
  * node:http (the floor, as the bench's `bridge-bare`); `token`:
- * Gatehouse's client_credentials grant as bench/servers/gatehouse_node.ts sets it up.
+ * Gatehouse's client_credentials grant as bench/servers/gatehouse_node.ts sets it up. With
+ * `BASE_HANDLER=1` the BASE variant also runs BASE's Gatehouse (its src/, setup and signer), not
+ * only its bridge: the A/B of a change to the handler's path (#44 item 4).
  */
 import type { Server } from 'node:http'
 import { resolve } from 'node:path'
@@ -53,7 +55,9 @@ const wire = Buffer.from(
     `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
 )
 
-async function handlerFor(): Promise<(request: Request, info?: { address?: string }) => Promise<Response>> {
+type Handler = (request: Request, info?: { address?: string }) => Promise<Response>
+
+async function handlerFor(root = '.'): Promise<Handler> {
   if (kind === 'trivial') {
     return async (request) => {
       const params = new URLSearchParams(await request.text())
@@ -61,8 +65,11 @@ async function handlerFor(): Promise<(request: Request, info?: { address?: strin
       return new Response(json, { headers: { 'content-type': 'application/json' } })
     }
   }
-  const { setupGatehouse } = await import('./servers/gatehouse_setup.ts')
-  const { nodeServiceOptions } = await import('../adapters/node.ts')
+  const from = (path: string) => pathToFileURL(resolve(root, path)).href
+  const { setupGatehouse } = (await import(
+    from('bench/servers/gatehouse_setup.ts')
+  )) as typeof import('./servers/gatehouse_setup.ts')
+  const { nodeServiceOptions } = (await import(from('adapters/node.ts'))) as typeof import('../adapters/node.ts')
   const service = await setupGatehouse({
     serviceOptions: nodeServiceOptions(),
     env: (name) => (name === 'PORT' ? '3000' : undefined),
@@ -107,7 +114,8 @@ for (const [name, root] of [
 ]) {
   const url = pathToFileURL(resolve(root, 'adapters/node.ts')).href
   const { serveNode } = (await import(url)) as { serveNode: Serve }
-  variants.push({ name, server: await serveNode(handler, { port: 0, hostname: '127.0.0.1' }) })
+  const own = root !== '.' && kind === 'token' && process.env.BASE_HANDLER === '1' ? await handlerFor(root) : handler
+  variants.push({ name, server: await serveNode(own, { port: 0, hostname: '127.0.0.1' }) })
 }
 if (kind === 'trivial') {
   // The floor: the same handler on bare node:http, no Web objects (BRIDGE=bare of bridge_node.ts).
@@ -135,9 +143,11 @@ for (let round = 0; round < Number(roundsArg); round++) {
   }
 }
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+// Other processes only ever add time: on a shared machine the fastest rounds are the cleanest.
+const fastest = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 10)] ?? Number.NaN
 for (const [name, values] of results) {
   console.log(
-    `${kind} · ${name}: median ${median(values).toFixed(1)} µs CPU/request (${values.map((v) => v.toFixed(1)).join(', ')})`,
+    `${kind} · ${name}: median ${median(values).toFixed(1)}, 10th percentile ${fastest(values).toFixed(1)} µs CPU/request (${values.map((v) => v.toFixed(1)).join(', ')})`,
   )
 }
 // The same-round ratio to this checkout, the figure to read on a shared machine.

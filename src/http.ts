@@ -264,7 +264,12 @@ const NO_STORE_JSON: Readonly<Record<string, string>> = Object.freeze({ ...JSON_
 
 /** A JSON response that must not be cached (RFC 6749 §5.1). */
 export function noStoreJson(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: NO_STORE_JSON })
+  return noStoreJsonText(JSON.stringify(body), status)
+}
+
+/** `noStoreJson` of a body already serialised as JSON. */
+export function noStoreJsonText(text: string, status = 200): Response {
+  return new Response(text, { status, headers: NO_STORE_JSON })
 }
 
 /** Extracts the token from `Authorization: Bearer <token>` (scheme case-insensitive, RFC 6750 §2.1). */

@@ -7,6 +7,7 @@
  * payload serialised by `JSON.stringify` exactly as jose does.
  */
 import { type CryptoKey, type JWK, SignJWT, base64url } from 'jose'
+import { base64urlBytes } from './base64url.ts'
 
 /**
  * Signs a JWS signing input (the ASCII bytes of `header.payload`) and returns the raw JWS
@@ -81,8 +82,8 @@ export function signCompact(
 ): string | Promise<string> {
   const input = `${segment}.${base64urlText(JSON.stringify(payload))}`
   const signature = sign(utf8(input))
-  if (signature instanceof Uint8Array) return `${input}.${base64url.encode(signature)}`
-  return signature.then((bytes) => `${input}.${base64url.encode(bytes)}`)
+  if (signature instanceof Uint8Array) return `${input}.${base64urlBytes(signature)}`
+  return signature.then((bytes) => `${input}.${base64urlBytes(bytes)}`)
 }
 
 /** Encoded headers per signing key and `typ`: a key signs with the same few headers all its life. */

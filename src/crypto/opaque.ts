@@ -4,6 +4,7 @@
  * SHA-256 digests they are stored under (RFC 6749 §10.10: at least 128 bits of entropy).
  */
 import { base64url } from 'jose'
+import { base64urlBytes } from './base64url.ts'
 
 const encoder = new TextEncoder()
 
@@ -30,7 +31,7 @@ export function randomBytes(length: number): Uint8Array {
 
 /** A URL-safe random string carrying `bytes * 8` bits of entropy (default 256). */
 export function randomToken(bytes = 32): string {
-  return base64url.encode(randomBytes(bytes))
+  return base64urlBytes(randomBytes(bytes))
 }
 
 /** base64url SHA-256 of a string: the storage key of a token, never the token itself. */

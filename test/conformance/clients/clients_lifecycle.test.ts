@@ -2,6 +2,7 @@
  * Host-side client management as seen on the wire: what ensure, update and delete change about
  * who gets tokens, at once and without restarting the service.
  */
+import { decodeJwt } from 'jose'
 import * as oauth from 'oauth4webapi'
 import { describe, expect, it } from 'vitest'
 import { discover, inProcess, makeService } from '../../helpers/service.ts'
@@ -22,11 +23,22 @@ async function setup() {
 type Setup = Awaited<ReturnType<typeof setup>>
 
 /** Runs client_credentials; resolves with the token response or rejects with oauth4webapi's error. */
-async function tokenFor(ctx: Setup, clientId: string, secret: string, auth: 'basic' | 'post' = 'basic') {
+async function tokenFor(
+  ctx: Setup,
+  clientId: string,
+  secret: string,
+  auth: 'basic' | 'post' = 'basic',
+  parameters: Record<string, string> = {},
+) {
   const client = { client_id: clientId }
   const method = auth === 'basic' ? oauth.ClientSecretBasic(secret) : oauth.ClientSecretPost(secret)
-  const response = await oauth.clientCredentialsGrantRequest(ctx.as, client, method, {}, ctx.opts)
+  const response = await oauth.clientCredentialsGrantRequest(ctx.as, client, method, parameters, ctx.opts)
   return oauth.processClientCredentialsResponse(ctx.as, client, response)
+}
+
+/** The claims of the response's access token (its signature is checked elsewhere). */
+function claimsOf(response: { access_token: string }): Record<string, unknown> {
+  return decodeJwt(response.access_token)
 }
 
 const rejected = { status: 401 }
@@ -101,6 +113,32 @@ describe('client lifecycle on the wire', () => {
     )
     await expect(oauth.processClientCredentialsResponse(ctx.as, client, response)).rejects.toMatchObject({
       error: 'invalid_scope',
+    })
+  })
+
+  it('#44 item 4: a scope permission removed after the scope was granted is refused at once (granted-scope cache)', async () => {
+    const ctx = await setup()
+    // Both scope parameters granted once, so that what they grant is remembered.
+    expect(claimsOf(await tokenFor(ctx, 'job', 'job-secret', 'basic', { scope: 'api1' }))).toMatchObject({
+      scope: 'api1',
+      aud: 'api1',
+    })
+    expect(claimsOf(await tokenFor(ctx, 'job', 'job-secret'))).toMatchObject({ scope: 'api1', aud: 'api1' })
+    await ctx.service.clients.update('job', { permissions: ['ept:token', 'gt:client_credentials'] })
+    await expect(tokenFor(ctx, 'job', 'job-secret', 'basic', { scope: 'api1' })).rejects.toMatchObject({
+      error: 'invalid_scope',
+    })
+    expect(claimsOf(await tokenFor(ctx, 'job', 'job-secret'))).toMatchObject({ scope: '', aud: ctx.as.issuer })
+  })
+
+  it('#44 item 4: a scope permission added after a request without scope is granted at once (granted-scope cache)', async () => {
+    const ctx = await setup()
+    await ctx.service.clients.update('job', { permissions: ['ept:token', 'gt:client_credentials'] })
+    expect(claimsOf(await tokenFor(ctx, 'job', 'job-secret'))).toMatchObject({ scope: '' })
+    await ctx.service.clients.update('job', { permissions: JOB.permissions })
+    expect(claimsOf(await tokenFor(ctx, 'job', 'job-secret'))).toMatchObject({ scope: 'api1', aud: 'api1' })
+    expect(claimsOf(await tokenFor(ctx, 'job', 'job-secret', 'basic', { scope: 'api1' }))).toMatchObject({
+      scope: 'api1',
     })
   })
 
