@@ -3,8 +3,8 @@
  * `JSON.stringify` of the response, and anything the skeleton cannot write goes through it.
  */
 import { describe, expect, it } from 'vitest'
-import { tokenResponseText } from '../../src/endpoints/token.ts'
-import type { TokenResponse } from '../../src/grants/index.ts'
+import { tokenResponseText } from '../../../src/endpoints/token.ts'
+import type { TokenResponse } from '../../../src/grants/index.ts'
 
 const JWS = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJzZXJ2aWNlIn0.c2lnbmF0dXJl-_'
 
