@@ -754,12 +754,13 @@ const seenRate = new Map<string, number>()
 function codesNeeded(scenario: ScenarioDef, server: ServerDef): number {
   if (scenario.load === 'refresh_token') return settings.connections + 10
   if (scenario.load !== 'authorization_code') return 0
-  // Enough for the whole run at 2.5× the best rate seen (or a generous guess in round 1: the
-  // EdDSA cells run at about twice the RSA ones). 1.5× ran out in short (--quick) runs whose
-  // later rounds ran faster than round 1 (a cold first round, a busy machine that calmed down).
+  // Enough for the whole run at 2.5× the best rate seen, or 1.5× a generous guess in round 1 (the
+  // EdDSA cells run at about twice the RSA ones). 1.5× the rate seen ran out in short (--quick)
+  // runs whose later rounds ran faster than round 1 (a cold first round, a machine that calmed down).
   const guess = settings.codeRate ?? server.codeRate ?? (scenario.serverEnv?.ID_TOKEN_ALG === 'EdDSA' ? 7000 : 3000)
-  const rate = seenRate.get(`${scenario.id}/${server.id}`) ?? guess
-  return Math.ceil(rate * 2.5 * (settings.warmupSeconds + settings.seconds)) + settings.connections + 10
+  const seen = seenRate.get(`${scenario.id}/${server.id}`)
+  const rate = seen === undefined ? guess * 1.5 : seen * 2.5
+  return Math.ceil(rate * (settings.warmupSeconds + settings.seconds)) + settings.connections + 10
 }
 
 /** DPoP proofs the load process pre-signs: one per request of the run at 1.5× the best rate seen. */
