@@ -718,15 +718,27 @@ function storeCpu(): number {
 
 /**
  * Share of a core's time used by processes other than ours during a measurement: the machine is
- * shared, and anything else running on the server's or the load's core skews the result.
+ * shared, and anything else running on the server's or the load's core skews the result. These are
+ * the foreign shares of the server's and the load's cores, less the cell's own database (#44: a
+ * PostgreSQL or Redis server is part of its store cells, not another process; it is not pinned, so
+ * its CPU seconds are taken off the load's core first, where it runs while the server's is busy).
  */
-function foreignShare(
-  before: { busy: number; total: number },
-  after: { busy: number; total: number },
-  ours: number,
-): number {
-  const total = after.total - before.total
-  return total > 0 ? Math.max(0, (after.busy - before.busy - ours) / total) : 0
+function foreignShares(
+  before: { server: { busy: number; total: number }; load: { busy: number; total: number } },
+  ours: { server: number; load: number },
+  database: number,
+): { server: number; load: number } {
+  const after = { server: cpuTimes(0), load: cpuTimes(1) }
+  const seconds = (core: 'server' | 'load') => {
+    const total = after[core].total - before[core].total
+    return { other: Math.max(0, after[core].busy - before[core].busy - ours[core]), total }
+  }
+  const server = seconds('server')
+  const load = seconds('load')
+  const offLoad = Math.min(database, load.other)
+  const offServer = Math.min(database - offLoad, server.other)
+  const share = (other: number, total: number) => (total > 0 ? other / total : 0)
+  return { server: share(server.other - offServer, server.total), load: share(load.other - offLoad, load.total) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -807,7 +819,13 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
       ...(scenario.load === 'client_credentials_dpop' ? { proofs: proofsNeeded(scenario, server) } : {}),
       ...(scenario.proofAlg ? { proofAlg: scenario.proofAlg } : {}),
     }
-    const cpu = { server: cpuTimes(0), load: cpuTimes(1), serverCpu: processCpu(pids) }
+    const database = ['postgres', 'redis'].includes(server.env?.STORE ?? '') || server.redisCluster === true
+    const cpu = {
+      server: cpuTimes(0),
+      load: cpuTimes(1),
+      serverCpu: processCpu(pids),
+      store: database ? storeCpu() : 0,
+    }
     // autocannon cannot follow a multi-step flow: the sign-in scenario has its own closed-loop driver.
     const loader = scenario.load === 'signin_flow' ? 'bench/signin_load.ts' : 'bench/load.ts'
     const load = start(pinned(1, [...node, loader]), { LOAD_SPEC: JSON.stringify(spec) })
@@ -828,10 +846,11 @@ async function measure(scenario: ScenarioDef, server: ServerDef, workdir: string
           }
         : undefined
     const foreign = pinning
-      ? {
-          server: foreignShare(cpu.server, cpuTimes(0), processCpu(pids) - cpu.serverCpu),
-          load: foreignShare(cpu.load, cpuTimes(1), result.cpuSeconds),
-        }
+      ? foreignShares(
+          cpu,
+          { server: processCpu(pids) - cpu.serverCpu, load: result.cpuSeconds },
+          database ? storeCpu() - cpu.store : 0,
+        )
       : undefined
     await stop(load)
     const key = `${scenario.id}/${server.id}`
