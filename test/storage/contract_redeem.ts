@@ -114,6 +114,32 @@ export function describeRedeemContract({ store: s, now: n, test, item = '#44 ite
       expect(await redeem(unique('unknown'), n(), { unlessRevoked: [], grant })).toEqual({ status: 'missing' })
     })
 
+    test(`${item}: an expired code or refresh token is missing and changes nothing; a revocation mark that has ended revokes nothing`, async () => {
+      const store = s()
+      const { redeem, rotate } = methods(store)
+      const record = code(n())
+      await store.codes.insert(record)
+      const grant = grantOf(record, n())
+      const refreshToken = token(n(), record.familyId)
+      const late = record.expiresAt + 1
+      expect(await redeem(record.id, late, { unlessRevoked: [record.familyId], refreshToken, grant })).toEqual({
+        status: 'missing',
+      })
+      expect(await store.refreshTokens.get(refreshToken.id)).toBeUndefined()
+      expect(await store.grants.get(grant.id, n())).toBeUndefined()
+      const first = token(n(), unique('family'))
+      await store.refreshTokens.insert(first)
+      const next = token(n(), first.familyId)
+      expect(await rotate(first.id, next, first.expiresAt + 1, [first.familyId])).toEqual({ status: 'missing' })
+      expect(await store.refreshTokens.get(next.id)).toBeUndefined()
+      // A mark kept until n() + 5 no longer revokes at n() + 10 (both steps compare with the caller's clock).
+      await store.revocations.revokeFamily(`${first.familyId}#ended`, n() + 5)
+      expect(await rotate(first.id, next, n() + 10, [first.familyId, `${first.familyId}#ended`])).toEqual({
+        status: 'ok',
+      })
+      expect(await store.refreshTokens.get(next.id)).toEqual(next)
+    })
+
     test(`${item}: of 20 concurrent redemptions of one code exactly one is ok and one refresh token is written`, async () => {
       const store = s()
       const { redeem } = methods(store)
