@@ -15,7 +15,9 @@
  * The writes: every one-time step (code, refresh-token, device and CIBA consumption and decisions,
  * replay markers), what those steps must later find (a code, a refresh token and, on a cluster, its
  * pointer), and revocation marks. Other writes (sessions, interactions, pushed requests, clients,
- * grants' records) stay unacknowledged: losing one costs a sign-in or a retry, never a double use.
+ * grants' records put on their own) stay unacknowledged: losing one costs a sign-in or a retry,
+ * never a double use. A redeemed code's refresh token and grant record go with the redemption's
+ * own script (#44 item 2), and so with its WAIT.
  */
 import type { RedisClient } from './redis_cluster.ts'
 
