@@ -10,7 +10,11 @@
  * WAL syncs, which cost wall time, not CPU); then what the records' JSON costs. A profiling aid, not a
  * bench cell: run it a few times and report ranges.
  *
- *   GATEHOUSE_NODE22=… $GATEHOUSE_NODE22 node_modules/tsx/dist/cli.mjs bench/sqlite_store_cost.ts [grants] [rounds]
+ * `--concurrency=N` (default 1): N grants in flight at once, as the HTTP bench's 16 connections
+ * make them: N codes redeemed at once, then their N refreshes at once. The batches asked for
+ * together share one commit (group commit, #44 item 3), so the WAL syncs are per group, not per grant.
+ *
+ *   GATEHOUSE_NODE22=… $GATEHOUSE_NODE22 node_modules/tsx/dist/cli.mjs bench/sqlite_store_cost.ts [grants] [rounds] [--concurrency=N]
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -18,8 +22,11 @@ import { join } from 'node:path'
 import { type SqliteSynchronous, createSqliteStore } from '../src/storage/sqlite.ts'
 import type { CodeRecord, GrantRecord, RefreshTokenRecord, Store } from '../src/storage/types.ts'
 
-const count = Number(process.argv[2] ?? '1000')
-const rounds = Number(process.argv[3] ?? '3')
+const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'))
+const count = Number(positional[0] ?? '1000')
+const rounds = Number(positional[1] ?? '3')
+const concurrency = Number(process.argv.find((arg) => arg.startsWith('--concurrency='))?.split('=')[1] ?? '1')
+if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error('--concurrency must be a positive integer')
 const now = Math.floor(Date.now() / 1000)
 let sequence = 0
 const id = (prefix: string) => `${prefix}-${process.pid}-${++sequence}`
@@ -116,19 +123,27 @@ async function round(way: Way, dir: string, n: number): Promise<{ cpu: [number, 
     const spent = process.cpuUsage(start)
     cpu[slot] += spent.user + spent.system
   }
-  for (let i = 0; i < count + 200; i++) {
-    const r = records()
-    await store.codes.insert(r.code) // the authorization's write, not measured
+  let measured = 0
+  for (let i = 0; i < count + 200; i += concurrency) {
+    const grants = Array.from({ length: concurrency }, records)
+    for (const r of grants) await store.codes.insert(r.code) // the authorization's write, not measured
+    // The grants in flight at once: all their redemptions, then all their refreshes.
+    const redeemAll = async () => void (await Promise.all(grants.map((r) => redeem(store, r, way.atOnce))))
+    const refreshAll = async () => void (await Promise.all(grants.map((r) => refresh(store, r, way.atOnce))))
     if (i < 200) {
-      await redeem(store, r, way.atOnce)
-      await refresh(store, r, way.atOnce)
+      await redeemAll()
+      await refreshAll()
       continue
     }
-    await timed(0, () => redeem(store, r, way.atOnce))
-    await timed(1, () => refresh(store, r, way.atOnce))
+    await timed(0, redeemAll)
+    await timed(1, refreshAll)
+    measured += concurrency
   }
   await store.close()
-  const per = (pair: [number, number]): [number, number] => [Math.round(pair[0] / count), Math.round(pair[1] / count)]
+  const per = (pair: [number, number]): [number, number] => [
+    Math.round(pair[0] / measured),
+    Math.round(pair[1] / measured),
+  ]
   return { cpu: per(cpu), wall: per(wall) }
 }
 
@@ -144,7 +159,9 @@ function micro(times: number, work: () => unknown): number {
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-cost-'))
 try {
   console.log(`SQLite store (${process.versions.node ? `Node ${process.versions.node}` : 'runtime'}), file in ${dir}`)
-  console.log(`${count} grants per round, µs per grant: CPU code + refresh | wall code + refresh`)
+  console.log(
+    `${count} grants per round, ${concurrency} at once, µs per grant: CPU code + refresh | wall code + refresh`,
+  )
   const seen = new Map<string, string[]>()
   for (let n = 1; n <= rounds; n++) {
     for (const way of n % 2 ? ways : [...ways].reverse()) {

@@ -13,7 +13,9 @@
  * here, briefly waiting inside SQLite and then without blocking the event loop, for up to
  * `busyTimeout`; only then does the operation fail, as StoreUnavailableError (503), never a 500.
  * A code redemption and a refresh are each one such transaction (#44 item 3, sql/redeem_sqlite.ts):
- * one commit, so one WAL sync under `synchronous` `full` (the default; `normal` skips it).
+ * one commit, so one WAL sync under `synchronous` `full` (the default; `normal` skips it). And the
+ * batches asked for during one turn of the event loop share a transaction (group commit, #44 item
+ * 3): one commit, one WAL sync, for the grants a busy server redeems together (see `groupCommit`).
  *
  * @see https://www.sqlite.org/wal.html
  * @see https://www.sqlite.org/rescode.html#busy
@@ -51,6 +53,81 @@ const SQLITE_SYNCHRONOUS: readonly SqliteSynchronous[] = ['full', 'normal']
 
 /** Milliseconds SQLite itself waits for a lock before answering busy (it blocks the thread meanwhile). */
 const INNER_WAIT_MS = 25
+
+/** One caller's batch, waiting for the group commit that runs it. */
+interface Waiting {
+  statements: string[]
+  params: unknown[]
+  resolve: (results: unknown[][]) => void
+  reject: (reason: unknown) => void
+}
+
+/** Calls `fn` right after the current turn of the event loop: `setImmediate` where the runtime has it. */
+const afterTurn: (fn: () => void) => void = (() => {
+  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate
+  return typeof immediate === 'function' ? (fn) => void immediate(fn) : (fn) => void setTimeout(fn, 0)
+})()
+
+/**
+ * Group commit (#44 item 3): the batches asked for while none is running are run right after the
+ * current turn of the event loop (`setImmediate`: a lone batch waits for nothing but the end of its
+ * turn), all in one transaction of `transact`, one after the other, each its statements in order,
+ * as if each ran alone: one writer, so a later batch sees an earlier one's writes (of two consumes
+ * of one code, the first wins, the second finds it consumed). One commit, so one WAL sync under
+ * `full`, for all of them; each caller's promise resolves after the COMMIT returned (durable before
+ * anyone answers). Batches asked for while a group runs wait for the next group, so they run in
+ * the order asked. A group that throws is rolled back whole; then each of its batches runs again
+ * alone, in order, in a transaction of its own, so only the failing one's caller gets the error
+ * (a constraint error, say). Except busy past the deadline (`transact` retried it until then):
+ * every caller of the group gets it, as each would have alone (a 503), without waiting again.
+ */
+function groupCommit(
+  transact: <R>(work: () => R) => Promise<R>,
+  run: (text: string, params: unknown[]) => unknown[],
+): { batch: NonNullable<SqlClient['batch']>; idle: () => Promise<void> | undefined } {
+  let waiting: Waiting[] = []
+  let running: Promise<void> | undefined
+  let scheduled = false
+  const each = (entry: Waiting): unknown[][] => entry.statements.map((text) => run(text, entry.params))
+
+  async function commit(group: Waiting[]): Promise<void> {
+    try {
+      const results = await transact(() => group.map(each))
+      for (const [i, entry] of group.entries()) entry.resolve(results[i] as unknown[][])
+      return
+    } catch (err) {
+      if (group.length === 1 || isBusy(err)) {
+        for (const entry of group) entry.reject(err)
+        return
+      }
+    }
+    for (const entry of group) await transact(() => each(entry)).then(entry.resolve, entry.reject)
+  }
+
+  function schedule(): void {
+    if (scheduled || running) return
+    scheduled = true
+    afterTurn(() => {
+      scheduled = false
+      const group = waiting
+      waiting = []
+      running = commit(group).finally(() => {
+        running = undefined
+        if (waiting.length > 0) schedule()
+      })
+    })
+  }
+
+  return {
+    batch: (statements, params) =>
+      new Promise((resolve, reject) => {
+        waiting.push({ statements, params, resolve, reject })
+        schedule()
+      }),
+    // What close() waits for: the group running, else one about to run.
+    idle: () => running ?? (waiting.length > 0 ? new Promise((resolve) => afterTurn(resolve)) : undefined),
+  }
+}
 
 /** The SqlClient over one synchronous connection. */
 function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: SqliteSynchronous): SqlClient {
@@ -108,6 +185,8 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: Sqli
     }
   }
 
+  const grouped = groupCommit((work) => retrying(() => atomically(work)), run)
+
   const inside: SqlClient = {
     query: async (text, params = []) => run(text, params) as never,
     transaction: (fn) => fn(inside),
@@ -117,7 +196,7 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: Sqli
 
   return {
     query: (text, params = []) => retrying(() => run(text, params)) as never,
-    batch: (statements, params) => retrying(() => atomically(() => statements.map((text) => run(text, params)))),
+    batch: grouped.batch,
     transaction: async (fn) => {
       let release = () => {}
       // Held from the BEGIN on, in the same synchronous step: no other caller's statement slips in.
@@ -142,7 +221,7 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: Sqli
       }
     },
     close: async () => {
-      while (held) await held
+      for (let wait = held ?? grouped.idle(); wait; wait = held ?? grouped.idle()) await wait
       db.close()
     },
   }

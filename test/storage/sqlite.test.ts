@@ -26,6 +26,7 @@ import {
   refreshRecord,
   uniqueId,
 } from './contract.ts'
+import type { CodeRecord, RefreshTokenRecord } from '../../src/storage/types.ts'
 import { TABLES } from './sql_helpers.ts'
 import { node22Binary } from './sqlite_node22.ts'
 
@@ -46,8 +47,8 @@ const BIN = join(ROOT, 'node_modules/.bin')
 
 /**
  * Watches the runtime's own driver (its database class's prototype, which the store's connection
- * uses): the databases that run a statement, and counts of prepares, statements run, commits and
- * writes run outside a transaction (each its own commit). `restore()` puts the methods back.
+ * uses): the databases that run a statement, and counts of prepares, statements run, commits,
+ * rollbacks and writes run outside a transaction (each its own commit). `restore()` puts the methods back.
  */
 async function spyOnDriver() {
   const module = (await import(versions.bun ? 'bun:sqlite' : 'node:sqlite')) as Record<
@@ -57,11 +58,12 @@ async function spyOnDriver() {
   const proto = (module.Database ?? module.DatabaseSync)?.prototype as SqliteDatabase
   const { exec, prepare } = proto
   const opened: SqliteDatabase[] = []
-  const totals = { prepared: 0, statements: 0, commits: 0, writesOutsideTransaction: 0 }
+  const totals = { prepared: 0, statements: 0, commits: 0, rollbacks: 0, writesOutsideTransaction: 0 }
   let inside = false
   proto.exec = function (this: SqliteDatabase, sql: string) {
     if (sql === 'BEGIN IMMEDIATE') inside = true
     if (sql === 'COMMIT') totals.commits++
+    if (sql === 'ROLLBACK') totals.rollbacks++
     if (sql === 'COMMIT' || sql === 'ROLLBACK') inside = false
     return exec.call(this, sql)
   }
@@ -306,13 +308,121 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
       // Before: the read, the revocation check, the consume's transaction, then the refresh token's
       // and the grant's writes, each a transaction (and a WAL sync) of its own.
       expect(await grant()).toEqual({
-        redeemed: { prepared: 0, statements: 5, commits: 1, writesOutsideTransaction: 0 },
-        refreshed: { prepared: 0, statements: 4, commits: 1, writesOutsideTransaction: 0 },
+        redeemed: { prepared: 0, statements: 5, commits: 1, rollbacks: 0, writesOutsideTransaction: 0 },
+        refreshed: { prepared: 0, statements: 4, commits: 1, rollbacks: 0, writesOutsideTransaction: 0 },
       })
       await store.close()
     } finally {
       spy.restore()
     }
+  })
+
+  it('#44 item 3: redemptions and refreshes asked for at once share one commit (group commit), each answered after it, one winner per code', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const spy = await spyOnDriver()
+    try {
+      const store = createSqliteStore({ path, now: () => now })
+      const codes = Array.from({ length: 8 }, () => codeRecord(now))
+      for (const code of codes) await store.codes.insert(code)
+      const tokens = codes.map((code) => refreshRecord(now, { familyId: code.familyId }))
+      const counted = spy.count()
+      // Each caller's promise, when it settles: its outcome and the commits made by then.
+      const answered = (outcome: Promise<unknown> | undefined) =>
+        (outcome as Promise<unknown>).then((result) => ({ result, commits: counted().commits }))
+      // Each code redeemed twice at once: 16 batches in one transaction, in the order asked, so the
+      // first of each pair consumes the code and the second finds it consumed.
+      const redeemed = await Promise.all(
+        codes.flatMap((code, i) =>
+          [0, 1].map(() =>
+            answered(
+              store.codes.redeem?.(code.id, now, {
+                unlessRevoked: [code.familyId],
+                refreshToken: tokens[i],
+                grant: grantRecord(now, { id: code.familyId }),
+              }),
+            ),
+          ),
+        ),
+      )
+      expect(redeemed).toEqual(
+        codes.flatMap(() => [
+          { result: { status: 'ok' }, commits: 1 },
+          { result: { status: 'replayed' }, commits: 1 },
+        ]),
+      )
+      const nexts = tokens.map((token) => refreshRecord(now, { familyId: token.familyId }))
+      const refreshed = await Promise.all(
+        tokens.map((token, i) =>
+          answered(store.refreshTokens.rotateUnlessRevoked?.(token.id, nexts[i] as never, now, [token.familyId])),
+        ),
+      )
+      expect(refreshed).toEqual(tokens.map(() => ({ result: { status: 'ok' }, commits: 2 })))
+      expect(counted()).toMatchObject({ commits: 2, rollbacks: 0, writesOutsideTransaction: 0 })
+      for (const next of nexts) expect(await store.refreshTokens.get(next.id)).toEqual(next)
+      await store.close()
+    } finally {
+      spy.restore()
+    }
+  })
+
+  it('#44 item 3: a batch that fails in a group (a duplicate refresh token id) fails only its own caller; the others commit', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const spy = await spyOnDriver()
+    try {
+      const store = createSqliteStore({ path, now: () => now })
+      const tokens = Array.from({ length: 8 }, () => refreshRecord(now))
+      for (const token of tokens) await store.refreshTokens.insert(token)
+      const nexts = tokens.map((token) => refreshRecord(now, { familyId: token.familyId }))
+      // The fourth rotation's next token takes the sixth token's id: its insert breaks the primary key.
+      nexts[3] = { ...(nexts[3] as RefreshTokenRecord), id: (tokens[5] as RefreshTokenRecord).id }
+      const counted = spy.count()
+      const outcomes = await Promise.allSettled(
+        tokens.map((token, i) =>
+          store.refreshTokens.rotateUnlessRevoked?.(token.id, nexts[i] as RefreshTokenRecord, now, [token.familyId]),
+        ),
+      )
+      expect(outcomes.map((outcome) => outcome.status)).toEqual([
+        ...Array(3).fill('fulfilled'),
+        'rejected',
+        ...Array(4).fill('fulfilled'),
+      ])
+      expect(String((outcomes[3] as PromiseRejectedResult).reason)).toMatch(/UNIQUE constraint failed/)
+      for (const outcome of outcomes.filter((o) => o.status === 'fulfilled'))
+        expect(outcome.value).toEqual({ status: 'ok' })
+      // The group rolled back, then each batch alone: seven commits, the failing one rolled back too.
+      expect(counted()).toMatchObject({ commits: 7, rollbacks: 2 })
+      expect(await store.refreshTokens.get((tokens[3] as RefreshTokenRecord).id)).toEqual(tokens[3])
+      for (const i of [0, 1, 2, 4, 5, 6, 7]) {
+        expect(await store.refreshTokens.get((nexts[i] as RefreshTokenRecord).id)).toEqual(nexts[i])
+        expect((await store.refreshTokens.get((tokens[i] as RefreshTokenRecord).id))?.consumedAt).toBe(now)
+      }
+      await store.close()
+    } finally {
+      spy.restore()
+    }
+  })
+
+  it('#44 item 3: a group busy past busyTimeout fails each of its callers with StoreUnavailableError (503), once, without running them again', async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const store = createSqliteStore({ path, busyTimeout: 300, now: () => now })
+    const codes = Array.from({ length: 4 }, () => codeRecord(now))
+    for (const code of codes) await store.codes.insert(code)
+    const other = open(path)
+    other.exec('BEGIN IMMEDIATE')
+    const started = Date.now()
+    try {
+      const outcomes = await Promise.allSettled(codes.map((code) => store.codes.consume(code.id, now)))
+      expect(outcomes.map((outcome) => outcome.status === 'rejected' && (outcome.reason as Error).name)).toEqual(
+        codes.map(() => 'StoreUnavailableError'),
+      )
+      // About one busyTimeout, not one per batch.
+      expect(Date.now() - started).toBeLessThan(1000)
+    } finally {
+      other.exec('COMMIT')
+      other.close()
+    }
+    expect((await store.codes.consume((codes[0] as CodeRecord).id, now)).status).toBe('ok')
+    await store.close()
   })
 
   it('#28 item 1 the schema option does not exist on SQLite: plain gatehouse_* tables in the file', async () => {
