@@ -58,17 +58,19 @@ export function sqliteRedemption(deps: Deps): {
   const { dialect, run, wrote, json } = deps
   const codes = dialect.table('codes')
   const tokens = dialect.table('refresh_tokens')
-  const insertToken = (guard: string) =>
-    `INSERT INTO ${tokens} (id, family_id, record, expires_at) SELECT $4, $5, $6, $7 WHERE changes() = 1${guard}`
+  /** And the row was consumed by this call (`consumed_at` its `now`), as dialect.ts's writes check too. */
+  const consumedHere = (table: string) => ` AND EXISTS (SELECT 1 FROM ${table} WHERE id = $1 AND consumed_at = $2)`
+  const insertToken = (table: string, guard: string) =>
+    `INSERT INTO ${tokens} (id, family_id, record, expires_at) SELECT $4, $5, $6, $7 WHERE changes() = 1${consumedHere(table)}${guard}`
   const redeemCode = [
     outcomeOf(dialect, codes),
     consumeUnlessRevoked(dialect, codes),
     // `WHERE` before `ON CONFLICT`: SQLite's upsert after a SELECT needs one (lang_upsert.html).
-    `INSERT INTO ${dialect.table('grants')} (id, sub, record, expires_at) SELECT $8, $9, $10, $11 WHERE changes() = 1
+    `INSERT INTO ${dialect.table('grants')} (id, sub, record, expires_at) SELECT $8, $9, $10, $11 WHERE changes() = 1${consumedHere(codes)}
      ON CONFLICT (id) DO UPDATE SET sub = EXCLUDED.sub, record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
-    insertToken(' AND $4 IS NOT NULL'),
+    insertToken(codes, ' AND $4 IS NOT NULL'),
   ]
-  const rotate = [outcomeOf(dialect, tokens), consumeUnlessRevoked(dialect, tokens), insertToken('')]
+  const rotate = [outcomeOf(dialect, tokens), consumeUnlessRevoked(dialect, tokens), insertToken(tokens, '')]
   return {
     redeem: (id, now, { unlessRevoked, refreshToken, grant }) =>
       run('codes.redeem', async () => {
