@@ -21,7 +21,9 @@ async function start(args: string[], env: Record<string, string> = {}) {
   const issuer = env.ISSUER ?? `http://127.0.0.1:${port}`
   const server = launch([...NPM_START, ...args], { HOST: '127.0.0.1', PORT: String(port), ISSUER: issuer, ...env })
   cleanups.push(() => stopped(server))
-  await waitUntilServing(server, `${issuer}/.well-known/openid-configuration`)
+  // PGlite compiles its WebAssembly at start: on a loaded CI machine that once took over 20 s.
+  const wait = env.GATEHOUSE_STORE === 'pglite' ? 60_000 : 20_000
+  await waitUntilServing(server, `${issuer}/.well-known/openid-configuration`, wait)
   return { server, port, issuer }
 }
 
@@ -214,7 +216,7 @@ describe('npm start', () => {
       await oauth.introspectionRequest(as, client, auth, issued.access_token, options),
     )
     expect(introspected).toMatchObject({ active: true, client_id: 'rt-service' })
-  })
+  }, 150_000)
 
   it('uses PORT and ISSUER byte for byte, endpoints under an issuer with a path', async () => {
     const port = await freePort()
