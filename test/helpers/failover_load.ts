@@ -62,11 +62,28 @@ export async function startInstances(makeStore: () => Promise<Store>): Promise<H
       secretHashIterations: 1000,
       logger: { warn() {}, error() {} },
     })
-    for (const client of CLIENTS) await service.clients.ensure(client)
-    await service.ready()
+    for (const client of CLIENTS) await untilStored(() => service.clients.ensure(client))
+    await untilStored(() => service.ready())
     handlers.push(service.fetch)
   }
   return handlers
+}
+
+/**
+ * The set-up's writes, again while the store answers unavailable (at most 15 s): on a loaded
+ * machine a fresh replica once acknowledged a WAIT later than the tests' 500 ms. Before the load
+ * starts, so the figures are not touched.
+ */
+async function untilStored<T>(write: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    try {
+      return await write()
+    } catch (err) {
+      if (Date.now() > deadline) throw err
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+  }
 }
 
 interface Redeemed {
