@@ -301,6 +301,17 @@ const SERVERS: ServerDef[] = [
     skip: await storeSkip('createPostgresStore', 'DATABASE_URL'),
   },
   {
+    // #44 item 3: the memory store on the Node that runs the SQLite cell (node:sqlite needs Node ≥
+    // 22.5), so that SQLite ÷ memory compares two stores on one runtime, not Node 22 with Node 20.
+    id: 'gatehouse-node22',
+    label: 'Gatehouse · Node 22 · memory',
+    flavor: 'gatehouse',
+    command: [...node22Command, '--expose-gc', 'bench/servers/gatehouse_node.ts'],
+    inProcessStore: true,
+    scenarios: EMBEDDED_FLOWS,
+    ...(node22.skip ? { skip: node22.skip } : {}),
+  },
+  {
     id: 'gatehouse-node-sqlite',
     label: 'Gatehouse · Node · SQLite',
     flavor: 'gatehouse',
@@ -308,7 +319,7 @@ const SERVERS: ServerDef[] = [
     env: { STORE: 'sqlite' },
     dataDir: true,
     inProcessStore: true,
-    codeRate: 600,
+    codeRate: 2000,
     scenarios: EMBEDDED_FLOWS,
     ...(node22.skip ? { skip: node22.skip } : {}),
   },

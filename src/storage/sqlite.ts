@@ -12,19 +12,32 @@
  * `batch()` runs too). A database busy with another process's write (SQLITE_BUSY) is retried
  * here, briefly waiting inside SQLite and then without blocking the event loop, for up to
  * `busyTimeout`; only then does the operation fail, as StoreUnavailableError (503), never a 500.
- * A code redemption and a refresh are each one such transaction (#44 item 3, sql/redeem_sqlite.ts):
- * one commit, so one WAL sync under `synchronous` `full` (the default; `normal` skips it). And the
- * batches asked for during one turn of the event loop share a transaction (group commit, #44 item
- * 3): one commit, one WAL sync, for the grants a busy server redeems together (see `groupCommit`).
+ * A code redemption and a refresh are each one such transaction (#44 item 3, sql/redeem_sqlite.ts),
+ * and the batches asked for during one turn of the event loop share one (group commit, #44 item 3,
+ * see `groupCommit`). Under `synchronous` `full` (the default) a writer is answered only once its
+ * commit is on the disk: the store syncs the WAL file itself, off the event loop, where the runtime
+ * has `node:fs` (Node, Bun, Deno; sqlite_durable.ts), and the commits made during one sync share
+ * the next; elsewhere SQLite syncs inside COMMIT. `normal` leaves the WAL to SQLite's checkpoints.
  *
  * @see https://www.sqlite.org/wal.html
  * @see https://www.sqlite.org/rescode.html#busy
  */
-import { type SqliteDatabase, type SqliteStatement, bindable, isBusy, loadSqlite, pause } from './sqlite_driver.ts'
+import {
+  type FileSync,
+  type SqliteDatabase,
+  type SqliteStatement,
+  bindable,
+  isBusy,
+  loadFileSync,
+  loadSqlite,
+  pause,
+} from './sqlite_driver.ts'
+import { SqliteSyncError, type WalSyncer, walSyncer } from './sqlite_durable.ts'
 import { sqliteDialect, toSqliteParameters } from './sql/dialect.ts'
 import { type SqlClient, type SqlStore, createSqlStore } from './sql/store.ts'
 
 const open = await loadSqlite('gatehouse-oidc/storage/sqlite')
+const fileSync = await loadFileSync()
 
 export interface SqliteStoreOptions {
   /** The database file (created if missing, with `-wal` and `-shm` files beside it). */
@@ -32,9 +45,11 @@ export interface SqliteStoreOptions {
   /** Milliseconds an operation keeps retrying while another process holds the write lock. Default 5000. */
   busyTimeout?: number
   /**
-   * What a commit waits for (#44 item 3), SQLite's `PRAGMA synchronous` in WAL mode. `full`, the
-   * default: every commit syncs the WAL to disk, so a committed write (a consumed code, a
-   * revocation) survives a power loss or an OS crash. `normal`: the WAL is synced only at
+   * What a write waits for (#44 item 3), after SQLite's `PRAGMA synchronous` in WAL mode. `full`, the
+   * default: a write is answered only after the WAL holding it is synced to disk, so a write anyone
+   * was told of (a consumed code, a revocation) survives a power loss or an OS crash. The store runs
+   * that sync itself, off the event loop, where the runtime has `node:fs` (SQLite's NORMAL on the
+   * connection, with the same guarantee to callers; elsewhere SQLite's FULL). `normal`: the WAL is synced only at
    * checkpoints, so commits are cheaper, and a power loss or OS crash can lose the last committed
    * transactions (a revocation undone, a consumed code unconsumed); a crash of the process loses
    * nothing, and the file is never corrupted either way.
@@ -74,9 +89,9 @@ const afterTurn: (fn: () => void) => void = (() => {
  * turn), all in one transaction of `transact`, one after the other, each its statements in order,
  * as if each ran alone: one writer, so a later batch sees an earlier one's writes (of two consumes
  * of one code, the first wins, the second finds it consumed). One commit, so one WAL sync under
- * `full`, for all of them; each caller's promise resolves after the COMMIT returned (durable before
- * anyone answers). Batches asked for while a group runs wait for the next group, so they run in
- * the order asked. A group that throws is rolled back whole; then each of its batches runs again
+ * `full`, for all of them; each caller's promise resolves after the commit is durable (`transact`
+ * waits for the sync). Batches asked for while a group runs (its sync included) wait for the next
+ * group, so they run in the order asked, and a sync's time gathers the next group. A group that throws is rolled back whole; then each of its batches runs again
  * alone, in order, in a transaction of its own, so only the failing one's caller gets the error
  * (a constraint error, say). Except busy past the deadline (`transact` retried it until then):
  * every caller of the group gets it, as each would have alone (a 503), without waiting again.
@@ -96,7 +111,8 @@ function groupCommit(
       for (const [i, entry] of group.entries()) entry.resolve(results[i] as unknown[][])
       return
     } catch (err) {
-      if (group.length === 1 || isBusy(err)) {
+      // Busy past the deadline, or committed and then not synced (running it again would apply it twice).
+      if (group.length === 1 || isBusy(err) || err instanceof SqliteSyncError) {
         for (const entry of group) entry.reject(err)
         return
       }
@@ -129,9 +145,23 @@ function groupCommit(
   }
 }
 
-/** The SqlClient over one synchronous connection. */
-function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: SqliteSynchronous): SqlClient {
-  const prepared = new Map<string, { statement: SqliteStatement; count: number }>()
+/** A statement that cannot write (the rest count as writes, which a `full` caller waits to see synced). */
+const READ_ONLY = /^\s*(SELECT|PRAGMA)\b/i
+
+/**
+ * The SqlClient over one synchronous connection. `wal`: the WAL file's sync off the event loop,
+ * used under `full` when the file is in WAL mode (sqlite_durable.ts); else SQLite syncs in COMMIT.
+ */
+function sqliteClient(
+  db: SqliteDatabase,
+  busyTimeout: number,
+  synchronous: SqliteSynchronous,
+  wal: FileSync | undefined,
+): SqlClient {
+  const prepared = new Map<string, { statement: SqliteStatement; count: number; writes: boolean }>()
+  /** Statements run that may have written: a caller's own count is the change during its synchronous step. */
+  let writes = 0
+  let syncer: WalSyncer | undefined
   let opened = false
   /** Set while `transaction()` runs: other callers wait for it (its statements interleave with awaits). */
   let held: Promise<void> | undefined
@@ -140,19 +170,36 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: Sqli
     let entry = prepared.get(text)
     if (!entry) {
       const converted = toSqliteParameters(text)
-      entry = { statement: db.prepare(converted.text), count: converted.count }
+      entry = { statement: db.prepare(converted.text), count: converted.count, writes: !READ_ONLY.test(text) }
       prepared.set(text, entry)
     }
+    if (entry.writes) writes++
     return entry.statement.all(...params.slice(0, entry.count).map(bindable))
   }
 
   function ensureOpen(): void {
     if (opened) return
     db.exec(`PRAGMA busy_timeout = ${INNER_WAIT_MS}`)
-    db.exec('PRAGMA journal_mode = WAL')
-    // Per connection, so at every open; the value is one of SQLITE_SYNCHRONOUS (checked).
-    db.exec(`PRAGMA synchronous = ${synchronous.toUpperCase()}`)
+    const [mode] = db.prepare('PRAGMA journal_mode = WAL').all() as Array<{ journal_mode?: unknown }>
+    // `full` with the WAL synced here, off the event loop, before a writer is answered: NORMAL in
+    // SQLite (no sync inside COMMIT, which would block every request meanwhile). Per connection, so
+    // at every open; the value is one of SQLITE_SYNCHRONOUS (checked).
+    if (synchronous === 'full' && wal && mode?.journal_mode === 'wal') syncer = walSyncer(wal.sync)
+    db.exec(`PRAGMA synchronous = ${syncer ? 'NORMAL' : synchronous.toUpperCase()}`)
     opened = true
+  }
+
+  /** `work` (synchronous) through `attempt`, answered once what it wrote is on the disk. */
+  async function durably<R>(attempt: (work: () => R) => Promise<R>, work: () => R): Promise<R> {
+    let wrote = false
+    const result = await attempt(() => {
+      const before = writes
+      const value = work()
+      wrote = writes !== before
+      return value
+    })
+    if (wrote && syncer) await syncer.durable()
+    return result
   }
 
   /** Runs `work` (synchronous, atomic), again after a short pause while the database is busy. */
@@ -185,7 +232,7 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: Sqli
     }
   }
 
-  const grouped = groupCommit((work) => retrying(() => atomically(work)), run)
+  const grouped = groupCommit((work) => durably((step) => retrying(() => atomically(step)), work), run)
 
   const inside: SqlClient = {
     query: async (text, params = []) => run(text, params) as never,
@@ -195,21 +242,24 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: Sqli
   }
 
   return {
-    query: (text, params = []) => retrying(() => run(text, params)) as never,
+    query: (text, params = []) => durably(retrying, () => run(text, params)) as never,
     batch: grouped.batch,
     transaction: async (fn) => {
       let release = () => {}
+      // While held, only this transaction's statements run: the count's change is its writes.
+      let before = 0
       // Held from the BEGIN on, in the same synchronous step: no other caller's statement slips in.
       await retrying(() => {
         db.exec('BEGIN IMMEDIATE')
+        before = writes
         held = new Promise<void>((resolve) => {
           release = resolve
         })
       })
+      let result: Awaited<ReturnType<typeof fn>>
       try {
-        const result = await fn(inside)
+        result = await fn(inside)
         db.exec('COMMIT')
-        return result
       } catch (err) {
         try {
           db.exec('ROLLBACK')
@@ -219,9 +269,13 @@ function sqliteClient(db: SqliteDatabase, busyTimeout: number, synchronous: Sqli
         held = undefined
         release()
       }
+      if (syncer && writes !== before) await syncer.durable()
+      return result
     },
     close: async () => {
-      for (let wait = held ?? grouped.idle(); wait; wait = held ?? grouped.idle()) await wait
+      const busy = () => held ?? grouped.idle() ?? syncer?.idle()
+      for (let wait = busy(); wait; wait = busy()) await wait
+      await wal?.close()
       db.close()
     },
   }
@@ -235,11 +289,17 @@ export function createSqliteStore(options: SqliteStoreOptions): SqlStore {
   if (typeof options.path !== 'string' || options.path === '') throw new TypeError('path must be a file name')
   const synchronous = options.synchronous ?? 'full'
   if (!SQLITE_SYNCHRONOUS.includes(synchronous)) throw new TypeError('synchronous must be "full" or "normal"')
-  const client = sqliteClient(open(options.path), options.busyTimeout ?? 5000, synchronous)
+  const client = sqliteClient(
+    open(options.path),
+    options.busyTimeout ?? 5000,
+    synchronous,
+    fileSync?.(`${options.path}-wal`),
+  )
   return createSqlStore(client, {
     dialect: sqliteDialect(),
     ...(options.now ? { now: options.now } : {}),
     // Busy after the retries: another process holds the file; anything else is a bug or a broken file.
-    isUnavailable: isBusy,
+    // A WAL that could not be synced: the write may be lost, so the caller gets a 503, not a success.
+    isUnavailable: (err) => isBusy(err) || err instanceof SqliteSyncError,
   })
 }

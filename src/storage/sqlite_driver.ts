@@ -103,3 +103,61 @@ export async function loadSqlite(subpath: string): Promise<OpenSqlite> {
   const DatabaseSync = module.DatabaseSync as new (path: string) => SqliteDatabase
   return (path) => new DatabaseSync(path)
 }
+
+/** One file's data flushed to the disk (fdatasync) without blocking the event loop. */
+export interface FileSync {
+  /** Flushes what was written to the file, by any descriptor, before the call. */
+  sync(): Promise<void>
+  /** Closes the descriptor the syncs share (opened again by a later sync). */
+  close(): Promise<void>
+}
+
+interface NodeFs {
+  open(path: string, flags: string, callback: (err: Error | null, fd: number) => void): void
+  fdatasync(fd: number, callback: (err: Error | null) => void): void
+  close(fd: number, callback: (err: Error | null) => void): void
+}
+
+/**
+ * The runtime's `node:fs` file sync (Node, Bun and Deno have it), for the SQLite store's WAL sync
+ * off the event loop (#44 item 3); `undefined` where there is none (the store then lets SQLite sync
+ * in the commit). A file's syncs share one descriptor, opened at the first and after a failure
+ * (closed then); a sync flushes the file's data whichever descriptor wrote it. The functions are
+ * looked up at each call (`fs.fdatasync`), so a test can watch them.
+ */
+export async function loadFileSync(): Promise<((path: string) => FileSync) | undefined> {
+  const specifier = 'node:fs'
+  let fs: NodeFs
+  try {
+    const module = (await import(specifier)) as { default?: NodeFs } & NodeFs
+    fs = module.default ?? module
+  } catch {
+    return undefined
+  }
+  if (typeof fs?.fdatasync !== 'function') return undefined
+  const call = <T>(start: (done: (err: Error | null, value: T) => void) => void): Promise<T> =>
+    new Promise((resolve, reject) => start((err, value) => (err ? reject(err) : resolve(value))))
+  const closeFd = (fd: number): Promise<void> =>
+    call<void>((done) => fs.close(fd, (err) => done(err, undefined))).catch(() => {})
+  return (path) => {
+    let opened: Promise<number> | undefined
+    const close = async (): Promise<void> => {
+      const fd = opened
+      opened = undefined
+      if (fd) await fd.then(closeFd, () => {})
+    }
+    return {
+      async sync() {
+        opened ??= call<number>((done) => fs.open(path, 'r+', done))
+        try {
+          const fd = await opened
+          await call<void>((done) => fs.fdatasync(fd, (err) => done(err, undefined)))
+        } catch (err) {
+          await close()
+          throw err
+        }
+      },
+      close,
+    }
+  }
+}
