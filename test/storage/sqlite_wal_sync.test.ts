@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadSqlite } from '../../src/storage/sqlite_driver.ts'
+import { settlesWithin } from '../helpers/settles.ts'
 import { codeRecord, grantRecord, refreshRecord } from './contract.ts'
 
 const sqlite = await loadSqlite('test').then(
@@ -52,21 +53,6 @@ async function watchFdatasync() {
   }
 }
 
-/** Whether `promise` settles within a few turns of the event loop (timers run meanwhile). */
-async function settlesSoon(promise: Promise<unknown>): Promise<boolean> {
-  let done = false
-  promise.then(
-    () => {
-      done = true
-    },
-    () => {
-      done = true
-    },
-  )
-  await new Promise((resolve) => setTimeout(resolve, 30))
-  return done
-}
-
 describe.runIf(sqlite)('#44 item 3: the SQLite WAL synced off the event loop', () => {
   if (!sqlite) return
   const { createSqliteStore, open } = sqlite
@@ -91,18 +77,18 @@ describe.runIf(sqlite)('#44 item 3: the SQLite WAL synced off the event loop', (
       const before = watch.calls()
       const written = store.codes.insert(first)
       // Timers fire meanwhile: the sync does not block the event loop; the writer is not answered.
-      expect(await settlesSoon(written)).toBe(false)
+      expect(await settlesWithin(written, 30)).toBe(false)
       expect(watch.calls() - before).toBe(1)
       // The write is committed (a read sees it at once) but its writer waits for the disk.
       expect(await store.codes.get(first.id)).toMatchObject({ id: first.id })
       // Two writes committed during the sync: they wait for the next one, which they share.
       const later = Promise.all([store.codes.insert(second), store.codes.insert(third)])
-      expect(await settlesSoon(later)).toBe(false)
+      expect(await settlesWithin(later, 30)).toBe(false)
       expect(watch.calls() - before).toBe(1)
       watch.releaseOne()
       await written
       await expect.poll(() => watch.calls() - before).toBe(2)
-      expect(await settlesSoon(later)).toBe(false)
+      expect(await settlesWithin(later, 30)).toBe(false)
       watch.releaseOne()
       await later
       expect(watch.calls() - before).toBe(2)

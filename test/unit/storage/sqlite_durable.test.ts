@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { SqliteSyncError, walSyncer } from '../../../src/storage/sqlite_durable.ts'
+import { settlesWithin } from '../../helpers/settles.ts'
 
 /** A sync whose runs the test ends one by one. */
 function gatedSync() {
@@ -27,20 +28,6 @@ function gatedSync() {
   return { sync, runs, overlapped: () => overlapped }
 }
 
-const settled = async (promise: Promise<unknown>) => {
-  let done = false
-  promise.then(
-    () => {
-      done = true
-    },
-    () => {
-      done = true
-    },
-  )
-  await new Promise((resolve) => setTimeout(resolve, 5))
-  return done
-}
-
 describe('#44 item 3: walSyncer', () => {
   it('#44 item 3: a lone writer starts a sync and is answered when it ends', async () => {
     const gate = gatedSync()
@@ -48,7 +35,7 @@ describe('#44 item 3: walSyncer', () => {
     expect(syncer.idle()).toBeUndefined()
     const first = syncer.durable()
     expect(gate.runs).toHaveLength(1)
-    expect(await settled(first)).toBe(false)
+    expect(await settlesWithin(first, 5)).toBe(false)
     gate.runs[0]?.end()
     await expect(first).resolves.toBeUndefined()
     expect(syncer.idle()).toBeUndefined()
@@ -63,7 +50,7 @@ describe('#44 item 3: walSyncer', () => {
     expect(gate.runs).toHaveLength(1)
     gate.runs[0]?.end()
     await first
-    expect(await settled(Promise.all(later))).toBe(false)
+    expect(await settlesWithin(Promise.all(later), 5)).toBe(false)
     expect(gate.runs).toHaveLength(2)
     gate.runs[1]?.end()
     await expect(Promise.all(later)).resolves.toEqual([undefined, undefined, undefined])
