@@ -46,10 +46,11 @@ export interface SqliteStoreOptions {
   busyTimeout?: number
   /**
    * What a write waits for (#44 item 3), after SQLite's `PRAGMA synchronous` in WAL mode. `full`, the
-   * default: a write is answered only after the WAL holding it is synced to disk, so a write anyone
-   * was told of (a consumed code, a revocation) survives a power loss or an OS crash. The store runs
-   * that sync itself, off the event loop, where the runtime has `node:fs` (SQLite's NORMAL on the
-   * connection, with the same guarantee to callers; elsewhere SQLite's FULL). `normal`: the WAL is synced only at
+   * default: a write is answered only after the WAL holding it is synced to disk, so a write whose
+   * caller was answered (a consumed code, a revocation) survives a power loss or an OS crash. The
+   * store runs that sync itself, off the event loop, where the runtime has `node:fs` (SQLite's
+   * NORMAL on the connection; other requests may read a write before its sync; a failed sync makes
+   * the store refuse everything until restarted); elsewhere SQLite's FULL. `normal`: the WAL is synced only at
    * checkpoints, so commits are cheaper, and a power loss or OS crash can lose the last committed
    * transactions (a revocation undone, a consumed code unconsumed); a crash of the process loses
    * nothing, and the file is never corrupted either way.
@@ -146,22 +147,25 @@ function groupCommit(
 }
 
 /** A statement that cannot write (the rest count as writes, which a `full` caller waits to see synced). */
-const READ_ONLY = /^\s*(SELECT|PRAGMA)\b/i
+const READ_ONLY = /^\s*(SELECT\b|PRAGMA\s[^=]*$)/i
 
 /**
- * The SqlClient over one synchronous connection. `wal`: the WAL file's sync off the event loop,
- * used under `full` when the file is in WAL mode (sqlite_durable.ts); else SQLite syncs in COMMIT.
+ * The SqlClient over one synchronous connection. `fileSync`: a file's sync off the event loop, for
+ * the WAL under `full` when the file is in WAL mode (sqlite_durable.ts); else SQLite syncs in COMMIT.
  */
 function sqliteClient(
   db: SqliteDatabase,
   busyTimeout: number,
   synchronous: SqliteSynchronous,
-  wal: FileSync | undefined,
+  fileSync: ((path: string) => FileSync) | undefined,
 ): SqlClient {
   const prepared = new Map<string, { statement: SqliteStatement; count: number; writes: boolean }>()
   /** Statements run that may have written: a caller's own count is the change during its synchronous step. */
   let writes = 0
   let syncer: WalSyncer | undefined
+  let wal: FileSync | undefined
+  /** Callers between their statements and their answer (their sync included), for close(). */
+  const answering = new Set<Promise<unknown>>()
   let opened = false
   /** Set while `transaction()` runs: other callers wait for it (its statements interleave with awaits). */
   let held: Promise<void> | undefined
@@ -182,24 +186,43 @@ function sqliteClient(
     db.exec(`PRAGMA busy_timeout = ${INNER_WAIT_MS}`)
     const [mode] = db.prepare('PRAGMA journal_mode = WAL').all() as Array<{ journal_mode?: unknown }>
     // `full` with the WAL synced here, off the event loop, before a writer is answered: NORMAL in
-    // SQLite (no sync inside COMMIT, which would block every request meanwhile). Per connection, so
-    // at every open; the value is one of SQLITE_SYNCHRONOUS (checked).
-    if (synchronous === 'full' && wal && mode?.journal_mode === 'wal') syncer = walSyncer(wal.sync)
+    // SQLite (no sync inside COMMIT, which would block every request meanwhile). The WAL is the
+    // file SQLite names it after (the main file's full path, symbolic links resolved), not a path
+    // of ours. Per connection, so at every open; the value is one of SQLITE_SYNCHRONOUS (checked).
+    const [main] = db.prepare('PRAGMA database_list').all() as Array<{ name?: unknown; file?: unknown }>
+    const file = main?.name === 'main' && typeof main.file === 'string' ? main.file : ''
+    if (synchronous === 'full' && fileSync && mode?.journal_mode === 'wal' && file !== '') {
+      wal = fileSync(`${file}-wal`)
+      syncer = walSyncer(() => (wal as FileSync).sync())
+    }
     db.exec(`PRAGMA synchronous = ${syncer ? 'NORMAL' : synchronous.toUpperCase()}`)
     opened = true
   }
 
   /** `work` (synchronous) through `attempt`, answered once what it wrote is on the disk. */
-  async function durably<R>(attempt: (work: () => R) => Promise<R>, work: () => R): Promise<R> {
-    let wrote = false
-    const result = await attempt(() => {
-      const before = writes
-      const value = work()
-      wrote = writes !== before
-      return value
+  function durably<R>(attempt: (work: () => R) => Promise<R>, work: () => R): Promise<R> {
+    return tracked(async () => {
+      let wrote = false
+      const result = await attempt(() => {
+        const before = writes
+        const value = work()
+        wrote = writes !== before
+        return value
+      })
+      if (wrote && syncer) await syncer.durable()
+      return result
     })
-    if (wrote && syncer) await syncer.durable()
-    return result
+  }
+
+  /** `fn`'s answer, which close() waits for. */
+  function tracked<R>(fn: () => Promise<R>): Promise<R> {
+    const answer = fn()
+    const settled: Promise<unknown> = answer.then(
+      () => answering.delete(settled),
+      () => answering.delete(settled),
+    )
+    answering.add(settled)
+    return answer
   }
 
   /** Runs `work` (synchronous, atomic), again after a short pause while the database is busy. */
@@ -207,6 +230,9 @@ function sqliteClient(
     const deadline = Date.now() + busyTimeout
     for (let attempt = 0; ; attempt++) {
       while (held) await held
+      // After a failed WAL sync nothing more is done (sqlite_durable.ts): a 503 until restarted.
+      const failure = syncer?.failure()
+      if (failure) throw failure
       try {
         ensureOpen()
         return work()
@@ -244,36 +270,38 @@ function sqliteClient(
   return {
     query: (text, params = []) => durably(retrying, () => run(text, params)) as never,
     batch: grouped.batch,
-    transaction: async (fn) => {
-      let release = () => {}
-      // While held, only this transaction's statements run: the count's change is its writes.
-      let before = 0
-      // Held from the BEGIN on, in the same synchronous step: no other caller's statement slips in.
-      await retrying(() => {
-        db.exec('BEGIN IMMEDIATE')
-        before = writes
-        held = new Promise<void>((resolve) => {
-          release = resolve
+    transaction: (fn) =>
+      tracked(async () => {
+        let release = () => {}
+        // While held, only this transaction's statements run: the count's change is its writes.
+        let before = 0
+        // Held from the BEGIN on, in the same synchronous step: no other caller's statement slips in.
+        await retrying(() => {
+          db.exec('BEGIN IMMEDIATE')
+          before = writes
+          held = new Promise<void>((resolve) => {
+            release = resolve
+          })
         })
-      })
-      let result: Awaited<ReturnType<typeof fn>>
-      try {
-        result = await fn(inside)
-        db.exec('COMMIT')
-      } catch (err) {
+        let result: Awaited<ReturnType<typeof fn>>
         try {
-          db.exec('ROLLBACK')
-        } catch {}
-        throw err
-      } finally {
-        held = undefined
-        release()
-      }
-      if (syncer && writes !== before) await syncer.durable()
-      return result
-    },
+          result = await fn(inside)
+          db.exec('COMMIT')
+        } catch (err) {
+          try {
+            db.exec('ROLLBACK')
+          } catch {}
+          throw err
+        } finally {
+          held = undefined
+          release()
+        }
+        if (syncer && writes !== before) await syncer.durable()
+        return result
+      }),
     close: async () => {
-      const busy = () => held ?? grouped.idle() ?? syncer?.idle()
+      const busy = () =>
+        held ?? grouped.idle() ?? syncer?.idle() ?? (answering.size > 0 ? Promise.all(answering) : undefined)
       for (let wait = busy(); wait; wait = busy()) await wait
       await wal?.close()
       db.close()
@@ -289,12 +317,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqlStore {
   if (typeof options.path !== 'string' || options.path === '') throw new TypeError('path must be a file name')
   const synchronous = options.synchronous ?? 'full'
   if (!SQLITE_SYNCHRONOUS.includes(synchronous)) throw new TypeError('synchronous must be "full" or "normal"')
-  const client = sqliteClient(
-    open(options.path),
-    options.busyTimeout ?? 5000,
-    synchronous,
-    fileSync?.(`${options.path}-wal`),
-  )
+  const client = sqliteClient(open(options.path), options.busyTimeout ?? 5000, synchronous, fileSync)
   return createSqlStore(client, {
     dialect: sqliteDialect(),
     ...(options.now ? { now: options.now } : {}),

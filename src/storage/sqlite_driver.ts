@@ -108,7 +108,7 @@ export async function loadSqlite(subpath: string): Promise<OpenSqlite> {
 export interface FileSync {
   /** Flushes what was written to the file, by any descriptor, before the call. */
   sync(): Promise<void>
-  /** Closes the descriptor the syncs share (opened again by a later sync). */
+  /** Closes the descriptor the syncs share, after the sync in flight; a later sync is refused. */
   close(): Promise<void>
 }
 
@@ -121,8 +121,8 @@ interface NodeFs {
 /**
  * The runtime's `node:fs` file sync (Node, Bun and Deno have it), for the SQLite store's WAL sync
  * off the event loop (#44 item 3); `undefined` where there is none (the store then lets SQLite sync
- * in the commit). A file's syncs share one descriptor, opened at the first and after a failure
- * (closed then); a sync flushes the file's data whichever descriptor wrote it. The functions are
+ * in the commit). A file's syncs share one descriptor, opened at the first sync (and again after a
+ * failure, which closes it); a sync flushes the file's data whichever descriptor wrote it. The functions are
  * looked up at each call (`fs.fdatasync`), so a test can watch them.
  */
 export async function loadFileSync(): Promise<((path: string) => FileSync) | undefined> {
@@ -141,23 +141,36 @@ export async function loadFileSync(): Promise<((path: string) => FileSync) | und
     call<void>((done) => fs.close(fd, (err) => done(err, undefined))).catch(() => {})
   return (path) => {
     let opened: Promise<number> | undefined
-    const close = async (): Promise<void> => {
+    let inflight: Promise<unknown> = Promise.resolve()
+    let closed = false
+    const release = async (): Promise<void> => {
       const fd = opened
       opened = undefined
       if (fd) await fd.then(closeFd, () => {})
     }
     return {
-      async sync() {
-        opened ??= call<number>((done) => fs.open(path, 'r+', done))
-        try {
-          const fd = await opened
-          await call<void>((done) => fs.fdatasync(fd, (err) => done(err, undefined)))
-        } catch (err) {
-          await close()
-          throw err
+      sync() {
+        if (closed) return Promise.reject(new Error('the file sync was closed'))
+        const run = async (): Promise<void> => {
+          opened ??= call<number>((done) => fs.open(path, 'r+', done))
+          try {
+            const fd = await opened
+            await call<void>((done) => fs.fdatasync(fd, (err) => done(err, undefined)))
+          } catch (err) {
+            await release()
+            throw err
+          }
         }
+        const current = run()
+        inflight = current.catch(() => {})
+        return current
       },
-      close,
+      // After the sync in flight (the descriptor it uses), and no sync reopens it after.
+      async close() {
+        closed = true
+        await inflight
+        await release()
+      },
     }
   }
 }

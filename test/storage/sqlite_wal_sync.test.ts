@@ -5,12 +5,13 @@
  * `fdatasync`, which the store calls at each sync. Runs where the runtime has SQLite; under Node 20
  * test/storage/sqlite.test.ts runs it again on Node 22, Bun and Deno.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadSqlite } from '../../src/storage/sqlite_driver.ts'
 import { settlesWithin } from '../helpers/settles.ts'
+import type { CodeRecord } from '../../src/storage/types.ts'
 import { codeRecord, grantRecord, refreshRecord } from './contract.ts'
 
 const sqlite = await loadSqlite('test').then(
@@ -33,17 +34,21 @@ async function watchFdatasync() {
   const held: Array<() => void> = []
   let mode: 'pass' | 'hold' | 'fail' = 'pass'
   let calls = 0
+  /** With mode 'fail': how many more calls pass first. */
+  let passing = 0
   fs.fdatasync = (fd, callback) => {
     calls++
-    if (mode === 'fail') return callback(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
+    if (mode === 'fail' && passing > 0) passing--
+    else if (mode === 'fail') return callback(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))
     if (mode === 'hold') return void held.push(() => real.call(fs, fd, callback))
     real.call(fs, fd, callback)
   }
   return {
     calls: () => calls,
     held: () => held.length,
-    set: (next: typeof mode) => {
+    set: (next: typeof mode, passFirst = 0) => {
       mode = next
+      passing = passFirst
     },
     releaseOne: () => held.shift()?.(),
     restore: () => {
@@ -99,7 +104,7 @@ describe.runIf(sqlite)('#44 item 3: the SQLite WAL synced off the event loop', (
     }
   })
 
-  it('#44 item 3: a code redemption and a refresh, grouped or alone, are answered after a sync; synchronous normal syncs nothing', async () => {
+  it('#44 item 3: code redemptions asked for at once are answered after one sync (group commit); synchronous normal syncs nothing', async () => {
     const watch = await watchFdatasync()
     try {
       const counts: Record<string, number> = {}
@@ -128,7 +133,7 @@ describe.runIf(sqlite)('#44 item 3: the SQLite WAL synced off the event loop', (
     }
   })
 
-  it('#44 item 3: a WAL sync that fails answers its writers StoreUnavailableError (503), never success, and a group is not run again', async () => {
+  it('#44 item 3: a WAL sync that fails answers its writers StoreUnavailableError (503), never success, and the store refuses everything after it; what was committed is there once', async () => {
     const watch = await watchFdatasync()
     try {
       const store = createSqliteStore({ path, now: () => now })
@@ -136,6 +141,7 @@ describe.runIf(sqlite)('#44 item 3: the SQLite WAL synced off the event loop', (
       for (const code of codes) await store.codes.insert(code)
       const tokens = codes.map((code) => refreshRecord(now, { familyId: code.familyId }))
       watch.set('fail')
+      const before = watch.calls()
       const outcomes = await Promise.allSettled(
         codes.map((code, i) =>
           store.codes.redeem?.(code.id, now, {
@@ -148,17 +154,65 @@ describe.runIf(sqlite)('#44 item 3: the SQLite WAL synced off the event loop', (
       expect(outcomes.map((outcome) => outcome.status === 'rejected' && (outcome.reason as Error).name)).toEqual(
         codes.map(() => 'StoreUnavailableError'),
       )
-      expect(await store.codes.insert(codeRecord(now)).catch((err: Error) => err.name)).toBe('StoreUnavailableError')
+      // One sync for the group, and none after: neither the group nor its batches run again.
+      expect(watch.calls() - before).toBe(1)
+      // The disk is no longer trusted: writes and reads alike are refused, even once syncs pass.
       watch.set('pass')
-      // Committed once, not run again after the failed sync (a second run would find each code
-      // consumed, or fail on the refresh token's id): each refresh token is there, once.
-      for (const token of tokens) expect(await store.refreshTokens.get(token.id)).toEqual(token)
-      const admin = open(path)
-      const [row] = admin
-        .prepare('SELECT count(*) AS n FROM gatehouse_codes WHERE consumed_at IS NOT NULL AND id IN (?1, ?2, ?3)')
-        .all(...codes.map((code) => code.id)) as Array<{ n: number }>
-      admin.close()
-      expect(row?.n).toBe(3)
+      expect(await store.codes.insert(codeRecord(now)).catch((err: Error) => err.name)).toBe('StoreUnavailableError')
+      expect(await store.codes.get((codes[0] as CodeRecord).id).catch((err: Error) => err.name)).toBe(
+        'StoreUnavailableError',
+      )
+      expect(watch.calls() - before).toBe(1)
+      await store.close()
+      // A new store (a restarted process) finds each redemption applied once: each code consumed,
+      // each refresh token stored once.
+      const restarted = createSqliteStore({ path, now: () => now })
+      for (const token of tokens) expect(await restarted.refreshTokens.get(token.id)).toEqual(token)
+      for (const code of codes) {
+        expect(
+          await restarted.codes.redeem?.(code.id, now, {
+            unlessRevoked: [code.familyId],
+            grant: grantRecord(now, { id: code.familyId }),
+          }),
+        ).toEqual({ status: 'replayed' })
+      }
+      await restarted.close()
+    } finally {
+      watch.restore()
+    }
+  })
+
+  it('#44 item 3: migrate() whose migrations commit but cannot be synced fails (503), not "nothing to apply"', async () => {
+    const watch = await watchFdatasync()
+    try {
+      const store = createSqliteStore({ path: join(dir, 'migrate-fails.db'), now: () => now })
+      // The migrations table's CREATE is synced; the migrations' batch is not.
+      watch.set('fail', 1)
+      const outcome = await store.migrate().then(
+        (applied) => applied,
+        (err: Error) => err.name,
+      )
+      expect(outcome).toMatch(/^(StoreUnavailableError|SqliteSyncError)$/)
+      watch.set('pass')
+      await store.close()
+    } finally {
+      watch.restore()
+    }
+  })
+
+  it('#44 item 3: a database file reached through a symbolic link syncs the WAL SQLite writes (named after the link’s target)', async () => {
+    const target = join(dir, 'target.db')
+    const link = join(dir, 'link.db')
+    symlinkSync(target, link)
+    const watch = await watchFdatasync()
+    try {
+      const store = createSqliteStore({ path: link, now: () => now })
+      await store.migrate()
+      const before = watch.calls()
+      const code = codeRecord(now)
+      await store.codes.insert(code)
+      expect(watch.calls() - before).toBe(1)
+      expect(await store.codes.get(code.id)).toMatchObject({ id: code.id })
       await store.close()
     } finally {
       watch.restore()

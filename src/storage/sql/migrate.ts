@@ -45,6 +45,8 @@ export async function migrateSql(client: Client, dialect: SqlDialect): Promise<n
     try {
       await client.batch(statements, [])
     } catch (err) {
+      // Committed but not confirmed on the disk (SQLite's WAL sync failed): not "nothing to do".
+      if (err instanceof Error && err.name === 'SqliteSyncError') throw err
       // Another migrator recorded these versions first (its batch committed, ours rolled back).
       if (pending(await applied(client, dialect)).length === 0) return []
       throw err
