@@ -60,7 +60,7 @@ async function watchFdatasync() {
 
 describe.runIf(sqlite)('#44 item 3: the SQLite WAL synced off the event loop', () => {
   if (!sqlite) return
-  const { createSqliteStore, open } = sqlite
+  const { createSqliteStore } = sqlite
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-sync-'))
   const path = join(dir, 'gatehouse.db')
   const now = Math.floor(Date.now() / 1000)
