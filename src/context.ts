@@ -10,7 +10,7 @@ import type { Config, ScopeRegistry } from './config/index.ts'
 import type { Emitter, Logger } from './events/index.ts'
 import type { Keyring } from './keys/index.ts'
 import type { AttemptRules, createVerificationCache, Limiter } from './security/index.ts'
-import type { Store } from './storage/index.ts'
+import type { IssuedRecords, Store } from './storage/index.ts'
 import type { VerifiedTokenCache } from './tokens/index.ts'
 
 /** Paths of the endpoints relative to the issuer. */
@@ -48,6 +48,8 @@ export function endpointUrls(issuer: string): Record<Endpoint, string> {
 export interface Context {
   config: Config
   store: Store
+  /** Codes and refresh tokens this instance wrote: their redemption skips the store's read (#44). */
+  issued: IssuedRecords
   keyring: Keyring
   clients: ClientRegistry
   scopes: ScopeRegistry

@@ -43,6 +43,8 @@ export const OPTION_DEFAULTS = {
   secretHashIterations: DEFAULT_ITERATIONS,
   /** How long a verified client secret is remembered (as an HMAC), seconds. */
   secretCacheTtl: 300,
+  /** Codes and refresh tokens (each) an instance keeps of those it wrote (`issuedRecordCache`). */
+  issuedRecordCache: 10_000,
   /** Authorization requests need not be pushed first (RFC 9126); per client it may be required. */
   requirePushedAuthorizationRequests: false,
   /**

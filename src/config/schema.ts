@@ -236,6 +236,8 @@ export const OptionsSchema = strictObject({
   secretHashMaxIterations: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))),
   /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
   secretCacheTtl: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), OPTION_DEFAULTS.secretCacheTtl),
+  /** Codes and refresh tokens (each) this instance keeps of those it wrote; 0 turns it off. Default 10,000. */
+  issuedRecordCache: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), OPTION_DEFAULTS.issuedRecordCache),
   /**
    * A synchronous keyed hash for the verified-secret cache (see `nodeSecretDigest` in
    * adapters/node.ts). Default: WebCrypto HMAC (asynchronous).

@@ -81,7 +81,7 @@ export const authorizationCode: Grant = {
     const id = await ctx.sha256(code)
     // Everything is checked before the code is consumed: a failed attempt (a foreign client, a
     // wrong verifier or redirect_uri) must not burn the code of the client it was issued to.
-    const record = await ctx.store.codes.get(id)
+    const record = ctx.issued.codes.get(id, now) ?? (await ctx.store.codes.get(id))
     if (!record || record.expiresAt <= now) throw new OAuthError('invalid_grant', 'the code is invalid or expired')
     if (record.clientId !== client.clientId) {
       throw new OAuthError('invalid_grant', 'the code was issued to another client')
@@ -99,8 +99,11 @@ export const authorizationCode: Grant = {
     const redeeming: Redeeming = { id, record, client, grant, tokenScopes, claims, proof, now, replayed }
     // #44: one atomic step (revocation, consume, refresh token, grant) where the store has it; a
     // Grant Management merge or replace (a live grant) takes the steps below.
-    const { response, jti } =
-      !live && ctx.store.codes.redeem ? await redeemAtOnce(redeeming, ctx) : await redeemInSteps(redeeming, live, ctx)
+    const { response, jti } = await settled(
+      !live && ctx.store.codes.redeem ? redeemAtOnce(redeeming, ctx) : redeemInSteps(redeeming, live, ctx),
+      redeeming,
+      ctx,
+    )
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
     ctx.emit(meta, { type: 'code.redeemed', ...subjects })
@@ -125,12 +128,23 @@ interface Redeeming {
 
 type Redeemed = Pick<IssuedUserTokens, 'response' | 'jti'>
 
+/** Whatever the atomic step decided, the code is done with here; the refresh token issued is kept. */
+async function settled(redemption: Promise<IssuedUserTokens>, r: Redeeming, ctx: Context): Promise<Redeemed> {
+  try {
+    const issued = await redemption
+    if (issued.refreshRecord) ctx.issued.refreshTokens.set(issued.refreshRecord)
+    return issued
+  } finally {
+    ctx.issued.codes.delete(r.id)
+  }
+}
+
 /**
  * The tokens are signed first, then the store's `codes.redeem` checks the family's revocation,
  * consumes the code, stores the refresh token and the grant in one atomic step (#44 item 1: one
  * round trip). A revoked family stops there, unconsumed; a lost race is a replay.
  */
-async function redeemAtOnce(r: Redeeming, ctx: Context): Promise<Redeemed> {
+async function redeemAtOnce(r: Redeeming, ctx: Context): Promise<IssuedUserTokens> {
   const { record, client, grant, now } = r
   const account = await requireAccount(record.sub, ctx, { scopes: r.tokenScopes, claims: r.claims })
   const refresh = wantsRefreshToken(client, grant.scopes, ctx)
@@ -153,7 +167,7 @@ function codeGrantRecord(r: Redeeming, issued: IssuedUserTokens): GrantRecord {
 }
 
 /** The redemption in steps: the revocation check, the consume, then the refresh token and the grant. */
-async function redeemInSteps(r: Redeeming, live: GrantRecord | undefined, ctx: Context): Promise<Redeemed> {
+async function redeemInSteps(r: Redeeming, live: GrantRecord | undefined, ctx: Context): Promise<IssuedUserTokens> {
   const { id, record, client, grant, now } = r
   // Logout ends the grants of its session, codes not yet redeemed included. Asked BEFORE the
   // consume (#27 item 12): a replay revokes the family only after some consume won, so a check

@@ -45,7 +45,7 @@ export const refreshToken: Grant = {
     if (value === undefined) throw new OAuthError('invalid_request', 'refresh_token is required')
     const now = ctx.now()
     const id = await ctx.sha256(value)
-    const record = await ctx.store.refreshTokens.get(id)
+    const record = ctx.issued.refreshTokens.get(id, now) ?? (await ctx.store.refreshTokens.get(id))
     if (!record || record.expiresAt <= now)
       throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
     if (record.clientId !== client.clientId) {
@@ -66,9 +66,13 @@ export const refreshToken: Grant = {
     // earlier revisions' refresh tokens): a revoked one is refused before any state changes.
     const families = [record.familyId, revisionFamilyId(record.familyId, record.grantRevision)]
     const steps: Steps = { id, record, client, proof, now, families, revokeFamily }
-    const { response, jti, expiresAt } = ctx.store.refreshTokens.rotateUnlessRevoked
-      ? await rotateAtOnce(params, steps, ctx)
-      : await rotateInSteps(params, steps, ctx)
+    const { response, jti, expiresAt } = await rotated(
+      ctx.store.refreshTokens.rotateUnlessRevoked
+        ? rotateAtOnce(params, steps, ctx)
+        : rotateInSteps(params, steps, ctx),
+      id,
+      ctx,
+    )
     // Tokens issued in the family's last moments outlive it: so does the grant's record, then (#39).
     if (expiresAt > record.familyExpiresAt) await extendGrant(record, expiresAt, now, ctx)
     ctx.emit(metaOf(request), {
@@ -98,6 +102,17 @@ type Issued = Awaited<ReturnType<typeof issueUserTokens>>
 
 const revokedError = (): OAuthError => new OAuthError('invalid_grant', 'the refresh token has been revoked')
 const reusedError = (): OAuthError => new OAuthError('invalid_grant', 'the refresh token has already been used')
+
+/** Whatever the rotation decided, the token is done with here; its next generation is kept. */
+async function rotated(rotation: Promise<Issued>, id: string, ctx: Context): Promise<Issued> {
+  try {
+    const issued = await rotation
+    if (issued.refreshRecord) ctx.issued.refreshTokens.set(issued.refreshRecord)
+    return issued
+  } finally {
+    ctx.issued.refreshTokens.delete(id)
+  }
+}
 
 /** Whether the family or its revision is revoked (the stores answer both keys with one query). */
 async function isRevoked(families: string[], ctx: Context): Promise<boolean> {

@@ -351,6 +351,7 @@ export async function issueCodeRedirect(
     ...(authRequest.dpopJkt !== undefined ? { dpopJkt: authRequest.dpopJkt } : {}),
   }
   await ctx.store.codes.insert(record)
+  ctx.issued.codes.set(record)
   const params = new URLSearchParams({ code })
   if (authRequest.state !== undefined) params.set('state', authRequest.state)
   params.set('iss', ctx.config.issuer)

@@ -25,7 +25,7 @@ import {
   type OutboundFetch,
   storeLimiter,
 } from '../security/index.ts'
-import { createMemoryStore, type Store } from '../storage/index.ts'
+import { createIssuedRecords, createMemoryStore, isMemoryStore, type Store } from '../storage/index.ts'
 import { createVerifiedTokenCache } from '../tokens/index.ts'
 import { createUserDirectory } from '../accounts/index.ts'
 
@@ -64,6 +64,8 @@ export function createServiceContext(config: Config): Context {
   return {
     config,
     store,
+    // The memory store's reads are in process already: it keeps no second copy (#44).
+    issued: createIssuedRecords(isMemoryStore(store) ? 0 : config.issuedRecordCache),
     keyring,
     clients,
     scopes,

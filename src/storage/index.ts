@@ -12,7 +12,8 @@ export type {
   SecretRecord,
   TokenEndpointAuthMethod,
 } from './client_records.ts'
-export { createMemoryStore } from './memory.ts'
+export { createMemoryStore, isMemoryStore } from './memory.ts'
+export { createIssuedRecords, type IssuedRecords } from './issued_records.ts'
 export { RequestScope } from './request_scope.ts'
 export { postgresDialect, sqliteDialect } from './sql/dialect.ts'
 export { migrationScript } from './sql/migrate.ts'

@@ -56,6 +56,14 @@ function clone<T>(value: T): T {
   return copy as T
 }
 
+/** The stores `createMemoryStore` made: their reads are in process already (no `issuedRecordCache`). */
+const memoryStores = new WeakSet<Store>()
+
+/** Whether `store` is one of this module's in-memory stores. */
+export function isMemoryStore(store: Store): boolean {
+  return memoryStores.has(store)
+}
+
 /** Creates the in-memory store. */
 export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { sweep(): void } {
   const now = options.now ?? (() => Math.floor(Date.now() / 1000))
@@ -81,7 +89,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
   const userCodes = new PackedRecordMap<{ id: string; expiresAt: number }>(packed)
   const ciba: CibaMaps = { requests: new PackedRecordMap(packed), approvals: new PackedRecordMap(packed) }
 
-  return {
+  const store: Store & { sweep(): void } = {
     clients: {
       async get(clientId) {
         const record = clients.get(clientId)
@@ -322,6 +330,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store & { s
       for (const map of maps) map.sweep()
     },
   }
+  memoryStores.add(store)
+  return store
 }
 
 /**

@@ -43,6 +43,7 @@ describe('createTokenService options', () => {
     ['limits.maxScopes', { issuer: ISSUER, limits: { maxScopes: 0 } }],
     ['secretHashIterations', { issuer: ISSUER, secretHashIterations: 0 }],
     ['secretCacheTtl', { issuer: ISSUER, secretCacheTtl: -1 }],
+    ['issuedRecordCache', { issuer: ISSUER, issuedRecordCache: 1.5 }],
     ['now', { issuer: ISSUER, now: 1_800_000_000 }],
     ['store', { issuer: ISSUER, store: 'memory' }],
     ['logger', { issuer: ISSUER, logger: null }],
