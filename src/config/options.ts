@@ -211,18 +211,9 @@ export interface TokenServiceOptions {
   secretHashMaxIterations?: number
   /** How long a verified client secret is remembered (as an HMAC), seconds; 0 disables. Default 300. */
   secretCacheTtl?: number
-  /**
-   * How many of the authorization codes, and as many of the refresh tokens, this instance wrote it
-   * keeps in process, so that redeeming them skips the store's read (one round trip fewer on a
-   * persistent store). Whether one was consumed or its grant revoked is still decided by the store,
-   * on every instance (`src/storage/issued_records.ts`). About 0.7 KB a record; 0 turns it off.
-   * Default 10,000.
-   */
+  /** Codes and refresh tokens (each) kept of those this instance wrote, redeemed without a store read. Default 10,000. */
   issuedRecordCache?: number
-  /**
-   * A synchronous keyed hash for the verified-secret cache (see `nodeSecretDigest` in
-   * adapters/node.ts). Default: WebCrypto HMAC (asynchronous).
-   */
+  /** A synchronous keyed hash for the verified-secret cache (`nodeSecretDigest`). Default: WebCrypto HMAC (async). */
   secretDigest?: SecretDigest
   /**
    * A synchronous SHA-256 for the storage keys of codes, refresh tokens and sessions and for PKCE
