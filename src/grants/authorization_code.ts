@@ -7,7 +7,10 @@
  *   when it has one, to a DPoP key (RFC 9449 §10: the request's proof must be made with that key),
  *   each → invalid_grant. A failed check consumes and revokes nothing (issue #17 item 2, the
  *   order of node-oidc-provider): whoever intercepts a code cannot burn the rightful redemption.
- * - consumed before → a replay: the family's tokens are revoked (§4.1.2, §10.5, RFC 9700 §4.5)
+ * - consumed before → a replay: the family's tokens are revoked (§4.1.2, §10.5, RFC 9700 §4.5);
+ *   a code this instance wrote is read from its copy (#44), which cannot know it was consumed at
+ *   another instance: the store's atomic step finds that replay, and a check failing before it
+ *   asks the store, so a replay is reported and revokes as one whichever check it fails
  *   and invalid_grant. Only a replay that passed the checks above revokes: another client, or a
  *   wrong verifier or redirect_uri, presenting a redeemed code gets invalid_grant and revokes
  *   nothing, since it does not prove it holds what the rightful client holds and must not be able
@@ -81,7 +84,8 @@ export const authorizationCode: Grant = {
     const id = await ctx.sha256(code)
     // Everything is checked before the code is consumed: a failed attempt (a foreign client, a
     // wrong verifier or redirect_uri) must not burn the code of the client it was issued to.
-    const record = ctx.issued.codes.get(id, now) ?? (await ctx.store.codes.get(id))
+    const copy = ctx.issued.codes.get(id, now) // #44: a code this instance wrote, never knowing if consumed
+    const record = copy ?? (await ctx.store.codes.get(id))
     if (!record || record.expiresAt <= now) throw new OAuthError('invalid_grant', 'the code is invalid or expired')
     if (record.clientId !== client.clientId) {
       throw new OAuthError('invalid_grant', 'the code was issued to another client')
@@ -91,19 +95,23 @@ export const authorizationCode: Grant = {
     await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod, ctx.sha256)
     // RFC 9449 §10: a code bound with dpop_jkt (or a pushed request's proof) needs that key's proof.
     checkKeyBinding(record.dpopJkt, proof, 'code')
-    const replayed = (used: CodeRecord): Promise<never> => replayedCode(used, client, request, now, ctx)
+    let replayFound = false
+    const replayed = (used: CodeRecord): Promise<never> => {
+      replayFound = true
+      return replayedCode(used, client, request, now, ctx)
+    }
     if (record.consumedAt !== undefined) return replayed(record)
-    // Grant Management §5.2: a merge or replace code updates its live grant (gone: invalid_grant).
-    const live = record.grantAction ? await liveGrantOf(record, now, ctx) : undefined
-    const { grant, tokenScopes, claims } = await codeGrant(record, live, params, client, now, ctx)
-    const redeeming: Redeeming = { id, record, client, grant, tokenScopes, claims, proof, now, replayed }
-    // #44: one atomic step (revocation, consume, refresh token, grant) where the store has it; a
-    // Grant Management merge or replace (a live grant) takes the steps below.
-    const { response, jti } = await settled(
-      !live && ctx.store.codes.redeem ? redeemAtOnce(redeeming, ctx) : redeemInSteps(redeeming, live, ctx),
-      redeeming,
-      ctx,
-    )
+    let redeemed: Redeemed & { tokenScopes: string[] }
+    try {
+      redeemed = await redeemUnconsumed(record, { id, params, client, proof, now, replayed }, ctx)
+    } catch (err) {
+      // The copy cannot tell a replay (consumed at another instance): a failure before the store
+      // found it is asked of the store, and a consumed code is the replay it was (#44).
+      const stored = copy && !replayFound ? await ctx.store.codes.get(id).catch(() => undefined) : undefined
+      if (stored?.consumedAt !== undefined) return replayed(stored)
+      throw err
+    }
+    const { response, jti, tokenScopes } = redeemed
     const meta = metaOf(request)
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
     ctx.emit(meta, { type: 'code.redeemed', ...subjects })
@@ -127,6 +135,27 @@ interface Redeeming {
 }
 
 type Redeemed = Pick<IssuedUserTokens, 'response' | 'jti'>
+
+/**
+ * The redemption of an unconsumed code's record: the grant it issues from, then one atomic step
+ * (revocation, consume, refresh token, grant: #44) where the store has it; a Grant Management
+ * merge or replace (a live grant, §5.2: gone is invalid_grant) takes the steps.
+ */
+async function redeemUnconsumed(
+  record: CodeRecord,
+  r: Pick<Redeeming, 'id' | 'client' | 'proof' | 'now' | 'replayed'> & { params: Params },
+  ctx: Context,
+): Promise<Redeemed & { tokenScopes: string[] }> {
+  const live = record.grantAction ? await liveGrantOf(record, r.now, ctx) : undefined
+  const { grant, tokenScopes, claims } = await codeGrant(record, live, r.params, r.client, r.now, ctx)
+  const redeeming: Redeeming = { ...r, record, grant, tokenScopes, claims }
+  const { response, jti } = await settled(
+    !live && ctx.store.codes.redeem ? redeemAtOnce(redeeming, ctx) : redeemInSteps(redeeming, live, ctx),
+    redeeming,
+    ctx,
+  )
+  return { response, jti, tokenScopes }
+}
 
 /** Whatever the atomic step decided, the code is done with here; the refresh token issued is kept. */
 async function settled(redemption: Promise<IssuedUserTokens>, r: Redeeming, ctx: Context): Promise<Redeemed> {

@@ -7,7 +7,9 @@
  * - bound to a DPoP key (a public client's token issued with DPoP, RFC 9449 §5): the request's
  *   proof must be made with that key, else invalid_grant (checked before reuse detection: a
  *   stolen bound token presented without the key revokes nothing)
- * - consumed before → reuse: the whole family is revoked, invalid_grant
+ * - consumed before → reuse: the whole family is revoked, invalid_grant (a token this instance
+ *   wrote is read from its copy, #44, which cannot know it was rotated at another instance: the
+ *   store's atomic step finds that reuse, and a later check that fails first asks the store)
  * - the family is not revoked, nor the grant revision it was issued under (a Grant Management
  *   merge or replace ends earlier revisions), and has not reached its absolute lifetime
  * - a requested `scope` is a subset of the granted one (invalid_scope)
@@ -45,7 +47,8 @@ export const refreshToken: Grant = {
     if (value === undefined) throw new OAuthError('invalid_request', 'refresh_token is required')
     const now = ctx.now()
     const id = await ctx.sha256(value)
-    const record = ctx.issued.refreshTokens.get(id, now) ?? (await ctx.store.refreshTokens.get(id))
+    const copy = ctx.issued.refreshTokens.get(id, now) // #44: one this instance wrote, never knowing if consumed
+    const record = copy ?? (await ctx.store.refreshTokens.get(id))
     if (!record || record.expiresAt <= now)
       throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired')
     if (record.clientId !== client.clientId) {
@@ -54,7 +57,9 @@ export const refreshToken: Grant = {
     // RFC 9449 §5: "The binding MUST be validated when the refresh token is later presented".
     checkKeyBinding(record.dpopJkt, proof, 'refresh token')
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
+    let reuseFound = false
     const revokeFamily = async () => {
+      reuseFound = true
       await ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)
       ctx.emit(metaOf(request), { type: 'refresh_token.reuse_detected', ...subjects })
     }
@@ -66,13 +71,24 @@ export const refreshToken: Grant = {
     // earlier revisions' refresh tokens): a revoked one is refused before any state changes.
     const families = [record.familyId, revisionFamilyId(record.familyId, record.grantRevision)]
     const steps: Steps = { id, record, client, proof, now, families, revokeFamily }
-    const { response, jti, expiresAt } = await rotated(
-      ctx.store.refreshTokens.rotateUnlessRevoked
-        ? rotateAtOnce(params, steps, ctx)
-        : rotateInSteps(params, steps, ctx),
-      id,
-      ctx,
-    )
+    let issued: Issued
+    try {
+      issued = await rotated(
+        ctx.store.refreshTokens.rotateUnlessRevoked
+          ? rotateAtOnce(params, steps, ctx)
+          : rotateInSteps(params, steps, ctx),
+        id,
+        ctx,
+      )
+    } catch (err) {
+      // The copy cannot tell a reuse (rotated at another instance): a failure before the store
+      // found it is asked of the store, and a consumed token is the reuse it was (#44).
+      const stored = copy && !reuseFound ? await ctx.store.refreshTokens.get(id).catch(() => undefined) : undefined
+      if (stored?.consumedAt === undefined) throw err
+      await revokeFamily()
+      throw reusedError()
+    }
+    const { response, jti, expiresAt } = issued
     // Tokens issued in the family's last moments outlive it: so does the grant's record, then (#39).
     if (expiresAt > record.familyExpiresAt) await extendGrant(record, expiresAt, now, ctx)
     ctx.emit(metaOf(request), {

@@ -16,7 +16,7 @@ import {
   webAuth,
   webClient,
 } from '../../helpers/flow.ts'
-import { clock } from '../../helpers/service.ts'
+import { RU, clock } from '../../helpers/service.ts'
 import { STORES, type TestStore } from '../../helpers/stores.ts'
 import type { Store } from '../../../src/storage/types.ts'
 
@@ -136,6 +136,55 @@ describe.each(STORES)('#44 records the instance wrote, on the $name store', (kin
     const reused = await refresh(a, result.refresh_token as string)
     expect(reused).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
     await expectDead([a, b], rotated.body as Tokens)
+  })
+
+  it('CODE-03: a code redeemed on another instance and replayed where it was issued with a request that fails a later check (a resource it may not have) is still the replay: invalid_grant, and what the first redemption got is revoked', async () => {
+    const { a, b } = await instances()
+    const request = await authorizationUrl(a.as, { scope: 'openid offline_access' })
+    const callback = await authorize(a.browser, request.url)
+    const won = await redeemCallback(b, callback, request)
+    expect(won.response.status).toBe(200)
+    const tokens = (await won.response.json()) as Tokens
+    const params = oauth.validateAuthResponse(a.as, webClient, callback, request.state ?? oauth.expectNoState)
+    const replay = await oauth.authorizationCodeGrantRequest(a.as, webClient, webAuth, params, RU, request.verifier, {
+      ...a.opts,
+      additionalParameters: { resource: 'https://elsewhere.example.test/' },
+    })
+    expect(replay.status).toBe(400)
+    expect(await replay.json()).toMatchObject({
+      error: 'invalid_grant',
+      error_description: 'the code has already been used',
+    })
+    await expectDead([a, b], tokens)
+  })
+
+  it('RT-08: a refresh token rotated on another instance and reused where it was issued with a request that fails a later check (a scope beyond the grant) is still the reuse: invalid_grant, and the family is revoked', async () => {
+    const { a, b } = await instances()
+    const { result } = await signIn(a, { scope: 'openid offline_access' })
+    const rotated = await refresh(b, result.refresh_token as string)
+    expect(rotated.status).toBe(200)
+    const reused = await oauth.refreshTokenGrantRequest(a.as, webClient, webAuth, result.refresh_token as string, {
+      ...a.opts,
+      additionalParameters: { scope: 'openid email' },
+    })
+    expect(reused.status).toBe(400)
+    expect(await reused.json()).toMatchObject({
+      error: 'invalid_grant',
+      error_description: 'the refresh token has already been used',
+    })
+    await expectDead([a, b], rotated.body as Tokens)
+  })
+
+  it('RT-08: a refresh token rotated on another instance and reused where it was issued after its family was revoked is reported as the reuse it is', async () => {
+    const { a, b } = await instances()
+    const { result } = await signIn(a, { scope: 'openid offline_access' })
+    const rotated = await refresh(b, result.refresh_token as string)
+    expect(rotated.status).toBe(200)
+    await oauth.revocationRequest(b.as, webClient, webAuth, rotated.body.refresh_token as string, b.opts)
+    expect(await refresh(a, result.refresh_token as string)).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant', error_description: 'the refresh token has already been used' },
+    })
   })
 
   it('RT-09: a refresh token revoked on another instance is refused where it was issued', async () => {
