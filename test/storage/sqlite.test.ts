@@ -462,6 +462,8 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
         // #45: the ID-JAG's jti once (concurrent presentations: one token), the opt-in grant.
         'test/conformance/grants/jwt_bearer_validation.test.ts',
         'test/conformance/grants/jwt_bearer_accounts.test.ts',
+        // #44: the codes and refresh tokens an instance wrote, across two instances of one store.
+        'test/conformance/grants/issued_records.test.ts',
       ]
       // Memory and SQLite only: PostgreSQL and Redis ran them already under this Node.
       const { DATABASE_URL: _d, REDIS_URL: _r, ...env } = process.env
@@ -481,6 +483,7 @@ describe.runIf(!sqlite)('SQLite store on Node 20', () => {
       expect(run.status, output).toBe(0)
       expect(output).toMatch(/✓ .*#27 item 12 concurrent double redemption on the 'sqlite' store > #27 item 12 CODE-02/)
       expect(output).toMatch(/✓ .*#39 item 1 grant records on the 'sqlite' store > #39 item 1 a device code redemption/)
+      expect(output).toMatch(/✓ .*#44 records the instance wrote, on the 'sqlite' store > CODE-02 CODE-03/)
       expect(output).not.toMatch(/\d+ failed/)
     },
     300_000,
