@@ -49,7 +49,14 @@ import {
 import { metaOf } from '../security/index.ts'
 import { allValues, type Params } from '../http.ts'
 import { grantResources, permittedClaims, scopesForResources } from '../protocol/index.ts'
-import type { ClientRecord, CodeRecord, GrantRecord, RequestedClaims, Store } from '../storage/index.ts'
+import {
+  afterRedemption,
+  type ClientRecord,
+  type CodeRecord,
+  type GrantRecord,
+  type RequestedClaims,
+  type Store,
+} from '../storage/index.ts'
 import { codePermissions, endRevision, liveGrantOf, mergedPermissions, updatedGrantRecord } from './grant_update.ts'
 import type { Grant } from './types.ts'
 
@@ -149,23 +156,13 @@ async function redeemUnconsumed(
   const live = record.grantAction ? await liveGrantOf(record, r.now, ctx) : undefined
   const { grant, tokenScopes, claims } = await codeGrant(record, live, r.params, r.client, r.now, ctx)
   const redeeming: Redeeming = { ...r, record, grant, tokenScopes, claims }
-  const { response, jti } = await settled(
+  const { response, jti } = await afterRedemption(
+    ctx.issued,
+    'codes',
+    r.id,
     !live && ctx.store.codes.redeem ? redeemAtOnce(redeeming, ctx) : redeemInSteps(redeeming, live, ctx),
-    redeeming,
-    ctx,
   )
   return { response, jti, tokenScopes }
-}
-
-/** Whatever the atomic step decided, the code is done with here; the refresh token issued is kept. */
-async function settled(redemption: Promise<IssuedUserTokens>, r: Redeeming, ctx: Context): Promise<Redeemed> {
-  try {
-    const issued = await redemption
-    if (issued.refreshRecord) ctx.issued.refreshTokens.set(issued.refreshRecord)
-    return issued
-  } finally {
-    ctx.issued.codes.delete(r.id)
-  }
 }
 
 /**

@@ -27,7 +27,7 @@
  */
 import type { Context } from '../context.ts'
 import { checkKeyBinding, type DpopProof } from '../dpop/index.ts'
-import type { ClientRecord, RefreshTokenRecord, Store } from '../storage/index.ts'
+import { afterRedemption, type ClientRecord, type RefreshTokenRecord, type Store } from '../storage/index.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions } from '../clients/index.ts'
 import { parseScope } from '../config/index.ts'
@@ -73,13 +73,10 @@ export const refreshToken: Grant = {
     const steps: Steps = { id, record, client, proof, now, families, revokeFamily }
     let issued: Issued
     try {
-      issued = await rotated(
-        ctx.store.refreshTokens.rotateUnlessRevoked
-          ? rotateAtOnce(params, steps, ctx)
-          : rotateInSteps(params, steps, ctx),
-        id,
-        ctx,
-      )
+      const rotation = ctx.store.refreshTokens.rotateUnlessRevoked
+        ? rotateAtOnce(params, steps, ctx)
+        : rotateInSteps(params, steps, ctx)
+      issued = await afterRedemption(ctx.issued, 'refreshTokens', id, rotation)
     } catch (err) {
       // The copy cannot tell a reuse (rotated at another instance): a failure before the store
       // found it is asked of the store, and a consumed token is the reuse it was (#44).
@@ -118,17 +115,6 @@ type Issued = Awaited<ReturnType<typeof issueUserTokens>>
 
 const revokedError = (): OAuthError => new OAuthError('invalid_grant', 'the refresh token has been revoked')
 const reusedError = (): OAuthError => new OAuthError('invalid_grant', 'the refresh token has already been used')
-
-/** Whatever the rotation decided, the token is done with here; its next generation is kept. */
-async function rotated(rotation: Promise<Issued>, id: string, ctx: Context): Promise<Issued> {
-  try {
-    const issued = await rotation
-    if (issued.refreshRecord) ctx.issued.refreshTokens.set(issued.refreshRecord)
-    return issued
-  } finally {
-    ctx.issued.refreshTokens.delete(id)
-  }
-}
 
 /** Whether the family or its revision is revoked (the stores answer both keys with one query). */
 async function isRevoked(families: string[], ctx: Context): Promise<boolean> {

@@ -13,7 +13,7 @@ export type {
   TokenEndpointAuthMethod,
 } from './client_records.ts'
 export { createMemoryStore, isMemoryStore } from './memory.ts'
-export { createIssuedRecords, type IssuedRecords } from './issued_records.ts'
+export { afterRedemption, createIssuedRecords, type IssuedRecords } from './issued_records.ts'
 export { RequestScope } from './request_scope.ts'
 export { postgresDialect, sqliteDialect } from './sql/dialect.ts'
 export { migrationScript } from './sql/migrate.ts'

@@ -63,3 +63,22 @@ function recordMemo<T extends { id: string; expiresAt: number; consumedAt?: numb
 export function createIssuedRecords(max: number): IssuedRecords {
   return { codes: recordMemo<CodeRecord>(max), refreshTokens: recordMemo<RefreshTokenRecord>(max) }
 }
+
+/**
+ * Awaits the atomic step that redeems `id` (a code, or a refresh token: `spent`): whatever it
+ * decided, `id` is done with in this instance; the refresh token it issued, if any, is kept.
+ */
+export async function afterRedemption<T extends { refreshRecord?: RefreshTokenRecord | undefined }>(
+  issued: IssuedRecords,
+  spent: 'codes' | 'refreshTokens',
+  id: string,
+  redemption: Promise<T>,
+): Promise<T> {
+  try {
+    const done = await redemption
+    if (done.refreshRecord) issued.refreshTokens.set(done.refreshRecord)
+    return done
+  } finally {
+    issued[spent].delete(id)
+  }
+}

@@ -60,6 +60,27 @@ async function expectDead(instances: Instance[], tokens: Tokens): Promise<void> 
   }
 }
 
+/** A code issued at `a` (signed in there) and redeemed at `b`: its request, callback and the tokens `b` gave. */
+async function redeemedElsewhere(a: Instance, b: Instance) {
+  const request = await authorizationUrl(a.as, { scope: 'openid offline_access' })
+  const callback = await authorize(a.browser, request.url)
+  const won = await redeemCallback(b, callback, request)
+  expect(won.response.status).toBe(200)
+  return { request, callback, tokens: (await won.response.json()) as Tokens }
+}
+
+/** A refresh token written at `a` (signed in there) and rotated at `b`: the first and the rotation's answer. */
+async function rotatedElsewhere(
+  a: Instance,
+  b: Instance,
+): Promise<{ first: string; rotated: { status: number; body: Record<string, unknown> } }> {
+  const { result } = await signIn(a, { scope: 'openid offline_access' })
+  const first = result.refresh_token as string
+  const rotated = await refresh(b, first)
+  expect(rotated.status).toBe(200)
+  return { first, rotated }
+}
+
 describe.each(STORES)('#44 records the instance wrote, on the $name store', (kind) => {
   let opened: TestStore | undefined
   afterEach(async () => {
@@ -108,11 +129,7 @@ describe.each(STORES)('#44 records the instance wrote, on the $name store', (kin
 
   it('CODE-02 CODE-03: a code redeemed on another instance and then replayed where it was issued is refused, and the replay revokes what the first redemption got', async () => {
     const { a, b } = await instances()
-    const request = await authorizationUrl(a.as, { scope: 'openid offline_access' })
-    const callback = await authorize(a.browser, request.url)
-    const won = await redeemCallback(b, callback, request)
-    expect(won.response.status).toBe(200)
-    const tokens = (await won.response.json()) as Tokens
+    const { request, callback, tokens } = await redeemedElsewhere(a, b)
     const replay = await redeemCallback(a, callback, request)
     expect(replay.response.status).toBe(400)
     expect(await replay.response.json()).toMatchObject({ error: 'invalid_grant' })
@@ -121,30 +138,18 @@ describe.each(STORES)('#44 records the instance wrote, on the $name store', (kin
 
   it('RT-08: a refresh token rotated on another instance and then reused where it was issued is refused, and the reuse revokes the family', async () => {
     const { a, b } = await instances()
-    const { result } = await signIn(a, { scope: 'openid offline_access' })
-    const rotated = await refresh(b, result.refresh_token as string)
-    expect(rotated.status).toBe(200)
+    const { first, rotated } = await rotatedElsewhere(a, b)
     // Introspection reads the store, whichever instance holds the record: consumed is inactive.
-    const introspected = await oauth.introspectionRequest(
-      a.as,
-      webClient,
-      webAuth,
-      result.refresh_token as string,
-      a.opts,
-    )
+    const introspected = await oauth.introspectionRequest(a.as, webClient, webAuth, first, a.opts)
     expect(await introspected.json()).toEqual({ active: false })
-    const reused = await refresh(a, result.refresh_token as string)
+    const reused = await refresh(a, first)
     expect(reused).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
     await expectDead([a, b], rotated.body as Tokens)
   })
 
   it('CODE-03: a code redeemed on another instance and replayed where it was issued with a request that fails a later check (a resource it may not have) is still the replay: invalid_grant, and what the first redemption got is revoked', async () => {
     const { a, b } = await instances()
-    const request = await authorizationUrl(a.as, { scope: 'openid offline_access' })
-    const callback = await authorize(a.browser, request.url)
-    const won = await redeemCallback(b, callback, request)
-    expect(won.response.status).toBe(200)
-    const tokens = (await won.response.json()) as Tokens
+    const { request, callback, tokens } = await redeemedElsewhere(a, b)
     const params = oauth.validateAuthResponse(a.as, webClient, callback, request.state ?? oauth.expectNoState)
     const replay = await oauth.authorizationCodeGrantRequest(a.as, webClient, webAuth, params, RU, request.verifier, {
       ...a.opts,
@@ -160,10 +165,8 @@ describe.each(STORES)('#44 records the instance wrote, on the $name store', (kin
 
   it('RT-08: a refresh token rotated on another instance and reused where it was issued with a request that fails a later check (a scope beyond the grant) is still the reuse: invalid_grant, and the family is revoked', async () => {
     const { a, b } = await instances()
-    const { result } = await signIn(a, { scope: 'openid offline_access' })
-    const rotated = await refresh(b, result.refresh_token as string)
-    expect(rotated.status).toBe(200)
-    const reused = await oauth.refreshTokenGrantRequest(a.as, webClient, webAuth, result.refresh_token as string, {
+    const { first, rotated } = await rotatedElsewhere(a, b)
+    const reused = await oauth.refreshTokenGrantRequest(a.as, webClient, webAuth, first, {
       ...a.opts,
       additionalParameters: { scope: 'openid email' },
     })
@@ -177,11 +180,9 @@ describe.each(STORES)('#44 records the instance wrote, on the $name store', (kin
 
   it('RT-08: a refresh token rotated on another instance and reused where it was issued after its family was revoked is reported as the reuse it is', async () => {
     const { a, b } = await instances()
-    const { result } = await signIn(a, { scope: 'openid offline_access' })
-    const rotated = await refresh(b, result.refresh_token as string)
-    expect(rotated.status).toBe(200)
+    const { first, rotated } = await rotatedElsewhere(a, b)
     await oauth.revocationRequest(b.as, webClient, webAuth, rotated.body.refresh_token as string, b.opts)
-    expect(await refresh(a, result.refresh_token as string)).toMatchObject({
+    expect(await refresh(a, first)).toMatchObject({
       status: 400,
       body: { error: 'invalid_grant', error_description: 'the refresh token has already been used' },
     })
