@@ -102,19 +102,20 @@ export const authorizationCode: Grant = {
     await checkCodeVerifier(params.get('code_verifier'), record.codeChallenge, record.codeChallengeMethod, ctx.sha256)
     // RFC 9449 §10: a code bound with dpop_jkt (or a pushed request's proof) needs that key's proof.
     checkKeyBinding(record.dpopJkt, proof, 'code')
-    let replayFound = false
+    // Whether the store's atomic step may have consumed the code in this call, or found it replayed.
+    const step = { taken: false }
     const replayed = (used: CodeRecord): Promise<never> => {
-      replayFound = true
+      step.taken = true
       return replayedCode(used, client, request, now, ctx)
     }
     if (record.consumedAt !== undefined) return replayed(record)
     let redeemed: Redeemed & { tokenScopes: string[] }
     try {
-      redeemed = await redeemUnconsumed(record, { id, params, client, proof, now, replayed }, ctx)
+      redeemed = await redeemUnconsumed(record, { id, params, client, proof, now, replayed, step }, ctx)
     } catch (err) {
       // The copy cannot tell a replay (consumed at another instance): a failure before the store
       // found it is asked of the store, and a consumed code is the replay it was (#44).
-      const stored = copy && !replayFound ? await ctx.store.codes.get(id).catch(() => undefined) : undefined
+      const stored = copy && !step.taken ? await ctx.store.codes.get(id).catch(() => undefined) : undefined
       if (stored?.consumedAt !== undefined) return replayed(stored)
       throw err
     }
@@ -139,6 +140,8 @@ interface Redeeming {
   proof: DpopProof | undefined
   now: number
   replayed: (used: CodeRecord) => Promise<never>
+  /** Set once the store's atomic step may have consumed the code (its answer then decides). */
+  step: { taken: boolean }
 }
 
 type Redeemed = Pick<IssuedUserTokens, 'response' | 'jti'>
@@ -150,7 +153,7 @@ type Redeemed = Pick<IssuedUserTokens, 'response' | 'jti'>
  */
 async function redeemUnconsumed(
   record: CodeRecord,
-  r: Pick<Redeeming, 'id' | 'client' | 'proof' | 'now' | 'replayed'> & { params: Params },
+  r: Pick<Redeeming, 'id' | 'client' | 'proof' | 'now' | 'replayed' | 'step'> & { params: Params },
   ctx: Context,
 ): Promise<Redeemed & { tokenScopes: string[] }> {
   const live = record.grantAction ? await liveGrantOf(record, r.now, ctx) : undefined
@@ -175,11 +178,14 @@ async function redeemAtOnce(r: Redeeming, ctx: Context): Promise<IssuedUserToken
   const account = await requireAccount(record.sub, ctx, { scopes: r.tokenScopes, claims: r.claims })
   const refresh = wantsRefreshToken(client, grant.scopes, ctx)
   const issued = await issueUserTokens(grant, client, ctx, { account, refresh, proof: r.proof })
+  r.step.taken = true
   const outcome = await (ctx.store.codes.redeem as NonNullable<Store['codes']['redeem']>)(r.id, now, {
     unlessRevoked: [record.familyId],
     ...(issued.refreshRecord ? { refreshToken: issued.refreshRecord } : {}),
     grant: codeGrantRecord(r, issued),
   })
+  // Revoked or missing: the step changed nothing (a replay elsewhere is then asked of the store).
+  if (outcome.status === 'revoked' || outcome.status === 'missing') r.step.taken = false
   if (outcome.status === 'revoked') throw new OAuthError('invalid_grant', 'the code has been revoked')
   if (outcome.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
   if (outcome.status === 'replayed') return r.replayed(record)
@@ -211,6 +217,7 @@ async function redeemInSteps(r: Redeeming, live: GrantRecord | undefined, ctx: C
   issuing.catch(() => {}) // awaited below, once the consume has won
   // Consuming a revoked code takes nothing from anyone: a revoked family stops here, unconsumed.
   if (await revokedCheck) throw new OAuthError('invalid_grant', 'the code has been revoked')
+  r.step.taken = true
   const consumed = await ctx.store.codes.consume(id, now)
   if (consumed.status === 'missing') throw new OAuthError('invalid_grant', 'the code is invalid or expired')
   if (consumed.status === 'replayed') return r.replayed(consumed.record)

@@ -57,9 +57,10 @@ export const refreshToken: Grant = {
     // RFC 9449 §5: "The binding MUST be validated when the refresh token is later presented".
     checkKeyBinding(record.dpopJkt, proof, 'refresh token')
     const subjects = { clientId: client.clientId, sub: record.sub, grantId: record.familyId }
-    let reuseFound = false
+    // Whether the store's atomic step may have rotated the token in this call, or found it reused.
+    const step = { taken: false }
     const revokeFamily = async () => {
-      reuseFound = true
+      step.taken = true
       await ctx.store.revocations.revokeFamily(record.familyId, record.familyExpiresAt)
       ctx.emit(metaOf(request), { type: 'refresh_token.reuse_detected', ...subjects })
     }
@@ -70,7 +71,7 @@ export const refreshToken: Grant = {
     // The family's revocation, and the revision's mark (a Grant Management merge or replace ends
     // earlier revisions' refresh tokens): a revoked one is refused before any state changes.
     const families = [record.familyId, revisionFamilyId(record.familyId, record.grantRevision)]
-    const steps: Steps = { id, record, client, proof, now, families, revokeFamily }
+    const steps: Steps = { id, record, client, proof, now, families, revokeFamily, step }
     let issued: Issued
     try {
       const rotation = ctx.store.refreshTokens.rotateUnlessRevoked
@@ -80,7 +81,7 @@ export const refreshToken: Grant = {
     } catch (err) {
       // The copy cannot tell a reuse (rotated at another instance): a failure before the store
       // found it is asked of the store, and a consumed token is the reuse it was (#44).
-      const stored = copy && !reuseFound ? await ctx.store.refreshTokens.get(id).catch(() => undefined) : undefined
+      const stored = copy && !step.taken ? await ctx.store.refreshTokens.get(id).catch(() => undefined) : undefined
       if (stored?.consumedAt === undefined) throw err
       await revokeFamily()
       throw reusedError()
@@ -109,6 +110,8 @@ interface Steps {
   /** The family and its revision's mark: either revoked refuses the token. */
   families: string[]
   revokeFamily: () => Promise<void>
+  /** Set once the store's atomic step may have rotated the token (its answer then decides). */
+  step: { taken: boolean }
 }
 
 type Issued = Awaited<ReturnType<typeof issueUserTokens>>
@@ -142,8 +145,11 @@ async function rotateAtOnce(params: Params, s: Steps, ctx: Context): Promise<Iss
   const rotate = ctx.store.refreshTokens.rotateUnlessRevoked as NonNullable<
     Store['refreshTokens']['rotateUnlessRevoked']
   >
+  s.step.taken = true
   const rotated = await rotate(s.id, next, s.now, s.families)
   await touched
+  // Revoked or missing: the step changed nothing (a reuse elsewhere is then asked of the store).
+  if (rotated.status === 'revoked' || rotated.status === 'missing') s.step.taken = false
   if (rotated.status === 'revoked') throw revokedError()
   if (rotated.status === 'replayed') {
     await s.revokeFamily()
@@ -172,6 +178,7 @@ async function rotateInSteps(params: Params, s: Steps, ctx: Context): Promise<Is
   const next = issued.refreshRecord
   if (!next) throw new Error('rotation produced no refresh token')
   const touched = recordUse(s.record, next, s.now, ctx)
+  s.step.taken = true
   const rotated = await ctx.store.refreshTokens.rotate(s.id, next, s.now)
   await touched
   if (rotated.status === 'replayed') {
