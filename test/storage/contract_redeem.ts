@@ -157,6 +157,75 @@ export function describeRedeemContract({ store: s, now: n, test, item = '#44 ite
       expect(written.filter(Boolean)).toHaveLength(1)
     })
 
+    test(`${item}: concurrent calls of every outcome, made in one turn (a store may answer them in one statement), each get their own and write only their own`, async () => {
+      const store = s()
+      const { redeem, rotate } = methods(store)
+      const at = n()
+      const fresh = Array.from({ length: 6 }, () => code(at))
+      const [spent, revokedCode, later] = [code(at), code(at), code(at)]
+      const shared = { ...code(at), familyId: (fresh[0] as CodeRecord).familyId }
+      for (const record of [...fresh, spent, revokedCode, later, shared]) await store.codes.insert(record)
+      expect(await redeem(spent.id, at, { unlessRevoked: [spent.familyId], grant: grantOf(spent, at) })).toEqual({
+        status: 'ok',
+      })
+      await store.revocations.revokeFamily(revokedCode.familyId, at + 60)
+      type Call = { record: CodeRecord; at: number; expect: string }
+      const calls: Call[] = [
+        ...fresh.map((record) => ({ record, at, expect: 'ok' })),
+        { record: spent, at, expect: 'replayed' },
+        { record: revokedCode, at, expect: 'revoked' },
+        { record: later, at: later.expiresAt + 1, expect: 'missing' },
+        { record: { ...code(at), id: unique('unknown') }, at, expect: 'missing' },
+        // The same code twice in one turn: one of them consumes it.
+        { record: fresh[1] as CodeRecord, at, expect: 'ok|replayed' },
+        // Another code of fresh[0]'s grant: both write the one grant record.
+        { record: shared, at, expect: 'ok' },
+      ]
+      const tokens = calls.map(({ record }) => token(at, record.familyId))
+      const results = await Promise.all(
+        calls.map(({ record, at: when }, i) =>
+          redeem(record.id, when, {
+            unlessRevoked: [record.familyId],
+            refreshToken: tokens[i] as RefreshTokenRecord,
+            grant: grantOf(record, at),
+          }),
+        ),
+      )
+      const duplicate = [results[1]?.status, results[10]?.status].sort()
+      expect(duplicate).toEqual(['ok', 'replayed'])
+      results.forEach((result, i) => {
+        const wanted = calls[i]?.expect as string
+        if (wanted !== 'ok|replayed') expect({ i, status: result.status }).toEqual({ i, status: wanted })
+      })
+      const written = await Promise.all(tokens.map((t) => store.refreshTokens.get(t.id)))
+      for (const [i, result] of results.entries()) {
+        expect({ i, written: Boolean(written[i]) }).toEqual({ i, written: result.status === 'ok' })
+      }
+      for (const record of [...fresh, shared])
+        expect(await store.codes.get(record.id)).toEqual({ ...record, consumedAt: at })
+      expect(await store.codes.get(revokedCode.id)).toEqual(revokedCode)
+      expect(await store.grants.get(revokedCode.familyId, at)).toBeUndefined()
+      expect(await store.grants.get((fresh[0] as CodeRecord).familyId, at)).toBeDefined()
+
+      // Rotations, the same way: live tokens rotate, a spent one is replayed, a revoked family and
+      // an unknown token change nothing.
+      const live = Array.from({ length: 5 }, () => token(at, unique('family')))
+      const [used, blocked] = [token(at, unique('family')), token(at, unique('family'))]
+      for (const record of [...live, used, blocked]) await store.refreshTokens.insert(record)
+      expect(await rotate(used.id, token(at, used.familyId), at, [used.familyId])).toEqual({ status: 'ok' })
+      await store.revocations.revokeFamily(blocked.familyId, at + 60)
+      const presented = [...live, used, blocked, token(at, unique('family'))]
+      const nexts = presented.map((record) => token(at, record.familyId))
+      const rotated = await Promise.all(
+        presented.map((record, i) => rotate(record.id, nexts[i] as RefreshTokenRecord, at, [record.familyId])),
+      )
+      expect(rotated.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'replayed', 'revoked', 'missing'])
+      const next = await Promise.all(nexts.map((t) => store.refreshTokens.get(t.id)))
+      expect(next.map(Boolean)).toEqual([true, true, true, true, true, false, false, false])
+      expect(next[0]).toEqual(nexts[0])
+      expect(await store.refreshTokens.get(blocked.id)).toEqual(blocked)
+    })
+
     test(`${item}: rotateUnlessRevoked rotates once (20 concurrent: one ok, one next generation), refuses a revoked family or revision and changes nothing then`, async () => {
       const store = s()
       const { rotate } = methods(store)

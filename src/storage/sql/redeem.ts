@@ -14,16 +14,21 @@
  */
 import type { Redeemed, RefreshTokenRecord, Store } from '../types.ts'
 import type { SqlDialect } from './dialect.ts'
+import { type Kind, type ManyItem, manyStatements, redemptionBatches } from './redeem_many.ts'
 import { sqliteRedemption } from './redeem_sqlite.ts'
 
 /** What the statements need of the store. */
 interface Deps {
-  client: { query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]> }
+  client: {
+    query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>
+  }
   dialect: SqlDialect
   run: <R>(operation: string, fn: () => Promise<R>) => Promise<R>
   wrote: () => void
   /** A record as the statements' `jsonb` parameters take it. */
   json: (value: unknown) => unknown
+  /** The scope calls may share a statement within (a Worker's request); default all of them. */
+  scope?: (() => object | undefined) | undefined
 }
 
 interface Outcome {
@@ -63,7 +68,7 @@ export function postgresRedemption(deps: Deps): {
   redeem: NonNullable<Store['codes']['redeem']>
   rotateUnlessRevoked(id: string, next: RefreshTokenRecord, now: number, unlessRevoked: string[]): Promise<Redeemed>
 } {
-  const { client, dialect, run, wrote, json } = deps
+  const { client, dialect, json } = deps
   const tokens = dialect.table('refresh_tokens')
   const redeemCode = consumeUnlessRevoked(
     dialect,
@@ -85,41 +90,66 @@ export function postgresRedemption(deps: Deps): {
       SELECT $4::text, $5::text, $6::jsonb, $7::bigint FROM consumed
     )`,
   )
-  return {
-    redeem: (id, now, { unlessRevoked, refreshToken, grant }) =>
-      run('codes.redeem', async () => {
-        const token = refreshToken
-          ? [refreshToken.id, refreshToken.familyId, json(refreshToken), refreshToken.expiresAt]
-          : [null, null, null, null]
-        const granted = grant
-        const rows = await client.query<Outcome>(redeemCode, [
-          id,
-          now,
-          unlessRevoked,
-          ...token,
-          granted.id,
-          granted.sub,
-          json(granted),
-          granted.expiresAt,
+  // #44: concurrent calls share a statement (call_batch.ts, redeem_many.ts); one call alone runs
+  // the statement above, prepared once per connection.
+  const single: Record<Kind, (item: ManyItem) => Promise<Redeemed>> = {
+    codes: (item) =>
+      client
+        .query<Outcome>(redeemCode, [
+          item.id,
+          item.at,
+          item.unless,
+          ...(item.token
+            ? [item.token.id, item.token.familyId, json(item.token.record), item.token.expiresAt]
+            : [null, null, null, null]),
+          item.grant?.id,
+          item.grant?.sub,
+          json(item.grant?.record),
+          item.grant?.expiresAt,
         ])
-        const result = outcome(rows)
-        if (result.status === 'ok') wrote()
-        return result
-      }),
-    rotateUnlessRevoked: (id, next, now, unlessRevoked) =>
-      run('refreshTokens.rotateUnlessRevoked', async () => {
-        const rows = await client.query<Outcome>(rotate, [
-          id,
-          now,
-          unlessRevoked,
+        .then(outcome),
+    refreshTokens: (item) => {
+      const next = item.token as NonNullable<ManyItem['token']>
+      return client
+        .query<Outcome>(rotate, [
+          item.id,
+          item.at,
+          item.unless,
           next.id,
           next.familyId,
-          json(next),
+          json(next.record),
           next.expiresAt,
         ])
-        const result = outcome(rows)
-        if (result.status === 'ok') wrote()
-        return result
+        .then(outcome)
+    },
+  }
+  const batchOf = redemptionBatches({ ...deps, single, statements: manyStatements(dialect) })
+  const redeemOne = (item: Omit<ManyItem, 'n'>) => batchOf('codes')(item)
+  const rotateOne = (item: Omit<ManyItem, 'n'>) => batchOf('refreshTokens')(item)
+  return {
+    redeem: (id, now, { unlessRevoked, refreshToken, grant }) =>
+      redeemOne({
+        id,
+        at: now,
+        unless: unlessRevoked,
+        ...(refreshToken
+          ? {
+              token: {
+                id: refreshToken.id,
+                familyId: refreshToken.familyId,
+                record: refreshToken,
+                expiresAt: refreshToken.expiresAt,
+              },
+            }
+          : {}),
+        grant: { id: grant.id, sub: grant.sub, record: grant, expiresAt: grant.expiresAt },
+      }),
+    rotateUnlessRevoked: (id, next, now, unlessRevoked) =>
+      rotateOne({
+        id,
+        at: now,
+        unless: unlessRevoked,
+        token: { id: next.id, familyId: next.familyId, record: next, expiresAt: next.expiresAt },
       }),
   }
 }

@@ -180,7 +180,7 @@ export function createSqlStore(client: SqlClient, options: SqlStoreOptions = {})
       : { ...record, consumedAt: Number(row.consumed_at) }
   }
 
-  const redemption = sqlRedemption({ client, dialect, run, wrote, json: hot })
+  const redemption = sqlRedemption({ client, dialect, run, wrote, json: hot, scope: options.batchScope })
   const consumeCode = dialect.consume(t('codes'), false)
   const rotateRefreshToken = dialect.consume(t('refresh_tokens'), true)
 
