@@ -5,11 +5,12 @@
  * database, the driver and the kernel about what one costs, and commits once (a group commit: on a
  * disk whose flush takes milliseconds, a batch is what lets one instance redeem thousands a second).
  *
- * The same schedule as membership_batch.ts: no timer. A call made while fewer than `concurrency`
- * batches are in flight leaves at the end of the current microtask queue, with the calls made in
- * the same turn; an idle server adds no latency. Otherwise it waits, and leaves with every call
- * that waited as soon as a batch in flight returns. Calls with the same key (the same code twice)
- * never share a batch: the later one waits for the next, so each batch names a row once.
+ * The schedule, which the revocation lookups (membership_batch.ts) run on too, has no timer. A call
+ * made while fewer than `concurrency` batches are in flight leaves at the end of the current
+ * microtask queue, with the calls made in the same turn; an idle server adds no latency. Otherwise
+ * it waits, and leaves with every call that waited as soon as a batch in flight returns. Calls with
+ * the same key (the same code twice) never share a batch: the later one waits for the next, so each
+ * batch names a row once.
  */
 
 interface Waiter<I, O> {

@@ -12,11 +12,7 @@
  * was asked (a revocation that committed before the call is seen, as with a query of its own).
  */
 
-interface Waiter {
-  key: string
-  resolve: (member: boolean) => void
-  reject: (reason: unknown) => void
-}
+import { callBatch } from './call_batch.ts'
 
 export interface MembershipBatchOptions {
   /** Queries in flight at once. Default 2. */
@@ -27,53 +23,25 @@ export interface MembershipBatchOptions {
 
 /**
  * `(key) => Promise<boolean>` over `query`, which answers for many keys at once with the subset
- * that are members. A failed query rejects the lookups it carried, and only those.
+ * that are members. A failed query rejects the lookups it carried, and only those. The schedule is
+ * call_batch.ts's; unlike a redemption, a key looked up twice shares the query (asked once).
  */
 export function membershipBatch(
   query: (keys: string[]) => Promise<Iterable<string>>,
   options: MembershipBatchOptions = {},
 ): (key: string) => Promise<boolean> {
-  const concurrency = options.concurrency ?? 2
-  const maxKeys = options.maxKeys ?? 256
-  const waiting: Waiter[] = []
-  let inFlight = 0
-  let scheduled = false
-
-  function sendScheduled(): void {
-    scheduled = false
-    if (waiting.length > 0 && inFlight < concurrency) send()
-  }
-
-  function send(): void {
-    const batch = waiting.splice(0, maxKeys)
-    inFlight++
-    // Duplicate keys (the same token introspected by several requests) are asked for once.
-    const keys = [...new Set(batch.map((waiter) => waiter.key))]
-    // A query that throws instead of rejecting must not hold its slot forever.
-    new Promise<Iterable<string>>((resolve) => resolve(query(keys))).then(
-      (found) => {
-        const members = new Set(found)
-        for (const waiter of batch) waiter.resolve(members.has(waiter.key))
-        done()
-      },
-      (reason: unknown) => {
-        for (const waiter of batch) waiter.reject(reason)
-        done()
-      },
-    )
-  }
-
-  function done(): void {
-    inFlight--
-    if (waiting.length > 0) send()
-  }
-
-  return (key) =>
-    new Promise<boolean>((resolve, reject) => {
-      waiting.push({ key, resolve, reject })
-      if (inFlight < concurrency && !scheduled) {
-        scheduled = true
-        queueMicrotask(sendScheduled)
-      }
-    })
+  let sequence = 0
+  return callBatch<string, boolean>(
+    async (keys) => {
+      // Duplicate keys (the same token introspected by several requests) are asked for once.
+      const members = new Set(await query([...new Set(keys)]))
+      return keys.map((key) => ({ status: 'fulfilled', value: members.has(key) }))
+    },
+    {
+      // Every lookup its own key: duplicates are not split into batches of their own.
+      keyOf: () => String(sequence++),
+      concurrency: options.concurrency ?? 2,
+      maxItems: options.maxKeys ?? 256,
+    },
+  )
 }
