@@ -67,6 +67,7 @@ describe('#28 item 7 the Cloudflare Worker example’s D1 migrations', () => {
       '0003_gatehouse.sql',
       '0004_gatehouse.sql',
       '0005_gatehouse.sql',
+      '0006_gatehouse.sql',
     ])
     for (const [i, file] of files.entries()) {
       const args = [

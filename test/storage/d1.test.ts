@@ -59,10 +59,10 @@ describe.runIf(here)('D1 store (local workerd through Miniflare)', () => {
     local = await localD1(join(dir, 'state'))
     other = await localD1(join(dir, 'state'))
     const store = createD1Store({ database: local.database })
-    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     // Two instances migrating at once: the versions are applied once.
     const applied = await Promise.all([store.migrate(), createD1Store({ database: other.database }).migrate()])
-    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     expect(await store.migrate()).toEqual([])
   }, 60_000)
   afterAll(async () => {

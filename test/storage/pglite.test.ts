@@ -24,7 +24,7 @@ describe('PGlite store', () => {
   const db = new PGlite()
 
   beforeAll(async () => {
-    expect(await createPgliteStore({ db }).migrate()).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(await createPgliteStore({ db }).migrate()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
   })
   afterAll(async () => {
     await db.close()

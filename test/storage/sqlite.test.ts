@@ -103,8 +103,8 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
 
   beforeAll(async () => {
     const store = createSqliteStore({ path })
-    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6, 7])
-    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     expect(await store.migrate()).toEqual([]) // idempotent
     expect(await store.pendingMigrations()).toEqual([])
     await store.close()
@@ -135,7 +135,7 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
     const other = join(dir, 'migrate.db')
     const stores = Array.from({ length: 4 }, () => createSqliteStore({ path: other }))
     const applied = await Promise.all(stores.map((store) => store.migrate()))
-    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(applied.flat().sort()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     await Promise.all(stores.map((store) => store.close()))
   })
 
@@ -432,6 +432,14 @@ describe.runIf(sqlite)(`SQLite store on ${runtime}`, () => {
       .all()
       .map((row) => (row as { name: string }).name)
     expect(names).toEqual([...TABLES, 'gatehouse_attempts', 'gatehouse_migrations'].sort())
+  })
+
+  it('#44 item 3: the refresh tokens are indexed by expiry only (beside their key): no query reads them by family, so migration 8 dropped that index and a rotation writes one index page fewer', async () => {
+    const indexes = admin
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name`)
+      .all('gatehouse_refresh_tokens')
+      .map((row) => (row as { name: string }).name)
+    expect(indexes).toEqual(['gatehouse_refresh_tokens_expires_at'])
   })
 })
 

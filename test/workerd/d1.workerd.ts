@@ -16,8 +16,8 @@ const database = env.DB as D1DatabaseLike
 describe('D1 store inside workerd', () => {
   beforeAll(async () => {
     const store = createD1Store({ database })
-    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6, 7])
-    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(await store.pendingMigrations()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+    expect(await store.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     expect(await store.migrate()).toEqual([]) // idempotent
   })
 

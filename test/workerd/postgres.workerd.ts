@@ -54,7 +54,7 @@ describe.runIf(url)('PostgreSQL store inside workerd', () => {
   beforeAll(async () => {
     const scope = new RequestScope()
     const migrating = store(scope)
-    expect(await migrating.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(await migrating.migrate()).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     expect(await migrating.migrate()).toEqual([]) // idempotent
     await scope.close()
   })

@@ -179,4 +179,14 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS gatehouse_grant_uses_expires_at ON {schema}.gatehouse_grant_uses (expires_at)',
     ],
   },
+  {
+    version: 8,
+    name: 'no refresh token family index',
+    statements: [
+      // #44: no statement reads refresh tokens by family (a family's revocation is a row of
+      // gatehouse_revoked_families, checked by its key), yet every token written put an entry in
+      // this index: a page of its own in the commit (on SQLite, a WAL frame of 4 KiB per rotation).
+      'DROP INDEX IF EXISTS {schema}.gatehouse_refresh_tokens_family_id',
+    ],
+  },
 ]

@@ -6,13 +6,14 @@
  * transactions: one commit, so one WAL sync under `synchronous=FULL`, instead of one per write.
  *
  * The statements, all with the same parameters, in the one writer's transaction (SQLite runs one
- * at a time, so nothing interleaves): a read of the outcome (the row, its `consumed_at`, the
- * revocation) as it stands before this call; the guarded `UPDATE … WHERE consumed_at IS NULL`
- * unless a family in `$3` is revoked (the decision: of concurrent callers one changes the row);
- * then the writes, each only when the statement before it changed a row (`changes()` counts the
- * previous statement on the connection): the grant's upsert after the consume, the refresh token's
- * insert after the grant's. A revoked family changes nothing and wins over the other outcomes, as
- * on PostgreSQL (redeem.ts).
+ * at a time, so nothing interleaves): the guarded `UPDATE … WHERE consumed_at IS NULL` unless a
+ * family in `$3` is revoked (the decision: of concurrent callers one changes the row); then, only
+ * when it changed nothing, a read of why (the row, the revocation: what the update left as it
+ * was); then the writes, each only when the statement before it changed a row (`changes()` counts
+ * the last INSERT, UPDATE or DELETE on the connection; a SELECT leaves it): the grant's upsert
+ * after the consume, the refresh token's insert after the grant's. A consume that succeeds reads
+ * nothing more (#44: one lookup of the row and of the revocations, not two). A revoked family
+ * changes nothing and wins over the other outcomes, as on PostgreSQL (redeem.ts).
  */
 import type { Redeemed, RefreshTokenRecord, Store } from '../types.ts'
 import type { SqlDialect } from './dialect.ts'
@@ -26,11 +27,12 @@ interface Deps {
   json: (value: unknown) => unknown
 }
 
-/** The first statement: the row before this call (`found`, `consumed`) and the revocation. */
-function outcomeOf(dialect: SqlDialect, table: string): string {
+/** After a consume that changed nothing (`changes() = 0`), why: the row (`found`) and the revocation. */
+function refusalOf(dialect: SqlDialect, table: string): string {
   return `SELECT EXISTS (SELECT 1 FROM ${table} WHERE id = $1 AND expires_at > $2) AS found,
       EXISTS (SELECT 1 FROM ${dialect.table('revoked_families')}
-        WHERE ${dialect.inList('family_id', '$3')} AND expires_at > $2) AS revoked`
+        WHERE ${dialect.inList('family_id', '$3')} AND expires_at > $2) AS revoked
+      WHERE changes() = 0`
 }
 
 /** The decision: consumes the live, unconsumed row `$1` at `$2` unless a family in `$3` is revoked. */
@@ -41,13 +43,13 @@ function consumeUnlessRevoked(dialect: SqlDialect, table: string): string {
       RETURNING 1 AS ok`
 }
 
-/** The outcome from the batch's results: the first statement's row and the consume's. */
+/** The outcome from the batch's results: the consume's row, else the refusal's. */
 function outcome(results: unknown[][]): Redeemed {
-  const row = results[0]?.[0] as { found: number; revoked: number } | undefined
+  if (results[0]?.length === 1) return { status: 'ok' }
+  const row = results[1]?.[0] as { found: number; revoked: number } | undefined
   if (!row) throw new Error('the redemption statements returned no row')
   if (row.revoked) return { status: 'revoked' }
-  if (!row.found) return { status: 'missing' }
-  return { status: results[1]?.length === 1 ? 'ok' : 'replayed' }
+  return { status: row.found ? 'replayed' : 'missing' }
 }
 
 /** `codes.redeem` and `refreshTokens.rotateUnlessRevoked` on SQLite. */
@@ -63,14 +65,14 @@ export function sqliteRedemption(deps: Deps): {
   const insertToken = (table: string, guard: string) =>
     `INSERT INTO ${tokens} (id, family_id, record, expires_at) SELECT $4, $5, $6, $7 WHERE changes() = 1${consumedHere(table)}${guard}`
   const redeemCode = [
-    outcomeOf(dialect, codes),
     consumeUnlessRevoked(dialect, codes),
+    refusalOf(dialect, codes),
     // `WHERE` before `ON CONFLICT`: SQLite's upsert after a SELECT needs one (lang_upsert.html).
     `INSERT INTO ${dialect.table('grants')} (id, sub, record, expires_at) SELECT $8, $9, $10, $11 WHERE changes() = 1${consumedHere(codes)}
      ON CONFLICT (id) DO UPDATE SET sub = EXCLUDED.sub, record = EXCLUDED.record, expires_at = EXCLUDED.expires_at`,
     insertToken(codes, ' AND $4 IS NOT NULL'),
   ]
-  const rotate = [outcomeOf(dialect, tokens), consumeUnlessRevoked(dialect, tokens), insertToken(tokens, '')]
+  const rotate = [consumeUnlessRevoked(dialect, tokens), refusalOf(dialect, tokens), insertToken(tokens, '')]
   return {
     redeem: (id, now, { unlessRevoked, refreshToken, grant }) =>
       run('codes.redeem', async () => {
