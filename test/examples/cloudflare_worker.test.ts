@@ -198,6 +198,7 @@ describe.skipIf(!enabled)(title, () => {
     expect(applied).toMatch(/0003_gatehouse\.sql/)
     expect(applied).toMatch(/0004_gatehouse\.sql/)
     expect(applied).toMatch(/0005_gatehouse\.sql/)
+    expect(applied).toMatch(/0006_gatehouse\.sql/)
     await start()
     as = await oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), opts))
   }, 150_000)
