@@ -206,14 +206,22 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     return response
   }
 
-  /** Runs the request on its route (CORS where the route answers it). */
-  async function dispatch(request: Request, route: Route | undefined): Promise<Response> {
+  /**
+   * Runs the request on its route (CORS where the route answers it). Not an async function: one
+   * that returns another's promise adopts it, which costs a promise and turns of the microtask
+   * queue on every request (#44 item 4).
+   */
+  function dispatch(request: Request, route: Route | undefined): Promise<Response> {
     // Requests without Origin (servers, top-level navigations) take no CORS path at all.
-    if (route?.cors === undefined) return respond(request, route)
-    const origin = request.headers.get('origin')
-    if (origin === null) return respond(request, route)
+    const origin = route?.cors === undefined ? null : request.headers.get('origin')
+    return origin === null || route === undefined ? respond(request, route) : crossOrigin(request, route, origin)
+  }
+
+  /** A request with Origin on a route that answers CORS. */
+  async function crossOrigin(request: Request, route: Route, origin: string): Promise<Response> {
+    const cors = route.cors as CorsRoute
     if (request.method === 'OPTIONS' && request.headers.has('access-control-request-method')) {
-      return preflight(origin, route.cors, route.anyOrigin === true)
+      return preflight(origin, cors, route.anyOrigin === true)
     }
     if (route.anyOrigin) return withCors(await respond(request, route), origin)
     return withCorsFor(origin, await respond(request, route))
@@ -248,8 +256,21 @@ export function createHandler(ctx: Context): (request: Request) => Promise<Respo
     return withoutBodyForHead(request, await handle(request))
   }
 
+  // The route of the last URL without a query: a client calls one endpoint again and again, and
+  // the same URL always finds the same route (#44 item 4: the pattern and the prefixes, once).
+  let lastUrl: string | undefined
+  let lastRoute: Route | undefined
   return (request) => {
-    const route = find(pathnameOf(request.url))
+    const url = request.url
+    let route: Route | undefined
+    if (url === lastUrl) route = lastRoute
+    else {
+      route = find(pathnameOf(url))
+      if (!url.includes('?')) {
+        lastUrl = url
+        lastRoute = route
+      }
+    }
     return route?.probe ? probe(request, route) : measured(request, route)
   }
 }

@@ -68,7 +68,24 @@ const NON_ASCII = /[\u0080-\uffff]/
  */
 export function base64urlText(text: string): string {
   if (NON_ASCII.test(text)) return base64url.encode(utf8(text))
-  return btoa(text).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
+  return asciiBase64url(text)
+}
+
+/** base64url without padding of ASCII text: `btoa`, its padding cut by length, two characters swapped. */
+function asciiBase64url(text: string): string {
+  const base64 = btoa(text)
+  const padding = (3 - (text.length % 3)) % 3
+  return (padding === 0 ? base64 : base64.slice(0, -padding)).replaceAll('+', '-').replaceAll('/', '_')
+}
+
+/**
+ * A JWT payload already serialised by its caller, exactly as `JSON.stringify(payload)` would
+ * write it, and whether that text is ASCII: an issuer that builds the same payload again and
+ * again fills a skeleton made once by JSON.stringify instead (#44 item 4).
+ */
+export interface PayloadJson {
+  json: string
+  ascii: boolean
 }
 
 /**
@@ -79,8 +96,15 @@ export function signCompact(
   segment: string,
   payload: Record<string, unknown>,
   sign: SignFunction,
+  text?: PayloadJson,
 ): string | Promise<string> {
-  const input = `${segment}.${base64urlText(JSON.stringify(payload))}`
+  const encoded =
+    text === undefined
+      ? base64urlText(JSON.stringify(payload))
+      : text.ascii
+        ? asciiBase64url(text.json)
+        : base64urlText(text.json)
+  const input = `${segment}.${encoded}`
   const signature = sign(utf8(input))
   if (signature instanceof Uint8Array) return `${input}.${base64urlBytes(signature)}`
   return signature.then((bytes) => `${input}.${base64urlBytes(bytes)}`)
@@ -105,10 +129,16 @@ function cachedHeaderSegment(key: JwtSigningKey, typ: string): string {
 
 /**
  * Signs a JWT with header { alg, kid, typ }: a string when the key's signature function answers
- * synchronously, else a promise (a batching signature function, or jose).
+ * synchronously, else a promise (a batching signature function, or jose). `text`: the payload's
+ * JSON if the caller has it (see `PayloadJson`); jose serialises the payload itself.
  */
-export function signJwt(payload: Record<string, unknown>, typ: string, key: JwtSigningKey): string | Promise<string> {
-  if (key.sign) return signCompact(cachedHeaderSegment(key, typ), payload, key.sign)
+export function signJwt(
+  payload: Record<string, unknown>,
+  typ: string,
+  key: JwtSigningKey,
+  text?: PayloadJson,
+): string | Promise<string> {
+  if (key.sign) return signCompact(cachedHeaderSegment(key, typ), payload, key.sign, text)
   return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.key)
 }
 

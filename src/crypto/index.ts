@@ -9,6 +9,7 @@ export {
   type DpopVerifier,
   headerSegment,
   type JwsSigner,
+  type PayloadJson,
   signCompact,
   type SignerKey,
   type SignFunction,

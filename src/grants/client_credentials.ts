@@ -15,11 +15,12 @@ import type { Context } from '../context.ts'
 import { OAuthError } from '../errors.ts'
 import { Permissions, scopePermission } from '../clients/index.ts'
 import { parseScope } from '../config/index.ts'
-import { type IssueAccessTokenInput, issueAccessToken } from '../tokens/index.ts'
+import { type ClientTokenJson, type IssueAccessTokenInput, clientTokenJson, issueAccessToken } from '../tokens/index.ts'
 import { metaOf } from '../security/index.ts'
+import type { ClientRecord } from '../storage/index.ts'
 import { allValues } from '../http.ts'
 import { parseResources, scopesForResources } from '../protocol/index.ts'
-import type { Grant } from './types.ts'
+import { type Grant, PLAIN_ACCESS_TOKEN } from './types.ts'
 
 function grantedScopes(requested: string[], permissions: readonly string[], ctx: Context): string[] {
   if (requested.length === 0) {
@@ -45,6 +46,8 @@ interface Granted {
   /** The token's `scope`. */
   scope: string
   audience: readonly string[]
+  /** The JSON skeleton of the token, when it has one audience (see `ClientTokenJson`). */
+  json: ClientTokenJson | undefined
 }
 
 /**
@@ -58,7 +61,8 @@ interface Granted {
 const grantedCache = new WeakMap<Context, WeakMap<readonly string[], Map<string, Granted>>>()
 const GRANTED_PER_CLIENT = 8
 
-function grantedFor(scopeParameter: string | undefined, permissions: readonly string[], ctx: Context): Granted {
+function grantedFor(scopeParameter: string | undefined, client: ClientRecord, ctx: Context): Granted {
+  const permissions = client.permissions
   let perClient = grantedCache.get(ctx)
   if (!perClient) {
     perClient = new WeakMap()
@@ -70,9 +74,13 @@ function grantedFor(scopeParameter: string | undefined, permissions: readonly st
   const known = byScope?.get(key)
   if (known) return known
   const scopes = grantedScopes(parseScope(scopeParameter, ctx.config.limits.maxScopes), permissions, ctx)
+  const scope = scopes.join(' ')
+  const audience = ctx.scopes.audiences(scopes)
+  const single = audience.length === 0 ? ctx.config.issuer : audience.length === 1 ? audience[0] : undefined
   const granted: Granted = Object.freeze({
-    scope: scopes.join(' '),
-    audience: Object.freeze(ctx.scopes.audiences(scopes)),
+    scope,
+    audience: Object.freeze(audience),
+    json: single === undefined ? undefined : clientTokenJson(ctx.config.issuer, client.clientId, single, scope),
   })
   if (!byScope) {
     byScope = new Map()
@@ -90,10 +98,12 @@ export const clientCredentials: Grant = {
     const resourceValues = allValues(params, 'resource')
     let scope: string
     let audience: readonly string[]
+    let json: ClientTokenJson | undefined
     if (resourceValues.length === 0) {
-      const granted = grantedFor(params.get('scope'), client.permissions, ctx)
+      const granted = grantedFor(params.get('scope'), client, ctx)
       scope = granted.scope
       audience = granted.audience
+      json = granted.json
     } else {
       const requested = parseScope(params.get('scope'), ctx.config.limits.maxScopes)
       const resources = parseResources(resourceValues, client, ctx)
@@ -116,7 +126,7 @@ export const clientCredentials: Grant = {
     }
     // RFC 9449 §6.1: bound to the proof's key.
     if (proof) input.jkt = proof.jkt
-    const issued = issueAccessToken(input, key instanceof Promise ? await key : key)
+    const issued = issueAccessToken(input, key instanceof Promise ? await key : key, json)
     const { token, claims } = issued instanceof Promise ? await issued : issued
     if (ctx.emit.active) {
       ctx.emit(metaOf(request), {
@@ -128,6 +138,6 @@ export const clientCredentials: Grant = {
         scope,
       })
     }
-    return { access_token: token, token_type: proof ? 'DPoP' : 'Bearer', expires_in: ttl }
+    return { access_token: token, token_type: proof ? 'DPoP' : 'Bearer', expires_in: ttl, [PLAIN_ACCESS_TOKEN]: true }
   },
 }

@@ -33,8 +33,17 @@ export interface Grant {
   handle(params: Params, auth: AuthenticatedClient, ctx: Context, proof?: DpopProof): Promise<TokenResponse>
 }
 
+/**
+ * Set on a token response by a grant whose `access_token` is a compact JWS it just signed: base64url
+ * segments joined by dots, nothing JSON escapes. The endpoint then writes the usual answer without
+ * scanning the token for such characters (#44 item 4). A symbol: never a member of the JSON.
+ */
+export const PLAIN_ACCESS_TOKEN: unique symbol = Symbol('plain access token')
+
 /** RFC 6749 §5.1 token response. */
 export interface TokenResponse {
+  /** See {@link PLAIN_ACCESS_TOKEN}. */
+  [PLAIN_ACCESS_TOKEN]?: true
   access_token: string
   /** RFC 9449 §5: `DPoP` for an access token bound to the proof's key; RFC 8693 §2.2.1 `N_A`: not an access token (an ID-JAG). */
   token_type: 'Bearer' | 'DPoP' | 'N_A'

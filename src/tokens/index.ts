@@ -5,6 +5,8 @@
  */
 export {
   type AccessTokenClaims,
+  type ClientTokenJson,
+  clientTokenJson,
   issueAccessToken,
   type IssueAccessTokenInput,
   looksLikeJwt,

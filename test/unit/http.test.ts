@@ -4,6 +4,7 @@ import {
   allValues,
   bearerToken,
   escapeHtml,
+  formPairs,
   mediaType,
   noStoreJson,
   parameterName,
@@ -201,6 +202,56 @@ describe('readBody', () => {
   it('joins chunks in order', async () => {
     const bytes = await readBody(post(stream('ab', 'cd', 'ef')), 100)
     expect(new TextDecoder().decode(bytes)).toBe('abcdef')
+  })
+})
+
+describe('formPairs (#44 item 4: text with nothing to decode is split without URLSearchParams)', () => {
+  /** What the WHATWG urlencoded parser gives, keeping a leading `?` as a name's first character. */
+  const parsed = (text: string): [string, string][] => [...new URLSearchParams(`&${text}`)]
+  const pieces = [
+    '',
+    'a',
+    '=',
+    '&',
+    'b=c',
+    '==',
+    '&&',
+    '?',
+    'x=',
+    '=y',
+    'é',
+    '😀',
+    '%41',
+    '+',
+    'a+b',
+    '%zz',
+    ' ',
+    '\uD800',
+  ]
+
+  it('gives exactly the pairs URLSearchParams gives, for every joining of these pieces', () => {
+    let checked = 0
+    for (const a of pieces)
+      for (const b of pieces)
+        for (const c of pieces) {
+          const text = a + b + c
+          expect([...formPairs(text)], JSON.stringify(text)).toEqual(parsed(text))
+          checked++
+        }
+    expect(checked).toBe(pieces.length ** 3)
+  })
+
+  it('a token request: names and values as sent, empty pairs skipped, the first = splits', () => {
+    const text = '&grant_type=client_credentials&&scope=api1 api2&empty=&flag&x=a=b&?q=1'
+    expect([...formPairs(text)]).toEqual([
+      ['grant_type', 'client_credentials'],
+      ['scope', 'api1 api2'],
+      ['empty', ''],
+      ['flag', ''],
+      ['x', 'a=b'],
+      ['?q', '1'],
+    ])
+    expect([...formPairs(text)]).toEqual(parsed(text))
   })
 })
 

@@ -225,6 +225,23 @@ describe('token endpoint: request errors', () => {
     }
   })
 
+  it('#44 item 4: the route of the last URL is reused only for that URL (token, unknown, token, discovery, with a query)', async () => {
+    const post = (url: string) =>
+      service.fetch(raw('grant_type=client_credentials', { ...AUTH, 'content-type': FORM }, 'POST', url))
+    for (let round = 0; round < 2; round++) {
+      expect((await post(TOKEN)).status).toBe(200)
+      expect((await post(TOKEN)).status).toBe(200)
+      await expectError(await post(`${ISSUER}/connect/token/extra`), 404, 'not_found')
+      await expectError(await post(`${ISSUER}/connect/token/extra`), 404, 'not_found')
+      expect((await post(TOKEN)).status).toBe(200)
+      expect((await post(`${TOKEN}?x=1`)).status).toBe(200)
+      await expectError(await post(`${ISSUER}/connect/token/extra?x=1`), 404, 'not_found')
+      const discovery = await service.fetch(new Request(`${ISSUER}/.well-known/openid-configuration`))
+      expect(discovery.status).toBe(200)
+      expect(((await discovery.json()) as { issuer: string }).issuer).toBe(ISSUER)
+    }
+  })
+
   it.each(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'])(
     'TOK-01: %s /connect/token → 405 with Allow: POST, never tokens',
     async (method) => {

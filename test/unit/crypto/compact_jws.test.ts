@@ -5,13 +5,13 @@
  */
 import { createPrivateKey, sign as nodeSign } from 'node:crypto'
 import { base64url, createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { nodeSigner } from '../../../adapters/node.ts'
 import type { SigningAlgorithm as SigningAlg } from '../../../src/crypto/index.ts'
 import { createTokenService } from '../../../src/index.ts'
 import { createKeyring } from '../../../src/keys/keyring.ts'
 import { createMemoryStore } from '../../../src/storage/memory.ts'
-import { issueAccessToken } from '../../../src/tokens/access_token.ts'
+import { clientTokenJson, issueAccessToken } from '../../../src/tokens/access_token.ts'
 import { type JwsSigner, base64urlText, headerSegment, signCompact, signJwt } from '../../../src/crypto/compact_jws.ts'
 import { issueIdToken } from '../../../src/tokens/id_token.ts'
 
@@ -299,5 +299,77 @@ describe('base64urlText', () => {
     const [, payload] = String(input).split('.')
     expect(decodeJwt(`${input}`)).toEqual({ sub: 'zoë', n: 'x'.repeat(5000) })
     expect(payload).toBe(base64url.encode(JSON.stringify({ sub: 'zoë', n: 'x'.repeat(5000) })))
+  })
+})
+
+describe('the JSON skeleton of a client token (#44 item 4)', () => {
+  const syncKey = {
+    alg: 'ES256' as const,
+    kid: 'k1',
+    key: {} as CryptoKey,
+    sign: () => new Uint8Array(64).fill(7),
+  }
+  /** The payload segment of a token, decoded to its UTF-8 text. */
+  const payloadText = (token: string) =>
+    new TextDecoder().decode(base64url.decode((token.split('.')[1] as string) ?? ''))
+
+  it.each([
+    [ISSUER, 'svc', 'api1', 'api1 api2'],
+    ['https://auth.example.test/tenant "a"', 'svc\\"x', 'https://api.example/ü', 'read:all'],
+    ['https://issuer.example', 'zoë 日本 😀', 'aud\u0000\u001f', ''],
+    ['https://issuer.example', '\ud800lone', 'a\u2028b', 'x'],
+  ])(
+    'fills to exactly JSON.stringify of the claims: iss %j, client %j, aud %j, scope %j',
+    (iss, clientId, aud, scope) => {
+      const skeleton = clientTokenJson(iss, clientId, aud, scope)
+      const input = { issuer: iss, sub: clientId, audience: [aud], clientId, scope, now: NOW, ttl: 600, client: true }
+      const { token, claims } = issueAccessToken(input, syncKey, skeleton) as { token: string; claims: object }
+      expect(payloadText(token)).toBe(JSON.stringify(claims))
+      expect(decodeJwt(token)).toEqual(claims)
+      expect(Object.keys(claims)).toEqual(['iss', 'sub', 'aud', 'exp', 'iat', 'jti', 'client_id', 'scope', 'gty'])
+    },
+  )
+
+  /** A client's own token as client_credentials asks for it. */
+  const clientInput = {
+    issuer: ISSUER,
+    sub: 'svc',
+    audience: ['api1'],
+    clientId: 'svc',
+    scope: 'api1',
+    now: NOW,
+    ttl: 600,
+    client: true,
+  }
+
+  it('is used for the claims it was made for: the payload is not serialised again', () => {
+    const skeleton = clientTokenJson(ISSUER, 'svc', 'api1', 'api1')
+    const input = clientInput
+    issueAccessToken(input, syncKey, skeleton) // the key's header segment, encoded once
+    const stringify = vi.spyOn(JSON, 'stringify')
+    try {
+      const { token, claims } = issueAccessToken(input, syncKey, skeleton) as { token: string; claims: object }
+      expect(stringify).not.toHaveBeenCalled()
+      expect(payloadText(token)).toBe(JSON.stringify(claims))
+    } finally {
+      stringify.mockRestore()
+    }
+  })
+
+  it.each([
+    ['another scope', { scope: 'api2' }],
+    ['another audience', { audience: ['api2'] }],
+    ['two audiences', { audience: ['api1', 'api2'] }],
+    ['another subject', { sub: 'other' }],
+    ['another issuer', { issuer: 'https://other.example' }],
+    ['a DPoP key', { jkt: 'thumbprint' }],
+    ['a user token', { client: false, familyId: 'f1', authTime: NOW }],
+    ['a lifetime that is not an integer', { ttl: 1.5 }],
+    ['a time that is not a safe integer', { now: 2 ** 60 }],
+  ])('claims it was not made for (%s) are serialised in full, and right', (_, change) => {
+    const skeleton = clientTokenJson(ISSUER, 'svc', 'api1', 'api1')
+    const input = { ...clientInput, ...change }
+    const { token, claims } = issueAccessToken(input, syncKey, skeleton) as { token: string; claims: object }
+    expect(payloadText(token)).toBe(JSON.stringify(claims))
   })
 })

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { tokenResponseText } from '../../../src/endpoints/token.ts'
-import type { TokenResponse } from '../../../src/grants/index.ts'
+import { PLAIN_ACCESS_TOKEN, type TokenResponse } from '../../../src/grants/index.ts'
 
 const JWS = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJzZXJ2aWNlIn0.c2lnbmF0dXJl-_'
 
@@ -39,5 +39,19 @@ describe('tokenResponseText', () => {
     { access_token: JWS, token_type: 'Bearer', expires_in: 3600, id_token: undefined },
   ] as TokenResponse[])('#44 item 4: any other answer is JSON.stringify: %o', (body) => {
     expect(tokenResponseText(body)).toBe(JSON.stringify(body))
+  })
+
+  it('#44 item 4: a token the grant marked a compact JWS it signed is written unscanned, and the marker is no member', () => {
+    const body: TokenResponse = {
+      access_token: JWS,
+      token_type: 'Bearer',
+      expires_in: 3600,
+      [PLAIN_ACCESS_TOKEN]: true,
+    }
+    expect(tokenResponseText(body)).toBe(JSON.stringify(body))
+    expect(Object.keys(body)).toEqual(['access_token', 'token_type', 'expires_in'])
+    // The marker vouches for the token only: any other shape still goes through JSON.stringify.
+    const other: TokenResponse = { ...body, scope: 'a"b' }
+    expect(tokenResponseText(other)).toBe(JSON.stringify(other))
   })
 })
