@@ -57,6 +57,8 @@ interface Granted {
  * new array, on every read (and the client cache drops a record the registry changes), so a
  * changed client never finds the grants of its old permissions. Refusals are never remembered,
  * and a client's scope parameters beyond a few are worked out each time (the cache stays small).
+ * The token's JSON skeleton is also made for the client id: `issueAccessToken` uses it only for
+ * the claims it was made for, so a record sharing the array would only miss the shortcut.
  */
 const grantedCache = new WeakMap<Context, WeakMap<readonly string[], Map<string, Granted>>>()
 const GRANTED_PER_CLIENT = 8

@@ -318,12 +318,23 @@ describe('the JSON skeleton of a client token (#44 item 4)', () => {
     ['https://auth.example.test/tenant "a"', 'svc\\"x', 'https://api.example/ü', 'read:all'],
     ['https://issuer.example', 'zoë 日本 😀', 'aud\u0000\u001f', ''],
     ['https://issuer.example', '\ud800lone', 'a\u2028b', 'x'],
+    ['https://i.example/"\\\u0001é', 'c', 'a', 'scope "quoted" \\ \u0007 zoë \udfff'],
   ])(
     'fills to exactly JSON.stringify of the claims: iss %j, client %j, aud %j, scope %j',
     (iss, clientId, aud, scope) => {
       const skeleton = clientTokenJson(iss, clientId, aud, scope)
       const input = { issuer: iss, sub: clientId, audience: [aud], clientId, scope, now: NOW, ttl: 600, client: true }
-      const { token, claims } = issueAccessToken(input, syncKey, skeleton) as { token: string; claims: object }
+      issueAccessToken(input, syncKey, skeleton) // the key's header segment, encoded once
+      const stringify = vi.spyOn(JSON, 'stringify')
+      let issued: { token: string; claims: object }
+      try {
+        issued = issueAccessToken(input, syncKey, skeleton) as { token: string; claims: object }
+        // The skeleton was used: the payload was not serialised again.
+        expect(stringify).not.toHaveBeenCalled()
+      } finally {
+        stringify.mockRestore()
+      }
+      const { token, claims } = issued
       expect(payloadText(token)).toBe(JSON.stringify(claims))
       expect(decodeJwt(token)).toEqual(claims)
       expect(Object.keys(claims)).toEqual(['iss', 'sub', 'aud', 'exp', 'iat', 'jti', 'client_id', 'scope', 'gty'])
@@ -365,6 +376,8 @@ describe('the JSON skeleton of a client token (#44 item 4)', () => {
     ['a DPoP key', { jkt: 'thumbprint' }],
     ['a user token', { client: false, familyId: 'f1', authTime: NOW }],
     ['a lifetime that is not an integer', { ttl: 1.5 }],
+    ['an endless lifetime (JSON writes null)', { ttl: Number.POSITIVE_INFINITY }],
+    ['a lifetime that is not a number (JSON writes null)', { ttl: Number.NaN }],
     ['a time that is not a safe integer', { now: 2 ** 60 }],
   ])('claims it was not made for (%s) are serialised in full, and right', (_, change) => {
     const skeleton = clientTokenJson(ISSUER, 'svc', 'api1', 'api1')
