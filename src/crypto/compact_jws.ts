@@ -60,6 +60,11 @@ function utf8(text: string): Uint8Array {
 
 const NON_ASCII = /[\u0080-\uffff]/
 
+/** Whether `text` is ASCII, so its UTF-8 bytes are its characters (see `PayloadJson`). */
+export function isAscii(text: string): boolean {
+  return !NON_ASCII.test(text)
+}
+
 /**
  * base64url without padding (RFC 7515 §2) of the UTF-8 bytes of `text`. ASCII text, as the JSON
  * of claims usually is, is its own byte string and goes straight to the platform's `btoa`; jose's

@@ -8,6 +8,7 @@ export { SIGNING_ALGS, type SigningAlgorithm, signingAlgorithms } from './algori
 export {
   type DpopVerifier,
   headerSegment,
+  isAscii,
   type JwsSigner,
   type PayloadJson,
   signCompact,

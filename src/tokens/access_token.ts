@@ -6,7 +6,7 @@
  */
 import { type JWTPayload, decodeProtectedHeader, errors, jwtVerify } from 'jose'
 import type { Keyring, SigningKey } from '../keys/index.ts'
-import { type PayloadJson, randomToken, signJwt } from '../crypto/index.ts'
+import { isAscii, type PayloadJson, randomToken, signJwt } from '../crypto/index.ts'
 import type { TokenExchangeActor } from '../config/index.ts'
 import type { AuthorizationDetail } from '../storage/index.ts'
 
@@ -106,13 +106,11 @@ export interface ClientTokenJson {
   readonly ascii: boolean
 }
 
-const NON_ASCII = /[\u0080-\uffff]/
-
 /** The skeleton of a client's own access token (see `ClientTokenJson`). */
 export function clientTokenJson(iss: string, clientId: string, aud: string, scope: string): ClientTokenJson {
   const head = `${JSON.stringify({ iss, sub: clientId, aud }).slice(0, -1)},"exp":`
   const tail = `,"client_id":${JSON.stringify(clientId)},"scope":${JSON.stringify(scope)},"gty":"client_credentials"}`
-  return { iss, sub: clientId, aud, clientId, scope, head, tail, ascii: !NON_ASCII.test(head + tail) }
+  return { iss, sub: clientId, aud, clientId, scope, head, tail, ascii: isAscii(head + tail) }
 }
 
 /**
